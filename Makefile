@@ -1,0 +1,132 @@
+# gsymprof - build, test, fuzz, bench.
+#   make            build build/gsymprof and the libraries
+#   make test       install missing Debian packages, build, run every test
+#   make demo       profile the bundled demo workload (needs root)
+#   make sanitize   ASan+UBSan build running the same tests
+#   make fuzz       build the libFuzzer targets and run each FUZZ_SECONDS
+#   make bench      benchmarks (never part of make test); results -> README
+
+BUILD      ?= build
+CXX        ?= g++
+CLANG      ?= clang
+BPFTOOL    ?= bpftool
+PREFIX     ?= /usr/local
+FUZZ_SECONDS ?= 60
+
+ARCH       := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+CXXSTD     := -std=c++20
+WARN       := -Wall -Wextra -Werror
+OPT        ?= -O2 -g
+SAN_FLAGS  :=
+CPPFLAGS   += -I. -I$(BUILD) -MMD -MP
+CXXFLAGS   += $(CXXSTD) $(WARN) $(OPT) $(SAN_FLAGS) -pthread
+LDLIBS     += -lbpf -ldw -lelf -lz -pthread
+
+GSYM_SRCS  := $(wildcard gsym/*.cpp)
+USER_SRCS  := $(filter-out userspace/main.cpp,$(wildcard userspace/*.cpp))
+UNIT_SRCS  := $(wildcard tests/unit/*.cpp)
+BPF_SRCS   := $(wildcard bpf/*.bpf.c)
+FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.cpp)
+
+GSYM_OBJS  := $(GSYM_SRCS:%.cpp=$(BUILD)/%.o)
+USER_OBJS  := $(USER_SRCS:%.cpp=$(BUILD)/%.o)
+UNIT_OBJS  := $(UNIT_SRCS:%.cpp=$(BUILD)/%.o)
+BPF_OBJS   := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
+BPF_SKELS  := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.skel.h)
+FUZZ_BINS  := $(FUZZ_SRCS:tests/fuzz/%.cpp=$(BUILD)/fuzz/%)
+REPLAY_BINS:= $(FUZZ_SRCS:tests/fuzz/%.cpp=$(BUILD)/fuzz-replay/%)
+
+.PHONY: all deps test unit sanitize fuzz fuzz-build bench demo install clean
+.DELETE_ON_ERROR:
+
+all: $(BUILD)/gsymprof $(BUILD)/libgsym.a
+
+deps:
+	@scripts/install-deps.sh
+
+# --- BPF: vmlinux.h from the running kernel's BTF, CO-RE object, skeleton ---
+$(BUILD)/bpf/vmlinux.h:
+	@mkdir -p $(@D)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/bpf/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD)/bpf -I. -c $< -o $@
+	llvm-strip -g $@
+
+$(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@
+
+# --- C++ ---
+$(BUILD)/%.o: %.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+# Only the sampler includes a skeleton, but every userspace object waits for
+# the skeletons so that generated headers exist before dependency files do.
+$(USER_OBJS) $(BUILD)/userspace/main.o: | $(BPF_SKELS)
+
+$(BUILD)/libgsym.a: $(GSYM_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libgsymprof.a: $(USER_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/gsymprof: $(BUILD)/userspace/main.o $(BUILD)/libgsymprof.a $(BUILD)/libgsym.a
+	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/unit_tests: $(UNIT_OBJS) $(BUILD)/libgsymprof.a $(BUILD)/libgsym.a
+	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
+# Fuzz targets replayed over their corpora as ordinary tests (no clang needed).
+$(BUILD)/fuzz-replay/%: tests/fuzz/%.cpp tests/fuzz/replay_main.cpp $(BUILD)/libgsymprof.a $(BUILD)/libgsym.a
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
+# --- tests ---
+unit: $(BUILD)/unit_tests
+	$(BUILD)/unit_tests
+
+test: deps
+	$(MAKE) all $(BUILD)/unit_tests $(REPLAY_BINS)
+	BUILD=$(BUILD) tests/run-all.sh
+
+sanitize: deps
+	$(MAKE) BUILD=build-san OPT="-O1 -g -fno-omit-frame-pointer" \
+	  SAN_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" \
+	  all build-san/unit_tests $(REPLAY_BINS:$(BUILD)/%=build-san/%)
+	BUILD=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run-all.sh
+
+# --- fuzz (clang + libFuzzer) ---
+FUZZ_CXXFLAGS := $(CXXSTD) -O1 -g -fsanitize=fuzzer,address,undefined -I. -pthread
+$(BUILD)/fuzz/%: tests/fuzz/%.cpp $(GSYM_SRCS) $(USER_SRCS) | $(BPF_SKELS)
+	@mkdir -p $(@D)
+	clang++ $(FUZZ_CXXFLAGS) -I$(BUILD) $< $(GSYM_SRCS) $(USER_SRCS) $(LDLIBS) -o $@
+
+fuzz-build: deps $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@for f in $(FUZZ_BINS); do \
+	  name=$$(basename $$f); mkdir -p tests/fuzz/corpus/$$name $(BUILD)/fuzz/new-$$name; \
+	  echo "== $$name for $(FUZZ_SECONDS)s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 $(BUILD)/fuzz/new-$$name tests/fuzz/corpus/$$name || exit 1; \
+	done
+
+# --- bench, demo, install ---
+bench: all
+	scripts/install-deps.sh --bench
+	tests/bench/run.sh
+
+demo: deps
+	$(MAKE) all
+	scripts/demo.sh
+
+install: all
+	install -D -m 0755 $(BUILD)/gsymprof $(DESTDIR)$(PREFIX)/bin/gsymprof
+
+clean:
+	rm -rf build build-san out
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

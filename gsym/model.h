@@ -1,0 +1,71 @@
+// gsym/model.h - the semantic model of a GSYM file: plain owned data that the
+// builder encodes and that Reader::decode_function() produces.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gsym {
+
+// Half-open [start, end).
+struct AddressRange {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t size() const { return end > start ? end - start : 0; }
+  bool contains(uint64_t addr) const { return addr >= start && addr < end; }
+  bool contains(const AddressRange& r) const { return r.start >= start && r.end <= end; }
+  bool operator==(const AddressRange&) const = default;
+  auto operator<=>(const AddressRange&) const = default;
+};
+
+// One file-table entry. Index 0 of every file table is the empty entry.
+struct FileEntry {
+  std::string directory;
+  std::string basename;
+  bool operator==(const FileEntry&) const = default;
+  auto operator<=>(const FileEntry&) const = default;
+};
+
+// A line-table row: active from `address` until the next row's address.
+// `file` is an index into the file table (0 = no file).
+struct LineEntry {
+  uint64_t address = 0;
+  uint32_t file = 0;
+  uint32_t line = 0;
+  bool operator==(const LineEntry&) const = default;
+};
+
+// A node of the inline tree. call_file/call_line give the call site in the
+// parent (the function this one was inlined into).
+struct InlineNode {
+  std::vector<AddressRange> ranges;
+  std::string name;
+  uint32_t call_file = 0;
+  uint32_t call_line = 0;
+  std::vector<InlineNode> children;
+  bool operator==(const InlineNode&) const = default;
+};
+
+struct CallSite {
+  static constexpr uint8_t kInternal = 1;
+  static constexpr uint8_t kExternal = 2;
+  uint64_t return_offset = 0;  // return address - function start
+  uint8_t flags = 0;           // unknown bits are kept
+  std::vector<std::string> match_regex;
+  bool operator==(const CallSite&) const = default;
+};
+
+// One FunctionInfo record. Names are raw bytes (not validated as UTF-8).
+struct Function {
+  AddressRange range;
+  std::string name;
+  std::vector<LineEntry> lines;            // sorted by address; empty = no line table
+  std::optional<InlineNode> inline_tree;   // root = the concrete function
+  std::vector<Function> merged;            // MergedFunctionsInfo (same range)
+  std::vector<CallSite> call_sites;        // CallSiteInfo
+  bool operator==(const Function&) const = default;
+};
+
+}  // namespace gsym

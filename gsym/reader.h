@@ -1,0 +1,151 @@
+// gsym/reader.h - reads LLVM GSYM (version 1) files.
+//
+// One query API over three storages: an owned buffer (open), borrowed bytes
+// (parse, no copy) and a read-only mmap (map). Lookups are const and keep no
+// interior state, so one Reader may serve many threads at once; each thread
+// brings its own LookupScratch.
+//
+// Semantics follow LLVM 22's GsymReader exactly (see gsym/README.md): the
+// innermost frame gets the line row covering the address, each outer frame the
+// call site recorded on the frame nested inside it, offsets are measured from
+// the start of the frame's own (first) range.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gsym/expected.h"
+#include "gsym/model.h"
+
+namespace gsym {
+
+enum class Endian : uint8_t { Little, Big };
+
+struct Header {
+  uint32_t magic = 0;
+  uint16_t version = 0;
+  uint8_t addr_off_size = 0;
+  uint8_t uuid_size = 0;
+  uint64_t base_address = 0;
+  uint32_t num_addresses = 0;
+  uint32_t strtab_offset = 0;
+  uint32_t strtab_size = 0;
+  uint8_t uuid[20] = {};
+  Endian endian = Endian::Little;
+};
+
+// One frame of a lookup, innermost first. Views point into the GSYM bytes and
+// stay valid as long as the Reader (and its storage) lives.
+struct LookupFrame {
+  std::string_view name;
+  std::string_view directory;
+  std::string_view basename;
+  uint32_t line = 0;     // 0 = unknown
+  uint64_t offset = 0;   // address - start of this frame's function/inline range
+  bool inlined = false;  // true for every frame but the outermost
+};
+
+struct LookupOptions {
+  bool line_information = true;  // false: names and offsets only
+  bool inline_frames = true;     // false: only the concrete function
+};
+
+// Caller-owned, reused across lookups so steady-state lookups allocate
+// nothing. Holds no state between calls; one per thread.
+class LookupScratch {
+ public:
+  LookupScratch() = default;
+  explicit LookupScratch(size_t inline_depth) { reserve(inline_depth); }
+  void reserve(size_t inline_depth);
+
+  // Internal working storage (used by Reader; contents unspecified between calls).
+  std::vector<LookupFrame> frames;
+  std::vector<uint32_t> work;
+};
+
+struct LookupResult {
+  uint64_t address = 0;
+  AddressRange function;            // the top-level function's range
+  std::vector<LookupFrame> frames;  // innermost first, never empty
+};
+
+struct VerifyReport {
+  uint64_t functions = 0;       // address-table entries
+  uint64_t line_rows = 0;       // rows in all line tables
+  uint64_t inline_nodes = 0;    // inline-tree nodes, roots included
+  uint64_t files = 0;           // file-table entries, including entry 0
+  uint64_t strings = 0;         // NUL-terminated strings in the string table
+  uint64_t merged_functions = 0;
+  uint64_t call_sites = 0;
+};
+
+class Reader {
+ public:
+  // Reads the whole file into an owned buffer.
+  static Expected<Reader> open(const std::string& path);
+  // Borrows `bytes`; they must outlive the Reader and every view it returns.
+  static Expected<Reader> parse(std::span<const uint8_t> bytes);
+  // Maps the file read-only. The file must not be truncated or rewritten while
+  // mapped (views would dangle or change); write new files atomically instead.
+  static Expected<Reader> map(const std::string& path);
+
+  Reader(Reader&&) noexcept;
+  Reader& operator=(Reader&&) noexcept;
+  ~Reader();
+
+  const Header& header() const;
+  // Header UUID bytes (the GNU build ID for converted ELF files); empty = unknown.
+  std::span<const uint8_t> build_id() const;
+  std::span<const uint8_t> bytes() const;
+
+  size_t function_count() const;
+  uint64_t function_start(size_t index) const;  // index < function_count()
+  // String-table entry at `offset` ("" when past the table).
+  std::string_view string(uint32_t offset) const;
+  size_t file_count() const;
+  Expected<std::pair<std::string_view, std::string_view>> file(uint32_t index) const;
+
+  // Index of the function record covering `addr` (LLVM's rules for equal
+  // starts and zero sizes), or -1 when none does.
+  int64_t find_function(uint64_t addr) const;
+
+  // Allocation-free lookup: fills scratch.frames (innermost first) and returns
+  // true, or returns false when no function covers `addr`.
+  Expected<bool> lookup_into(uint64_t addr, const LookupOptions& options,
+                             LookupScratch& scratch) const;
+
+  // Calls `callback(const LookupFrame&)` for each frame, innermost first.
+  // Returns whether a function covered `addr`.
+  template <class Callback>
+  Expected<bool> for_each_frame(uint64_t addr, const LookupOptions& options,
+                                LookupScratch& scratch, Callback&& callback) const {
+    Expected<bool> found = lookup_into(addr, options, scratch);
+    if (found.ok() && *found)
+      for (const LookupFrame& f : scratch.frames) callback(f);
+    return found;
+  }
+
+  // Convenience, allocating: nullopt-like result via `found`.
+  Expected<std::optional<LookupResult>> lookup(uint64_t addr,
+                                               const LookupOptions& options = {}) const;
+
+  // Full decode of one record (for dump, round trips and tools).
+  Expected<Function> decode_function(size_t index) const;
+  Expected<std::vector<FileEntry>> decode_files() const;
+
+  // Checks every function record and everything it references.
+  Expected<VerifyReport> verify() const;
+
+ private:
+  struct Impl;
+  explicit Reader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gsym

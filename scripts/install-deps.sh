@@ -1,0 +1,50 @@
+#!/bin/sh
+# Installs every Debian package the build, the tests and the demo need.
+# Idempotent: when everything is present it does nothing (no apt-get at all).
+set -eu
+
+PACKAGES="
+build-essential make pkg-config git
+clang llvm lld libclang-rt-14-dev
+libbpf-dev bpftool linux-libc-dev
+libelf-dev libdw-dev zlib1g-dev libzstd-dev
+nlohmann-json3-dev doctest-dev
+llvm-22
+libc6-dbg
+procps
+"
+# Extra packages only the benchmarks need (make bench passes --bench).
+BENCH_PACKAGES="llvm-22-dev linux-perf bpftrace dpkg-dev hyperfine time"
+# The flame-graph browser test (headless Chromium) needs these.
+BROWSER_PACKAGES="chromium"
+
+want="$PACKAGES $BROWSER_PACKAGES"
+for arg in "$@"; do
+  case "$arg" in
+    --bench) want="$want $BENCH_PACKAGES" ;;
+    --no-browser) want="$PACKAGES" ;;
+    *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+missing=""
+for p in $want; do
+  if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+
+if [ -z "$missing" ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: missing packages:$missing; run as root (sudo make deps)" >&2
+  exit 1
+fi
+
+echo "install-deps.sh: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq || { echo "install-deps.sh: apt-get update failed" >&2; exit 1; }
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
