@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0
+/* bpf/profile.bpf.c - the sampler: one cpu-clock perf event per CPU runs
+ * sample_stack, which sends tgid, tid, comm and the user IPs of target tasks
+ * to user space through a ring buffer. Every sample that cannot be sent is
+ * counted by reason; nothing is dropped silently. No stack map is used, so
+ * there are no hash collisions. */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "bpf/profile.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Knobs, set through rodata between open and load. */
+const volatile __u32 sample_mode = PROFILE_MODE_FRAME_POINTER;
+const volatile bool filter_by_tgid = false;
+const volatile bool follow_forks = false;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 8 << 20); /* resized by user space before load */
+} events SEC(".maps");
+
+/* tgid -> 1: the processes to sample when filter_by_tgid is set. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32);
+  __type(value, __u8);
+} target_tgids SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, PROFILE_COUNTER_COUNT);
+  __type(key, __u32);
+  __type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 counter) {
+  __u64* value = bpf_map_lookup_elem(&counters, &counter);
+  if (value) *value += 1; /* per-CPU slot: no other writer */
+}
+
+static __always_inline bool is_target(__u32 tgid) {
+  if (tgid == 0) return false; /* the idle task */
+  if (!filter_by_tgid) return true;
+  return bpf_map_lookup_elem(&target_tgids, &tgid) != NULL;
+}
+
+static __always_inline void fill_header(struct profile_event_header* header, __u32 kind,
+                                        __u32 size, __u64 pid_tgid) {
+  header->kind = kind;
+  header->size = size;
+  header->tgid = pid_tgid >> 32;
+  header->tid = (__u32)pid_tgid;
+  header->time_ns = bpf_ktime_get_ns();
+  bpf_get_current_comm(header->comm, sizeof(header->comm));
+}
+
+SEC("perf_event")
+int sample_stack(struct bpf_perf_event_data* ctx) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  if (!is_target(pid_tgid >> 32)) return 0;
+  count(PROFILE_COUNTER_SAMPLES);
+
+  struct task_struct* task = bpf_get_current_task_btf();
+  if (!BPF_CORE_READ(task, mm)) { /* kernel thread: there is no user stack */
+    count(PROFILE_COUNTER_NO_USER_STACK);
+    return 0;
+  }
+
+  struct profile_fp_stack_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+  if (!event) {
+    count(PROFILE_COUNTER_RINGBUF_FULL);
+    return 0;
+  }
+  long bytes = bpf_get_stack(ctx, event->ips, sizeof(event->ips), BPF_F_USER_STACK);
+  if (bytes < 0) {
+    count(PROFILE_COUNTER_STACK_ERROR);
+    bpf_ringbuf_discard(event, 0);
+    return 0;
+  }
+  if (bytes == 0) {
+    count(PROFILE_COUNTER_NO_USER_STACK);
+    bpf_ringbuf_discard(event, 0);
+    return 0;
+  }
+  fill_header(&event->header, PROFILE_EVENT_FP_STACK, sizeof(*event), pid_tgid);
+  event->frame_count = bytes / sizeof(__u64);
+  event->flags = 0;
+  /* A full buffer means the walk may have been cut at the depth limit. */
+  if (bytes >= (long)sizeof(event->ips)) {
+    event->flags |= PROFILE_STACK_TRUNCATED;
+    count(PROFILE_COUNTER_TRUNCATED);
+  }
+  bpf_ringbuf_submit(event, 0);
+  return 0;
+}
+
+/* A forked child of a target becomes a target (threads share the tgid and
+ * need nothing). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(follow_fork, struct task_struct* parent, struct task_struct* child) {
+  if (!filter_by_tgid || !follow_forks) return 0;
+  __u32 parent_tgid = BPF_CORE_READ(parent, tgid);
+  __u32 child_tgid = BPF_CORE_READ(child, tgid);
+  if (parent_tgid == child_tgid) return 0;
+  if (!bpf_map_lookup_elem(&target_tgids, &parent_tgid)) return 0;
+  __u8 one = 1;
+  bpf_map_update_elem(&target_tgids, &child_tgid, &one, BPF_NOEXIST);
+  return 0;
+}
+
+/* exec replaces a target's mappings: user space must forget the old ones
+ * before it reads the samples that follow. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(note_exec, struct task_struct* task, pid_t old_pid, struct linux_binprm* bprm) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  if (!is_target(pid_tgid >> 32)) return 0;
+  struct profile_exec_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+  if (!event) {
+    count(PROFILE_COUNTER_EXEC_LOST);
+    return 0;
+  }
+  fill_header(&event->header, PROFILE_EVENT_EXEC, sizeof(*event), pid_tgid);
+  bpf_ringbuf_submit(event, 0);
+  return 0;
+}

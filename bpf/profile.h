@@ -1,0 +1,62 @@
+/* bpf/profile.h - the records that cross the kernel/user boundary between
+ * bpf/profile.bpf.c and userspace/sampler.cpp. Fixed-width types only.
+ *
+ * Every ring-buffer record starts with struct profile_event_header; `kind`
+ * says which record follows and `size` its total size in bytes, so a reader
+ * can skip kinds it does not know. A new unwinding mode (e.g. copied
+ * registers + stack bytes for CFI) adds a kind and a mode, nothing else. */
+#ifndef GSYMPROF_BPF_PROFILE_H
+#define GSYMPROF_BPF_PROFILE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define PROFILE_COMM_LEN 16
+/* The kernel's default kernel.perf_event_max_stack. */
+#define PROFILE_MAX_FRAMES 127
+
+/* Set in rodata before load: how user stacks are captured. */
+enum profile_mode {
+  PROFILE_MODE_FRAME_POINTER = 0, /* bpf_get_stack(BPF_F_USER_STACK) */
+};
+
+enum profile_event_kind {
+  PROFILE_EVENT_FP_STACK = 1, /* struct profile_fp_stack_event */
+  PROFILE_EVENT_EXEC = 2,     /* struct profile_exec_event: tgid's image replaced */
+};
+
+/* Per-CPU counters, indexes into the `counters` array map. */
+enum profile_counter {
+  PROFILE_COUNTER_SAMPLES = 0,    /* samples of target tasks, before any loss */
+  PROFILE_COUNTER_RINGBUF_FULL,   /* lost: ring buffer reservation failed */
+  PROFILE_COUNTER_STACK_ERROR,    /* lost: bpf_get_stack returned an error */
+  PROFILE_COUNTER_NO_USER_STACK,  /* lost: kernel thread or no user frames */
+  PROFILE_COUNTER_TRUNCATED,      /* kept, but the stack filled the buffer */
+  PROFILE_COUNTER_EXEC_LOST,      /* an exec event could not be queued */
+  PROFILE_COUNTER_COUNT,
+};
+
+struct profile_event_header {
+  __u32 kind; /* enum profile_event_kind */
+  __u32 size; /* bytes of the whole record, header included */
+  __u32 tgid;
+  __u32 tid;
+  __u64 time_ns; /* bpf_ktime_get_ns() */
+  char comm[PROFILE_COMM_LEN];
+};
+
+#define PROFILE_STACK_TRUNCATED 1u
+
+struct profile_fp_stack_event {
+  struct profile_event_header header;
+  __u32 frame_count; /* valid entries of ips, leaf first */
+  __u32 flags;       /* PROFILE_STACK_* */
+  __u64 ips[PROFILE_MAX_FRAMES];
+};
+
+struct profile_exec_event {
+  struct profile_event_header header;
+};
+
+#endif /* GSYMPROF_BPF_PROFILE_H */
