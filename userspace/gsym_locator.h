@@ -104,7 +104,8 @@ class GsymLocator {
   gsym::Status add_gsym_bytes(std::vector<uint8_t> bytes, const std::string& name);
 
   // The reader for the module with `build_id`, or nullptr; `report` is
-  // filled either way (path, build_id, origin, gsym_path, reason, note).
+  // filled either way (build_id, origin, gsym_path, reason, note; `path` is
+  // left as the caller set it).
   // `local_elf_path` ("" = none) is only used for conversion. The pointer
   // stays valid for the locator's lifetime.
   const gsym::Reader* locate(const BuildId& build_id, const std::string& local_elf_path,
@@ -120,10 +121,5 @@ class GsymLocator {
   struct State;
   std::unique_ptr<State> state_;
 };
-
-// Reads the GNU build ID from an ELF file's notes (libelf). Errors: file
-// missing/unreadable (message starts with "file missing" when it does not
-// exist), not ELF, no build-ID note (empty BuildId is returned then).
-gsym::Expected<BuildId> read_elf_build_id(const std::string& path);
 
 }  // namespace gsymprof
