@@ -5,6 +5,21 @@
 // Encoding follows LLVM's writer exactly (header, tables, line-table delta
 // window, inline tree), and finalize() applies LLVM 22's sort / de-duplicate /
 // prune rules, with a fixed rule among aliases at one address.
+//
+// Function order (finalize): LLVM's key first - range (start, end), then
+// inline tree (none < fewest descendants < more), then line table (none <
+// fewer rows < more; equal counts by row addresses). LLVM breaks remaining
+// ties by insertion order; we break them by name bytes, then by the whole
+// record (rows, inline tree, call sites, merged functions), so the order never
+// depends on insertion order. Among records with the same range the last in
+// this order is kept ("later replaces earlier"): a record with line/inline
+// info beats a bare symbol, and among bare aliases the greatest name wins.
+//
+// String table: offset 0 is "", then strings in first-insertion order,
+// de-duplicated, no suffix merging. add_string/add_file intern immediately.
+// Strings not added explicitly are appended at encode time walking the
+// finalized functions in order; per function: name, inline-tree names
+// (pre-order), call-site regexes, then each merged function the same way.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +42,7 @@ struct BuilderOptions {
   std::vector<uint8_t> build_id;         // 0..20 bytes
   // Executable address ranges (LLVM's "valid text ranges"): a trailing
   // zero-size function is extended to the end of the range holding it.
+  // Adjacent or overlapping ranges are merged first, as LLVM does.
   std::vector<AddressRange> text_ranges;
   // Apply LLVM 22's finalize rules (drop equal duplicates, a later richer
   // record replaces an earlier one of the same range, zero-size records
@@ -38,30 +54,46 @@ struct BuilderOptions {
 class Builder {
  public:
   explicit Builder(BuilderOptions options = {});
+  ~Builder();
+  Builder(Builder&&) noexcept;
+  Builder& operator=(Builder&&) noexcept;
+  Builder(const Builder&) = delete;
+  Builder& operator=(const Builder&) = delete;
 
   void set_base_address(uint64_t base);
+  // More than 20 bytes is accepted here and reported by encode().
   void set_build_id(std::span<const uint8_t> id);
   void set_text_ranges(std::vector<AddressRange> ranges);
 
   // Interns a string now so it gets its offset in insertion order (LLVM's
-  // string table is in first-insertion order). Strings not added explicitly
-  // are interned at encode time, in sorted-function order.
+  // string table is in first-insertion order). Returns its offset ("" -> 0).
   uint32_t add_string(std::string_view s);
-  // Interns a file (directory and basename strings, then the entry); returns
-  // its index. Index 0 is the reserved empty entry: add_file({"", ""}) == 0.
+  // Interns a file (directory string, then basename string, then the entry,
+  // de-duplicated); returns its index. Index 0 is the reserved empty entry:
+  // add_file({"", ""}) == 0.
   uint32_t add_file(const FileEntry& file);
+  size_t file_count() const;
 
-  // Validates and stores a function. Errors: empty name, reversed range, size
-  // above 4 GiB, line rows outside the function or not ascending, a file
-  // index not in the file table, inline ranges outside their parent or
-  // unsorted/overlapping, an inline tree deeper than kMaxInlineDepth,
-  // call-site offsets outside the function.
+  // Validates, normalizes and stores a function. Errors: empty name, reversed
+  // range, size above 4 GiB - 1, line rows outside the function or not
+  // ascending, a file index not in the file table (add files first), an
+  // inline node without ranges or with a range outside its parent (the root's
+  // parent is the function range), an inline tree deeper than kMaxInlineDepth,
+  // call-site offsets outside the function, merged functions whose range
+  // differs from the function's or nested deeper than kMaxMergedDepth.
+  // Normalization (as LLVM's AddressRanges): inline ranges are sorted, empty
+  // ones dropped, intersecting and touching ones merged.
   Status add_function(Function function);
 
   size_t function_count() const;
 
-  // Finalizes (sort, dedupe, prune) and encodes. Errors: no functions,
-  // limits of version 1 exceeded.
+  // Applies the finalize rules (sort, de-duplicate, prune, extend a trailing
+  // zero-size function) and returns the functions that will be encoded, in
+  // file order. Idempotent; encode() calls it.
+  const std::vector<Function>& finalize();
+
+  // Finalizes and encodes. Errors: no functions, build ID over 20 bytes, base
+  // address above a function start, limits of version 1 exceeded.
   Expected<std::vector<uint8_t>> encode();
 
   // encode(), then writes atomically (temp file in the same directory +
@@ -69,10 +101,11 @@ class Builder {
   Status write_file(const std::string& path);
 
   static constexpr size_t kMaxInlineDepth = 256;
+  static constexpr size_t kMaxMergedDepth = 16;
 
  private:
   struct State;
-  std::shared_ptr<State> state_;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace gsym

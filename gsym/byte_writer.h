@@ -1,0 +1,81 @@
+// gsym/byte_writer.h - growable output buffer for the GSYM encoder: fixed-width
+// integers in the file's byte order, LEB128 (byte-order independent), zero
+// padding and back-patching of placeholders (LLVM's FileWriter, in spirit).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "gsym/reader.h"  // Endian
+
+namespace gsym {
+
+class ByteWriter {
+ public:
+  explicit ByteWriter(Endian endian) : endian_(endian) {}
+
+  Endian endian() const { return endian_; }
+  uint64_t tell() const { return bytes_.size(); }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+  std::vector<uint8_t> take() { return std::move(bytes_); }
+  void reserve(size_t n) { bytes_.reserve(n); }
+
+  void u8(uint8_t v) { bytes_.push_back(v); }
+  void u16(uint16_t v) { fixed(v, 2); }
+  void u32(uint32_t v) { fixed(v, 4); }
+  void u64(uint64_t v) { fixed(v, 8); }
+  // An unsigned integer of `width` bytes (1, 2, 4 or 8).
+  void uint(uint64_t v, unsigned width) { fixed(v, width); }
+
+  void uleb(uint64_t v) {
+    do {
+      uint8_t byte = v & 0x7f;
+      v >>= 7;
+      if (v != 0) byte |= 0x80;
+      bytes_.push_back(byte);
+    } while (v != 0);
+  }
+
+  void sleb(int64_t v) {
+    bool more = true;
+    while (more) {
+      uint8_t byte = v & 0x7f;
+      v >>= 7;  // arithmetic shift: C++20 defines it for negative values
+      more = !((v == 0 && !(byte & 0x40)) || (v == -1 && (byte & 0x40)));
+      if (more) byte |= 0x80;
+      bytes_.push_back(byte);
+    }
+  }
+
+  void raw(std::string_view s) { bytes_.insert(bytes_.end(), s.begin(), s.end()); }
+  void zeros(size_t n) { bytes_.insert(bytes_.end(), n, 0); }
+
+  // Zero padding up to a multiple of `align` (relative to the buffer start).
+  void align_to(unsigned align) {
+    size_t rem = bytes_.size() % align;
+    if (rem != 0) zeros(align - rem);
+  }
+
+  // Overwrites 4 bytes at `offset` (a placeholder written earlier).
+  void fixup_u32(uint64_t offset, uint32_t v) { put(offset, v, 4); }
+
+ private:
+  void fixed(uint64_t v, unsigned width) {
+    size_t at = bytes_.size();
+    bytes_.resize(at + width);
+    put(at, v, width);
+  }
+  void put(uint64_t at, uint64_t v, unsigned width) {
+    for (unsigned i = 0; i < width; ++i) {
+      unsigned shift = endian_ == Endian::Little ? 8 * i : 8 * (width - 1 - i);
+      bytes_[at + i] = static_cast<uint8_t>(v >> shift);
+    }
+  }
+
+  Endian endian_;
+  std::vector<uint8_t> bytes_;
+};
+
+}  // namespace gsym
