@@ -64,10 +64,24 @@ class LookupScratch {
   explicit LookupScratch(size_t inline_depth) { reserve(inline_depth); }
   void reserve(size_t inline_depth);
 
-  // Internal working storage (used by Reader; contents unspecified between calls).
+  // One containing inline-tree node on the path from the root to the deepest
+  // node covering the address (filled by lookup_into, root first).
+  struct InlineStep {
+    uint32_t name = 0;       // string offset
+    uint32_t call_file = 0;  // file-table index
+    uint32_t call_line = 0;
+    uint64_t first_start = 0;  // lowest start of the node's ranges
+  };
+
+  // Results of the last lookup_into (frames, innermost first) and internal
+  // working storage; contents are replaced by every call.
   std::vector<LookupFrame> frames;
-  std::vector<uint32_t> work;
+  std::vector<InlineStep> inline_chain;
 };
+
+// Hard limits that keep hostile input from costing unbounded stack or time.
+inline constexpr size_t kMaxInlineDepth = 256;   // nested inline-tree nodes
+inline constexpr size_t kMaxMergedDepth = 16;    // nested MergedFunctionsInfo
 
 struct LookupResult {
   uint64_t address = 0;
