@@ -6,6 +6,7 @@
 namespace gsymprof {
 
 int cmd_gsym(int argc, char** argv);        // cmd_gsym.cpp: lookup, dump, verify, convert
+int cmd_gsym_convert(int argc, char** argv);  // cmd_gsym_convert.cpp: gsym convert
 int cmd_profile(int argc, char** argv);     // cmd_profile.cpp
 int cmd_record(int argc, char** argv);      // cmd_record.cpp
 int cmd_symbolize(int argc, char** argv);   // cmd_symbolize.cpp
