@@ -110,7 +110,6 @@ gsym::Expected<FileDescriptor> open_cache_dir(const std::string& dir) {
   if (dir.empty()) return gsym::Error("no cache directory");
   FileDescriptor current(::open(dir[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (current.get() < 0) return gsym::Error(dir + ": " + errno_text(errno));
-  bool created_last = false;
   size_t pos = 0;
   while (pos < dir.size()) {
     size_t slash = dir.find('/', pos);
@@ -118,10 +117,8 @@ gsym::Expected<FileDescriptor> open_cache_dir(const std::string& dir) {
     std::string component = dir.substr(pos, slash - pos);
     pos = slash + 1;
     if (component.empty() || component == ".") continue;
-    created_last = false;
-    if (::mkdirat(current.get(), component.c_str(), 0755) == 0) {
-      created_last = true;
-    } else if (errno != EEXIST) {
+    bool created = ::mkdirat(current.get(), component.c_str(), 0755) == 0;
+    if (!created && errno != EEXIST) {
       return gsym::Error(dir + ": cannot create " + component + ": " + errno_text(errno));
     }
     FileDescriptor next(::openat(current.get(), component.c_str(),
@@ -132,11 +129,11 @@ gsym::Expected<FileDescriptor> open_cache_dir(const std::string& dir) {
         return gsym::Error(dir + ": " + component + " is a symlink or not a directory");
       return gsym::Error(dir + ": " + errno_text(err));
     }
+    // mkdir's mode is cut by the umask; the cache must be readable by all.
+    if (created && ::fchmod(next.get(), 0755) != 0)
+      return gsym::Error(dir + ": chmod " + component + ": " + errno_text(errno));
     current = std::move(next);
   }
-  // mkdir's mode is cut by the umask; the cache must be readable by all.
-  if (created_last && ::fchmod(current.get(), 0755) != 0)
-    return gsym::Error(dir + ": chmod: " + errno_text(errno));
   struct stat st;
   if (::fstat(current.get(), &st) != 0) return gsym::Error(dir + ": " + errno_text(errno));
   if (st.st_uid != ::geteuid())
