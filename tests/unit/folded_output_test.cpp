@@ -1,0 +1,57 @@
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "userspace/folded_output.h"
+
+using namespace gsymprof;
+
+namespace {
+
+SymbolizedFrame fn(std::string name, bool inlined = false) {
+  SymbolizedFrame frame;
+  frame.kind = FrameKind::Function;
+  frame.name = std::move(name);
+  frame.inlined = inlined;
+  return frame;
+}
+
+}  // namespace
+
+TEST_CASE("folded: names cannot break frames or lines") {
+  CHECK(sanitize_folded_name("a;b\nc\rd e") == "a:b c d e");
+  CHECK(folded_frame(fn("inl;ined", true)) == "inl:ined_[i]");
+  CHECK(folded_frame(fn("operator()", false)) == "operator()");
+}
+
+TEST_CASE("folded: sorted bytewise, equal text merged, zero counts dropped") {
+  std::vector<SymbolizedStack> stacks = {
+      {"b", {fn("main"), fn("work")}, 3},
+      {"a", {fn("main"), fn("leaf", true)}, 2},
+      {"a", {fn("main")}, 1},
+      {"B", {fn("x")}, 4},
+      {"a;x", {fn("main")}, 6},        // ';' in comm becomes ':'
+      {"b", {fn("main"), fn("work")}, 5},
+      {"c", {fn("main")}, 0},
+  };
+  // Same text from frames that differ only in line: one folded line.
+  SymbolizedFrame at_line_7 = fn("work");
+  at_line_7.line = 7;
+  stacks.push_back({"b", {fn("main"), at_line_7}, 10});
+  CHECK(folded_text(stacks) ==
+        "B;x 4\n"
+        "a:x;main 6\n"
+        "a;main 1\n"
+        "a;main;leaf_[i] 2\n"
+        "b;main;work 18\n");
+  std::vector<FoldedLine> lines = fold_stacks(stacks);
+  REQUIRE(lines.size() == 5);
+  CHECK(lines[4] == FoldedLine{"b;main;work", 18});
+}
+
+TEST_CASE("folded: empty input, stacks without frames, non-ASCII bytes") {
+  CHECK(folded_text({}) == "");
+  std::vector<SymbolizedStack> stacks = {{"idle", {}, 2}, {"x", {fn("\xc3\xa9t\xc3\xa9"), fn("a")}, 1}};
+  CHECK(folded_text(stacks) == "idle 2\nx;\xc3\xa9t\xc3\xa9;a 1\n");
+}
