@@ -1,0 +1,638 @@
+#!/bin/bash
+# tests/bench/run.sh - the benchmarks behind `make bench` (never part of make
+# test). Every number is measured side by side with a peer tool in the same
+# run, ours and the peer's runs alternating, and quoted as a median.
+#
+#   tests/bench/run.sh [lookup] [convert] [profile] [stacks]   (none: all)
+#
+# Sections (each prints a markdown table and replaces its own block in
+# tests/bench/RESULTS.md; a section whose tool is not ready says so and skips):
+#   lookup   gsym::Reader vs LLVM 22 GsymReader, in process and whole process
+#   convert  gsymprof gsym convert vs llvm-gsymutil --convert
+#   profile  profiler overhead vs bpftrace / perf; symbolization vs perf script
+#   stacks   stack completeness with and without frame pointers
+#
+# Environment: BUILD (build dir, default build), GSYMPROF (default
+# $BUILD/gsymprof), BENCH_DIR (corpus cache, default
+# /var/cache/gsymprof-bench), ROUNDS (alternating rounds, default 5),
+# RESULTS (default tests/bench/RESULTS.md).
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=${BUILD:-build}
+[[ $BUILD == /* ]] || BUILD=$ROOT/$BUILD
+GSYMPROF=${GSYMPROF:-$BUILD/gsymprof}
+[[ $GSYMPROF == /* ]] || GSYMPROF=$ROOT/$GSYMPROF
+export BENCH_DIR=${BENCH_DIR:-/var/cache/gsymprof-bench}
+ROUNDS=${ROUNDS:-5}
+RESULTS=${RESULTS:-$HERE/RESULTS.md}
+LLVM_GSYMUTIL=${LLVM_GSYMUTIL:-/usr/lib/llvm-22/bin/llvm-gsymutil}
+LLVM_PREFIX=/usr/lib/llvm-22
+WORK=$BENCH_DIR/work
+BIN=$BUILD/bench
+SQLITE=$BENCH_DIR/sqlite3
+CPPCHECK=$BENCH_DIR/cppcheck
+
+TMP=$(mktemp -d /tmp/gsymprof-bench.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+
+log() { echo "bench: $*" >&2; }
+die() { echo "bench: $*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- helpers --
+
+# Median of the numbers on stdin ("-" when there are none).
+median() {
+  sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) { print "-"; exit }
+    if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# ratio A B [DIGITS]: A / B, "-" when either is missing or B is zero.
+ratio() {
+  awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN {
+    if (a == "-" || b == "-" || a == "" || b == "" || b + 0 == 0) print "-";
+    else printf("%.*f\n", d, a / b) }'
+}
+
+# fmt NUMBER [DIGITS]: rounds, passes "-" through.
+fmt() {
+  awk -v a="$1" -v d="${2:-1}" 'BEGIN { if (a == "-" || a == "") print "-"; else printf("%.*f\n", d, a) }'
+}
+
+# measure FILE CMD...: runs CMD (stdin/stdout as given), appends
+# "wall_s cpu_s maxrss_kb exit" to FILE. Wall from the shell clock; CPU
+# (user+sys) and peak RSS from GNU time, of CMD and its waited-for children.
+measure() {
+  local out=$1
+  shift
+  local t0 t1 rc
+  t0=$EPOCHREALTIME
+  /usr/bin/time -f '%U %S %M' -o "$TMP/time.out" "$@"
+  rc=$?
+  t1=$EPOCHREALTIME
+  awk -v t0="$t0" -v t1="$t1" -v rc="$rc" '{ printf("%.4f %.3f %d %d\n", t1 - t0, $1 + $2, $3, rc) }' \
+    "$TMP/time.out" >> "$out"
+  return $rc
+}
+
+# column FILE N: the median of column N of FILE.
+column() { awk -v n="$2" '{ print $n }' "$1" | median; }
+
+# Replaces the block of section $1 in $RESULTS with the file $2 (markdown).
+write_section() {
+  local name=$1 body=$2
+  local begin="<!-- bench:$name -->" end="<!-- /bench:$name -->"
+  if [[ ! -f $RESULTS ]]; then
+    {
+      echo "# gsymprof benchmark results"
+      echo
+      echo "Written by \`tests/bench/run.sh\` (\`make bench\`); each section is replaced when it runs."
+      echo "Medians of alternating runs on a shared, noisy 2-vCPU KVM guest."
+    } > "$RESULTS"
+  fi
+  awk -v begin="$begin" -v end="$end" -v body="$body" '
+    $0 == begin { skip = 1; while ((getline line < body) > 0) buf = buf line "\n"; printf("%s\n%s%s\n", begin, buf, end); done = 1; next }
+    $0 == end { skip = 0; next }
+    !skip { print }
+    END { if (!done) { printf("\n%s\n", begin); while ((getline line < body) > 0) print line; print end } }
+  ' "$RESULTS" > "$RESULTS.tmp" && mv "$RESULTS.tmp" "$RESULTS"
+}
+
+# The section's markdown is collected here and printed as it goes.
+section_begin() { SECTION_MD=$TMP/section-$1.md; : > "$SECTION_MD"; }
+md() { printf '%s\n' "$*" | tee -a "$SECTION_MD"; }
+
+machine_line() {
+  md "_$(date -u +%Y-%m-%d) on $(nproc) CPUs, kernel $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg); commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)._"
+}
+
+gsymprof_ready() { [[ -x $GSYMPROF ]]; }
+
+subcommand_has() {
+  local flag=$1
+  shift
+  gsymprof_ready && "$GSYMPROF" "$@" --help 2>&1 | grep -q -- "$flag"
+}
+subcommand_works() { gsymprof_ready && "$GSYMPROF" "$@" --help >/dev/null 2>&1; }
+
+corpus() { "$HERE/build-corpus.sh" "$@" || die "corpus build failed"; }
+
+# LLVM-made GSYM of $1 in $WORK (the same file for both readers).
+llvm_gsym() {
+  local elf=$1 out=$WORK/$2.llvm.gsym
+  mkdir -p "$WORK"
+  if [[ ! -s $out ]]; then
+    "$LLVM_GSYMUTIL" --convert "$elf" --num-threads=1 --quiet -o "$out.tmp" >/dev/null ||
+      die "llvm-gsymutil --convert $elf failed"
+    mv "$out.tmp" "$out"
+  fi
+  echo "$out"
+}
+
+# ----------------------------------------------------------------- lookup --
+
+build_lookup_harnesses() {
+  mkdir -p "$BIN"
+  local common=(-std=c++20 -O2 -g -Wall -Wextra -Werror)
+  if [[ ! -x $BIN/llvm_lookup_bench || $HERE/llvm_lookup_bench.cpp -nt $BIN/llvm_lookup_bench ||
+        $HERE/bench_common.h -nt $BIN/llvm_lookup_bench ]]; then
+    [[ -f $LLVM_PREFIX/include/llvm/DebugInfo/GSYM/GsymReader.h ]] ||
+      die "llvm-22-dev missing (scripts/install-deps.sh --bench)"
+    g++ "${common[@]}" -isystem "$LLVM_PREFIX/include" -D_GNU_SOURCE -D__STDC_CONSTANT_MACROS \
+      -D__STDC_FORMAT_MACROS -D__STDC_LIMIT_MACROS -fno-exceptions \
+      "$HERE/llvm_lookup_bench.cpp" -o "$BIN/llvm_lookup_bench" \
+      -L"$LLVM_PREFIX/lib" -lLLVM-22 -Wl,-rpath,"$LLVM_PREFIX/lib" || die "llvm_lookup_bench failed to build"
+  fi
+  OURS_LOOKUP_READY=0
+  if [[ -f $BUILD/libgsym.a ]] &&
+     g++ "${common[@]}" -I"$ROOT" "$HERE/lookup_bench.cpp" "$BUILD/libgsym.a" -o "$BIN/lookup_bench.tmp" 2>"$TMP/lookup_bench.err"; then
+    mv "$BIN/lookup_bench.tmp" "$BIN/lookup_bench"
+    OURS_LOOKUP_READY=1
+  else
+    log "lookup_bench does not build against $BUILD/libgsym.a (our side skipped): $(head -n 3 "$TMP/lookup_bench.err" 2>/dev/null)"
+  fi
+}
+
+# Addresses from a real profile: every frame perf saw in module $1 (the
+# sample IP, and return address - 1 for callers), dso-relative = unslid.
+perf_profile_addresses() {
+  local module=$1 out=$2
+  shift 2
+  perf record -q -F 999 -g -o "$TMP/perf-lookup.data" -- "$@" >/dev/null 2>"$TMP/perf-lookup.err" ||
+    { log "perf record failed: $(tail -n 1 "$TMP/perf-lookup.err")"; return 1; }
+  perf script -i "$TMP/perf-lookup.data" -F ip,dso 2>/dev/null | awk -v mod="($module)" '
+    NF == 0 { depth = 0; next }
+    { if ($2 == mod) printf("0x%x\n", strtonum("0x" $1) - (depth > 0 ? 1 : 0)); depth++ }
+  ' | head -n "$LOOKUP_COUNT" > "$out"
+  [[ -s $out ]]
+}
+
+LOOKUP_COUNT=${LOOKUP_COUNT:-20000}
+
+# Address lists for program $1 (GSYM $2) -> $WORK/$1.{uniform,zipf,profile}.addrs
+make_address_lists() {
+  local name=$1 gsym=$2 kind
+  for kind in uniform zipf; do
+    [[ -s $WORK/$name.$kind.addrs ]] ||
+      "$BIN/llvm_lookup_bench" addresses "$gsym" "$kind" "$LOOKUP_COUNT" 1 > "$WORK/$name.$kind.addrs" ||
+      die "cannot make $kind addresses for $name"
+  done
+  if [[ ! -s $WORK/$name.profile.addrs ]]; then
+    case $name in
+      sqlite3)
+        "$SQLITE/speedtest1-fp" --script "$TMP/speedtest.sql" --size 40 --memdb >/dev/null 2>&1
+        perf_profile_addresses "$SQLITE/sqlite3-fp" "$WORK/$name.profile.addrs" \
+          sh -c "exec '$SQLITE/sqlite3-fp' :memory: < '$TMP/speedtest.sql'" ;;
+      cppcheck)
+        perf_profile_addresses "$CPPCHECK/cppcheck" "$WORK/$name.profile.addrs" \
+          "$CPPCHECK/cppcheck" --quiet --enable=all "${CPPCHECK_WORKLOAD[@]}" ;;
+    esac || { rm -f "$WORK/$name.profile.addrs"; log "$name: no profile address list (perf failed)"; }
+  fi
+}
+
+# cppcheck analysing some of its own sources (a few seconds of C++ work).
+CPPCHECK_WORKLOAD=()
+set_cppcheck_workload() {
+  CPPCHECK_WORKLOAD=("$CPPCHECK/src/lib/token.cpp" "$CPPCHECK/src/lib/checkother.cpp")
+}
+
+section_lookup() {
+  section_begin lookup
+  corpus sqlite3 cppcheck
+  set_cppcheck_workload
+  build_lookup_harnesses
+  local programs=(sqlite3 cppcheck)
+  declare -A elf=([sqlite3]=$SQLITE/sqlite3-fp [cppcheck]=$CPPCHECK/cppcheck)
+
+  md "## GSYM lookup (issue 2)"
+  md
+  machine_line
+  md
+  md "Same LLVM-written GSYM files (\`llvm-gsymutil --convert\`) and the same $LOOKUP_COUNT addresses for both readers;"
+  md "ns/lookup is thread CPU time (the machine is shared), median of $ROUNDS alternating LLVM/ours processes, each the median of ≥3 passes."
+  md "Lists: *uniform* = every byte of every function range equally likely; *zipf* = functions in random order, rank k weighted 1/k^1.1;"
+  md "*profile* = every frame address of a \`perf record -g\` profile of the program (sqlite3 shell running speedtest1's SQL; cppcheck checking two of its own sources)."
+  md "\"answers\" = equal checksum over every frame (name, dir, file, line, offset) from both readers."
+  md
+  md "| program | addresses | LLVM lookup ns | ours lookup_into full | ours lookup() full | LLVM / ours (into) | ours names-only into | ours names-only lookup() | find_function | answers |"
+  md "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"
+  local name kind r list
+  for name in "${programs[@]}"; do
+    local gsym
+    gsym=$(llvm_gsym "${elf[$name]}" "$name")
+    make_address_lists "$name" "$gsym"
+    for kind in uniform zipf profile; do
+      list=$WORK/$name.$kind.addrs
+      [[ -s $list ]] || { md "| $name | $kind | (no list) | | | | | | | |"; continue; }
+      local res=$TMP/lookup-$name-$kind
+      : > "$res.llvm"; : > "$res.ours"
+      for ((r = 0; r < ROUNDS; r++)); do
+        "$BIN/llvm_lookup_bench" lookup "$gsym" "$list" >> "$res.llvm" || log "llvm_lookup_bench failed on $name/$kind"
+        if [[ $OURS_LOOKUP_READY == 1 ]]; then
+          "$BIN/lookup_bench" "$gsym" "$list" >> "$res.ours" || log "lookup_bench failed on $name/$kind"
+        fi
+      done
+      local llvm_ns into_full alloc_full into_names alloc_names find_ns answers
+      llvm_ns=$(grep '^llvm full' "$res.llvm" | sed 's/.*ns=\([0-9.]*\).*/\1/' | median)
+      pick() { grep "^ours $1 " "$res.ours" | sed 's/.*ns=\([0-9.]*\).*/\1/' | median; }
+      into_full=$(pick into-full); alloc_full=$(pick alloc-full)
+      into_names=$(pick into-names); alloc_names=$(pick alloc-names); find_ns=$(pick find)
+      local llvm_sum ours_sum
+      llvm_sum=$(grep -o 'checksum=[0-9a-f]*' "$res.llvm" | sort -u | tr '\n' ' ')
+      ours_sum=$(grep '^ours into-full' "$res.ours" | grep -o 'checksum=[0-9a-f]*' | sort -u | tr '\n' ' ')
+      if [[ -z $ours_sum ]]; then answers="-"
+      elif [[ $llvm_sum == "$ours_sum" ]]; then answers="equal"
+      else answers="**differ**"; fi
+      md "| $name | $kind | $(fmt "$llvm_ns") | $(fmt "$into_full") | $(fmt "$alloc_full") | $(ratio "$llvm_ns" "$into_full" 1)x | $(fmt "$into_names") | $(fmt "$alloc_names") | $(fmt "$find_ns") | $answers |"
+    done
+  done
+
+  md
+  md "Whole process, same lists on stdin: \`llvm-gsymutil --addresses-from-stdin\` (lines \`ADDR GSYM\`) vs \`gsymprof gsym lookup GSYM\` (text output to /dev/null); wall and CPU seconds, medians of $ROUNDS alternating runs."
+  md
+  md "| program | addresses | LLVM wall s | ours wall s | LLVM / ours wall | LLVM CPU s | ours CPU s | LLVM / ours CPU |"
+  md "|---|---|---:|---:|---:|---:|---:|---:|"
+  local ours_cli=0
+  subcommand_works gsym lookup && ours_cli=1
+  [[ $ours_cli == 1 ]] || log "gsymprof gsym lookup not ready: whole-process rows have no 'ours' column"
+  for name in "${programs[@]}"; do
+    local gsym=$WORK/$name.llvm.gsym
+    for kind in uniform zipf profile; do
+      list=$WORK/$name.$kind.addrs
+      [[ -s $list ]] || continue
+      awk -v g="$gsym" '{ print $1, g }' "$list" > "$TMP/llvm-stdin"
+      : > "$TMP/proc.llvm"; : > "$TMP/proc.ours"
+      for ((r = 0; r < ROUNDS; r++)); do
+        measure "$TMP/proc.llvm" "$LLVM_GSYMUTIL" --addresses-from-stdin < "$TMP/llvm-stdin" > /dev/null
+        if [[ $ours_cli == 1 ]]; then
+          measure "$TMP/proc.ours" "$GSYMPROF" gsym lookup "$gsym" < "$list" > /dev/null ||
+            log "gsymprof gsym lookup failed on $name/$kind"
+        fi
+      done
+      local lw ow lc oc
+      lw=$(column "$TMP/proc.llvm" 1); lc=$(column "$TMP/proc.llvm" 2)
+      ow=$(column "$TMP/proc.ours" 1); oc=$(column "$TMP/proc.ours" 2)
+      md "| $name | $kind | $(fmt "$lw" 3) | $(fmt "$ow" 3) | $(ratio "$lw" "$ow" 1)x | $(fmt "$lc" 3) | $(fmt "$oc" 3) | $(ratio "$lc" "$oc" 1)x |"
+    done
+  done
+  write_section lookup "$SECTION_MD"
+}
+
+# ---------------------------------------------------------------- convert --
+
+# Separate debug file of libc.so.6, by build ID.
+libc_debug_file() {
+  local libc=/lib/x86_64-linux-gnu/libc.so.6 id
+  id=$(readelf -n "$libc" 2>/dev/null | awk '/Build ID:/ { print $3; exit }')
+  [[ -n $id ]] || return 1
+  local path=/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
+  [[ -r $path ]] && echo "$path"
+}
+
+# Bytes of DWARF (.debug_* section sizes as stored, i.e. compressed if so).
+dwarf_megabytes() {
+  readelf -SW "$1" 2>/dev/null | awk '
+    { for (i = 1; i <= NF; i++) if ($i ~ /^\.debug_/) { sum += strtonum("0x" $(i + 4)); break } }
+    END { printf("%.1f\n", sum / 1048576) }'
+}
+
+section_convert() {
+  section_begin convert
+  corpus sqlite3 cppcheck
+  md "## ELF/DWARF -> GSYM conversion (issue 3)"
+  md
+  machine_line
+  md
+  md "\`gsymprof gsym convert X -o OUT [--threads 1]\` vs \`llvm-gsymutil --convert X -o OUT [--num-threads=1]\`, runs alternating, medians of $ROUNDS."
+  md "Wall time is noisy here (shared machine); CPU = user+sys. \"same bytes\" = ours with 1 thread and default threads wrote identical files."
+  md
+  md "| input | DWARF MB | threads | LLVM wall s | ours wall s | LLVM / ours wall | LLVM CPU s | ours CPU s | LLVM RSS MB | ours RSS MB | LLVM size KB | ours size KB | same bytes |"
+  md "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+  local ours=0
+  subcommand_works gsym convert && ours=1
+  [[ $ours == 1 ]] || log "gsymprof gsym convert not ready: LLVM column only"
+  local inputs=("sqlite3 shell|$SQLITE/sqlite3-fp" "cppcheck|$CPPCHECK/cppcheck")
+  local libc_dbg
+  if libc_dbg=$(libc_debug_file); then inputs+=("libc debug file|$libc_dbg")
+  else log "libc debug file not found (install libc6-dbg): row skipped"; fi
+  local entry label input threads r out=$TMP/convert
+  mkdir -p "$out"
+  for entry in "${inputs[@]}"; do
+    label=${entry%%|*}; input=${entry#*|}
+    local mb
+    mb=$(dwarf_megabytes "$input")
+    for threads in 1 default; do
+      local llvm_args=() ours_args=()
+      [[ $threads == 1 ]] && { llvm_args=(--num-threads=1); ours_args=(--threads 1); }
+      : > "$out/llvm.m"; : > "$out/ours.m"
+      for ((r = 0; r < ROUNDS; r++)); do
+        rm -f "$out/llvm.gsym" "$out/ours.gsym"
+        measure "$out/llvm.m" "$LLVM_GSYMUTIL" --convert "$input" "${llvm_args[@]}" --quiet -o "$out/llvm.gsym" >/dev/null
+        if [[ $ours == 1 ]]; then
+          measure "$out/ours.m" "$GSYMPROF" gsym convert "$input" "${ours_args[@]}" -o "$out/ours.gsym" \
+            >/dev/null 2>"$out/ours.err" || log "gsymprof gsym convert $input failed: $(tail -n 1 "$out/ours.err")"
+        fi
+      done
+      local lsize="-" osize="-" same="-"
+      [[ -f $out/llvm.gsym ]] && lsize=$(( $(stat -c %s "$out/llvm.gsym") / 1024 ))
+      if [[ -f $out/ours.gsym ]]; then
+        osize=$(( $(stat -c %s "$out/ours.gsym") / 1024 ))
+        if [[ $threads == 1 ]]; then cp "$out/ours.gsym" "$out/ours-t1.gsym"
+        elif [[ -f $out/ours-t1.gsym ]]; then cmp -s "$out/ours.gsym" "$out/ours-t1.gsym" && same=yes || same="**no**"; fi
+      fi
+      local lw ow lc oc lr or
+      lw=$(column "$out/llvm.m" 1); ow=$(column "$out/ours.m" 1)
+      lc=$(column "$out/llvm.m" 2); oc=$(column "$out/ours.m" 2)
+      lr=$(column "$out/llvm.m" 3); or=$(column "$out/ours.m" 3)
+      [[ $lr != - ]] && lr=$(awk -v k="$lr" 'BEGIN { printf("%.0f", k / 1024) }')
+      [[ $or != - ]] && or=$(awk -v k="$or" 'BEGIN { printf("%.0f", k / 1024) }')
+      md "| $label | $mb | $threads | $(fmt "$lw" 3) | $(fmt "$ow" 3) | $(ratio "$lw" "$ow" 2)x | $(fmt "$lc" 3) | $(fmt "$oc" 3) | $lr | $or | $lsize | $osize | $same |"
+    done
+    rm -f "$out/ours-t1.gsym"
+  done
+  write_section convert "$SECTION_MD"
+}
+
+# ---------------------------------------------------------------- profile --
+
+SPEEDTEST_SIZE=${SPEEDTEST_SIZE:-60}
+
+# Runs speedtest1 variant $2 (fp|nofp) held at a gate, so that the profiler
+# started by $3... attaches before the first instruction of the workload:
+#   run_gated RESULTFILE VARIANT PROFILER-KIND HZ
+# PROFILER-KIND: none | gsymprof | bpftrace | perf | perf-dwarf | gsymprof-fp | gsymprof-dwarf
+# Appends "workload_cpu_s workload_wall_s profiler_cpu_s profiler_rss_kb" to
+# RESULTFILE and leaves the profiler's output in $TMP/prof.out.
+run_gated() {
+  local result=$1 variant=$2 kind=$3 hz=$4
+  local gate=$TMP/gate
+  rm -f "$gate" "$TMP/prof.out" "$TMP/prof.err" "$TMP/prof.time" "$TMP/work.time" "$TMP/work.out"
+  mkfifo "$gate"
+  # The gated shell execs speedtest1 in place, so its pid is the workload's.
+  /usr/bin/time -f '%U %S' -o "$TMP/work.time" \
+    bash -c 'read -r _ < "$1"; exec "$2" --memdb --size "$3"' _ "$gate" "$SQLITE/speedtest1-$variant" "$SPEEDTEST_SIZE" \
+    > "$TMP/work.out" 2>&1 &
+  local timer=$! pid=""
+  for _ in $(seq 100); do pid=$(pgrep -P "$timer" | head -n 1); [[ -n $pid ]] && break; sleep 0.05; done
+  [[ -n $pid ]] || { log "workload did not start"; return 1; }
+  local prof=""
+  local ptime=(/usr/bin/time -f '%U %S %M' -o "$TMP/prof.time")
+  case $kind in
+    none) ;;
+    gsymprof) "${ptime[@]}" "$GSYMPROF" profile -p "$pid" -F "$hz" -o "$TMP/prof.out" 2>"$TMP/prof.err" & prof=$! ;;
+    gsymprof-fp | gsymprof-dwarf)
+      "${ptime[@]}" "$GSYMPROF" profile -p "$pid" -F "$hz" --call-graph "${kind#gsymprof-}" -o "$TMP/prof.out" 2>"$TMP/prof.err" & prof=$! ;;
+    bpftrace)
+      "${ptime[@]}" bpftrace -e "profile:hz:$hz /pid == $pid/ { @[ustack] = count(); }" > "$TMP/prof.out" 2>"$TMP/prof.err" & prof=$! ;;
+    perf)
+      "${ptime[@]}" perf record -q -F "$hz" -g -p "$pid" -o "$TMP/perf.data" 2>"$TMP/prof.err" & prof=$! ;;
+    perf-dwarf)
+      "${ptime[@]}" perf record -q -F "$hz" --call-graph dwarf -p "$pid" -o "$TMP/perf.data" 2>"$TMP/prof.err" & prof=$! ;;
+  esac
+  if [[ -n $prof ]]; then
+    # Ready when attached: bpftrace says "Attaching"; the others get a fixed delay.
+    local waited=0
+    while ((waited < 100)); do
+      [[ $kind == bpftrace ]] && grep -q Attaching "$TMP/prof.out" 2>/dev/null && break
+      [[ $kind != bpftrace ]] && ((waited >= 20)) && break
+      kill -0 "$prof" 2>/dev/null || break
+      sleep 0.1; ((waited++))
+    done
+  fi
+  echo go > "$gate"
+  wait "$timer"
+  if [[ -n $prof ]]; then
+    # gsymprof and perf -p stop when the target exits; bpftrace needs a signal.
+    [[ $kind == bpftrace ]] && kill -INT "$prof" 2>/dev/null
+    local n=0
+    while kill -0 "$prof" 2>/dev/null && ((n < 600)); do sleep 0.1; ((n++)); [[ $n == 50 ]] && kill -INT "$prof" 2>/dev/null; done
+    wait "$prof"
+  fi
+  local wall
+  wall=$(awk '/TOTAL/ { sub(/s$/, "", $NF); print $NF }' "$TMP/work.out")
+  local pc="-" pr="-"
+  [[ -s $TMP/prof.time ]] && read -r pc pr < <(awk '{ printf("%.3f %d\n", $1 + $2, $3) }' "$TMP/prof.time")
+  awk -v w="${wall:--}" -v pc="$pc" -v pr="$pr" '{ printf("%.3f %s %s %s\n", $1 + $2, w, pc, pr) }' "$TMP/work.time" >> "$result"
+}
+
+profiler_ready() {
+  case $1 in
+    none) return 0 ;;
+    gsymprof) subcommand_works profile ;;
+    gsymprof-fp | gsymprof-dwarf) subcommand_has --call-graph profile ;;
+    bpftrace) command -v bpftrace >/dev/null ;;
+    perf | perf-dwarf) command -v perf >/dev/null ;;
+  esac
+}
+
+section_profile() {
+  section_begin profile
+  corpus sqlite3 cppcheck
+  set_cppcheck_workload
+  [[ $(id -u) -eq 0 ]] || { log "profile section needs root: skipped"; return 0; }
+  md "## Profiler overhead (issue 4)"
+  md
+  machine_line
+  md
+  md "Workload: \`speedtest1 --memdb --size $SPEEDTEST_SIZE\` (sqlite 3.40.1, -O2 -g -fno-omit-frame-pointer), held at a gate until the profiler"
+  md "is attached to its pid. Slowdown = workload CPU time (user+sys, where sampling interrupts are charged) over the unprofiled run's;"
+  md "wall = speedtest1's own TOTAL. bpftrace: \`profile:hz:N /pid == PID/ { @[ustack] = count(); }\`; perf: \`perf record -F N -g -p PID\`;"
+  md "gsymprof: \`gsymprof profile -p PID -F N\`. Profiler CPU and peak RSS from GNU time. Medians of $ROUNDS alternating rounds."
+  md
+  md "| Hz | profiler | workload CPU s | slowdown (CPU) | extra CPU per sample µs | workload wall s | slowdown (wall) | profiler CPU s | profiler RSS MB |"
+  md "|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+  local kinds=(none gsymprof bpftrace perf) kind hz r
+  local ready=()
+  for kind in "${kinds[@]}"; do
+    if profiler_ready "$kind"; then ready+=("$kind"); else log "profiler $kind not ready: skipped"; fi
+  done
+  for hz in 99 999 9999; do
+    for kind in "${ready[@]}"; do : > "$TMP/ovh-$hz-$kind"; done
+    for ((r = 0; r < ROUNDS; r++)); do
+      for kind in "${ready[@]}"; do
+        run_gated "$TMP/ovh-$hz-$kind" fp "$kind" "$hz" || log "run failed: $kind at $hz Hz"
+        [[ $kind == gsymprof ]] && cp "$TMP/prof.err" "$TMP/gsymprof-$hz.err" 2>/dev/null
+      done
+    done
+    local base_cpu base_wall
+    base_cpu=$(column "$TMP/ovh-$hz-none" 1); base_wall=$(column "$TMP/ovh-$hz-none" 2)
+    for kind in "${ready[@]}"; do
+      local f=$TMP/ovh-$hz-$kind cpu wall pcpu prss per
+      cpu=$(column "$f" 1); wall=$(column "$f" 2); pcpu=$(column "$f" 3); prss=$(column "$f" 4)
+      [[ $prss != - ]] && prss=$(awk -v k="$prss" 'BEGIN { printf("%.0f", k / 1024) }')
+      # samples ~= hz * unprofiled CPU seconds (one CPU busy)
+      per=$(awk -v c="$cpu" -v b="$base_cpu" -v hz="$hz" 'BEGIN { if (c == "-" || b == "-" || b + 0 == 0) print "-"; else printf("%.1f", (c - b) / (hz * b) * 1e6) }')
+      [[ $kind == none ]] && per="-"
+      md "| $hz | ${kind/none/(none)} | $(fmt "$cpu" 3) | $(ratio "$cpu" "$base_cpu" 3) | $per | $(fmt "$wall" 3) | $(ratio "$wall" "$base_wall" 3) | $( [[ $kind == none ]] && echo - || fmt "$pcpu" 3) | $( [[ $kind == none ]] && echo - || echo "$prss") |"
+    done
+  done
+  if [[ -f $TMP/gsymprof-999.err ]]; then
+    md
+    md "gsymprof's own report at 999 Hz (last round):"
+    md
+    md '```'
+    while IFS= read -r line; do md "$line"; done < <(tail -n 12 "$TMP/gsymprof-999.err")
+    md '```'
+  fi
+
+  section_symbolize
+  write_section profile "$SECTION_MD"
+}
+
+# Symbolization of a cppcheck profile: gsymprof record + symbolize (cold:
+# empty cache, GSYMs converted; warm: cached) vs perf script on a perf
+# profile of the same workload.
+section_symbolize() {
+  md
+  md "### Symbolization: cppcheck profile (999 Hz, -O2 -g -fno-omit-frame-pointer)"
+  md
+  md "Workload: \`cppcheck --quiet --enable=all\` on token.cpp and checkother.cpp of its own sources."
+  md "gsymprof: time of \`gsymprof symbolize CAPTURE\` (folded, inline frames) after \`gsymprof record\`; cold = empty GSYM cache (every module converted), warm = cache filled."
+  md "perf: \`perf script\` (with and without \`--inline\`) on \`perf record -F 999 -g\` of the same workload. Wall seconds, medians."
+  md
+  md "| tool | samples | unique stacks | cold s | warm s | perf script / ours (warm) |"
+  md "|---|---:|---:|---:|---:|---:|"
+  local perf_inline="-" perf_plain="-" perf_samples="-"
+  if command -v perf >/dev/null; then
+    perf record -q -F 999 -g -o "$TMP/cpp-perf.data" -- "$CPPCHECK/cppcheck" --quiet --enable=all \
+      "${CPPCHECK_WORKLOAD[@]}" >/dev/null 2>&1
+    perf_samples=$(perf script -i "$TMP/cpp-perf.data" -F ip 2>/dev/null | awk 'NF == 0 { n++ } END { print n + 0 }')
+    : > "$TMP/ps.plain"; : > "$TMP/ps.inline"
+    local r
+    for ((r = 0; r < ROUNDS; r++)); do
+      measure "$TMP/ps.plain" perf script -i "$TMP/cpp-perf.data" --no-inline > /dev/null 2>&1
+    done
+    # --inline spawns addr2line per address (~half a minute): few rounds.
+    for ((r = 0; r < (ROUNDS < 2 ? ROUNDS : 2); r++)); do
+      measure "$TMP/ps.inline" perf script -i "$TMP/cpp-perf.data" --inline > /dev/null 2>&1
+    done
+    perf_plain=$(column "$TMP/ps.plain" 1); perf_inline=$(column "$TMP/ps.inline" 1)
+  fi
+  local cold="-" warm="-" samples="-" stacks="-"
+  if subcommand_works record && subcommand_works symbolize; then
+    local cache=$TMP/gsym-cache
+    if "$GSYMPROF" record -F 999 -o "$TMP/cpp.capture" -- "$CPPCHECK/cppcheck" --quiet --enable=all \
+         "${CPPCHECK_WORKLOAD[@]}" >/dev/null 2>"$TMP/record.err"; then
+      : > "$TMP/sym.cold"; : > "$TMP/sym.warm"
+      local r
+      for ((r = 0; r < ROUNDS; r++)); do
+        rm -rf "$cache"
+        GSYMPROF_CACHE=$cache measure "$TMP/sym.cold" "$GSYMPROF" symbolize "$TMP/cpp.capture" -o "$TMP/cpp.folded" 2>/dev/null
+        GSYMPROF_CACHE=$cache measure "$TMP/sym.warm" "$GSYMPROF" symbolize "$TMP/cpp.capture" -o "$TMP/cpp.folded" 2>/dev/null
+      done
+      cold=$(column "$TMP/sym.cold" 1); warm=$(column "$TMP/sym.warm" 1)
+      samples=$(awk '{ n += $NF } END { print n + 0 }' "$TMP/cpp.folded" 2>/dev/null)
+      stacks=$(wc -l < "$TMP/cpp.folded" 2>/dev/null)
+    else
+      log "gsymprof record failed: $(tail -n 1 "$TMP/record.err")"
+    fi
+  else
+    log "gsymprof record/symbolize not ready: symbolization row skipped"
+  fi
+  md "| gsymprof symbolize (inline) | $samples | $stacks | $(fmt "$cold" 3) | $(fmt "$warm" 3) | |"
+  md "| perf script --inline | $perf_samples | - | - | $(fmt "$perf_inline" 3) | $(ratio "$perf_inline" "$warm" 0)x |"
+  md "| perf script --no-inline | $perf_samples | - | - | $(fmt "$perf_plain" 3) | $(ratio "$perf_plain" "$warm" 1)x |"
+}
+
+# ----------------------------------------------------------------- stacks --
+
+# Prints "samples reached_main_pct mean_depth" for one profiler output.
+stack_stats() {
+  local kind=$1 out=$2
+  case $kind in
+    bpftrace)
+      # @[\n  frame\n  frame\n]: count   (frames leaf first, user only)
+      awk '
+        /^@\[$/ { depth = 0; main = 0; next }
+        /^\]: [0-9]+$/ { n = $2 + 0; s += n; d += n * depth; if (main) m += n; next }
+        /^[[:space:]]+[^[:space:]]/ { depth++; if ($1 ~ /^main(\+|$)/) main = 1 }
+        END { if (s) printf("%d %.1f %.2f\n", s, 100 * m / s, d / s); else print "0 - -" }' "$out" ;;
+    perf | perf-dwarf)
+      perf script -i "$TMP/perf.data" -F ip,sym,dso 2>/dev/null | awk '
+        NF == 0 { if (inside) { s++; d += depth; if (main) m++ } inside = 0; depth = 0; main = 0; next }
+        { inside = 1; if ($0 ~ /\[kernel\.kallsyms\]|\[unknown\]$/ && $0 ~ /kernel/) next; depth++; if ($2 == "main") main = 1 }
+        END { if (inside) { s++; d += depth; if (main) m++ }
+              if (s) printf("%d %.1f %.2f\n", s, 100 * m / s, d / s); else print "0 - -" }' ;;
+    gsymprof*)
+      # comm;root;...;leaf count - inlined frames (_[i]) are not stack frames.
+      awk '
+        { n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); depth = 0; main = 0
+          for (i = 2; i <= k; i++) { if (f[i] ~ /_\[i\]$/) continue; if (f[i] ~ /_\[k\]$/) continue; depth++; if (f[i] == "main") main = 1 }
+          s += n; d += n * depth; if (main) m += n }
+        END { if (s) printf("%d %.1f %.2f\n", s, 100 * m / s, d / s); else print "0 - -" }' "$out" ;;
+  esac
+}
+
+section_stacks() {
+  section_begin stacks
+  corpus sqlite3
+  [[ $(id -u) -eq 0 ]] || { log "stacks section needs root: skipped"; return 0; }
+  md "## Stack completeness (issue 6)"
+  md
+  machine_line
+  md
+  md "\`speedtest1 --memdb --size $SPEEDTEST_SIZE\` built -O2 -g with and without frame pointers, sampled at 999 Hz from a gate (see overhead)."
+  md "Reaching main = % of samples whose user stack contains \`main\`; depth = mean number of user frames (inline frames not counted)."
+  md "Medians of $ROUNDS alternating rounds."
+  md
+  md "| build | profiler | samples | reaching main % | mean user depth | workload CPU s | slowdown (CPU) | profiler CPU s | bytes/sample |"
+  md "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+  local kinds=(none bpftrace perf perf-dwarf gsymprof-fp gsymprof-dwarf) kind variant r
+  local ready=()
+  for kind in "${kinds[@]}"; do
+    if profiler_ready "$kind"; then ready+=("$kind")
+    else
+      # Before --call-graph lands, gsymprof's only walk is the fp one.
+      if [[ $kind == gsymprof-fp ]] && profiler_ready gsymprof; then ready+=(gsymprof); log "no --call-graph yet: gsymprof default walk measured"
+      else log "profiler $kind not ready: skipped"; fi
+    fi
+  done
+  for variant in nofp fp; do
+    for kind in "${ready[@]}"; do : > "$TMP/stk-$variant-$kind"; : > "$TMP/stk-$variant-$kind.stats"; : > "$TMP/stk-$variant-$kind.bytes"; done
+    for ((r = 0; r < ROUNDS; r++)); do
+      for kind in "${ready[@]}"; do
+        run_gated "$TMP/stk-$variant-$kind" "$variant" "$kind" 999 || { log "run failed: $kind ($variant)"; continue; }
+        [[ $kind == none ]] && continue
+        stack_stats "$kind" "$TMP/prof.out" >> "$TMP/stk-$variant-$kind.stats"
+        case $kind in
+          perf | perf-dwarf) stat -c %s "$TMP/perf.data" >> "$TMP/stk-$variant-$kind.bytes" ;;
+        esac
+      done
+    done
+    local base_cpu
+    base_cpu=$(column "$TMP/stk-$variant-none" 1)
+    for kind in "${ready[@]}"; do
+      [[ $kind == none ]] && continue
+      local st=$TMP/stk-$variant-$kind.stats samples pct depth cpu pcpu bytes="-"
+      samples=$(column "$st" 1); pct=$(column "$st" 2); depth=$(column "$st" 3)
+      cpu=$(column "$TMP/stk-$variant-$kind" 1); pcpu=$(column "$TMP/stk-$variant-$kind" 3)
+      if [[ -s $TMP/stk-$variant-$kind.bytes && $samples != - && $samples != 0 ]]; then
+        bytes=$(awk -v b="$(median < "$TMP/stk-$variant-$kind.bytes")" -v s="$samples" 'BEGIN { printf("%.0f", b / s) }')
+      fi
+      md "| $variant | $kind | $(fmt "$samples" 0) | $(fmt "$pct" 1) | $(fmt "$depth" 2) | $(fmt "$cpu" 3) | $(ratio "$cpu" "$base_cpu" 3) | $(fmt "$pcpu" 3) | $bytes |"
+    done
+  done
+  md
+  md "perf bytes/sample = perf.data size / samples (whole file, headers included)."
+  write_section stacks "$SECTION_MD"
+}
+
+# ------------------------------------------------------------------- main --
+
+sections=("$@")
+[[ ${#sections[@]} -gt 0 ]] || sections=(lookup convert profile stacks)
+for s in "${sections[@]}"; do
+  case $s in
+    lookup | convert | profile | stacks) ;;
+    *) echo "usage: tests/bench/run.sh [lookup] [convert] [profile] [stacks]" >&2; exit 2 ;;
+  esac
+done
+command -v /usr/bin/time >/dev/null || die "GNU time missing (scripts/install-deps.sh --bench)"
+gsymprof_ready || log "$GSYMPROF not built: sections measure the peers only where ours is missing"
+for s in "${sections[@]}"; do
+  log "== $s"
+  "section_$s"
+done
+log "results in $RESULTS"
