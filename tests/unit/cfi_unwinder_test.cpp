@@ -1,0 +1,439 @@
+// Unit tests of the CFI unwinder and the stack snapshot format. Snapshots are
+// captured from this very process (registers from a signal's ucontext, or
+// read in place, plus a copy of the stack), then unwound without touching the
+// live stack again; names come from the symbol tables (snapshot_support.h).
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "tests/unit/snapshot_support.h"
+#include "userspace/cfi_unwinder.h"
+#include "userspace/stack_snapshot.h"
+
+using gsymprof::CfiUnwinder;
+using gsymprof::LeafFixup;
+using gsymprof::RecordedSnapshot;
+using gsymprof::UnwindResult;
+using gsymprof::UnwindStop;
+using snapshot_support::join;
+using snapshot_support::Namer;
+
+#if defined(__clang__)
+#define TEST_NOIPA __attribute__((noinline))
+#else
+#define TEST_NOIPA __attribute__((noinline, noipa))
+#endif
+
+namespace {
+
+constexpr size_t kMaxCopy = 256 * 1024;
+
+struct CaptureBuffer {
+  gsymprof::UserRegisters regs;
+  uint64_t stack_top = 0;
+  uint8_t bytes[kMaxCopy];
+  size_t size = 0;
+};
+CaptureBuffer* g_capture = nullptr;
+
+// Byte by byte through volatile reads: no memcpy interceptor, and ASan
+// must not flag the redzones of other frames it walks over.
+__attribute__((no_sanitize("address", "undefined"))) void copy_stack(uint64_t sp) {
+  size_t size = std::min<uint64_t>(kMaxCopy, g_capture->stack_top - sp);
+  const volatile uint8_t* from = reinterpret_cast<const volatile uint8_t*>(sp);
+  for (size_t i = 0; i < size; ++i) g_capture->bytes[i] = from[i];
+  g_capture->size = size;
+}
+
+void on_signal_interrupted(int, siginfo_t*, void* context) {
+  const mcontext_t& mc = static_cast<ucontext_t*>(context)->uc_mcontext;
+  g_capture->regs = {static_cast<uint64_t>(mc.gregs[REG_RIP]), static_cast<uint64_t>(mc.gregs[REG_RSP]),
+                     static_cast<uint64_t>(mc.gregs[REG_RBP])};
+  copy_stack(g_capture->regs.sp);
+}
+
+}  // namespace
+
+extern "C" {
+// Registers as they are at this very instruction, then the stack above them:
+// the unwind starts here and must cross the signal frame.
+TEST_NOIPA void cfi_test_capture_here() {
+  uint64_t ip, sp, bp;
+  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
+  g_capture->regs = {ip, sp, bp};
+  copy_stack(sp);
+}
+TEST_NOIPA void cfi_test_handler_in_place(int, siginfo_t*, void*) {
+  cfi_test_capture_here();
+  asm volatile("" ::: "memory");  // not a tail call: keep this frame
+}
+
+TEST_NOIPA int cfi_test_chain_c(int x) {
+  raise(SIGUSR1);
+  asm volatile("" ::: "memory");
+  return x + 3;
+}
+TEST_NOIPA int cfi_test_chain_b(int x) { return cfi_test_chain_c(x * 2) + 1; }
+TEST_NOIPA int cfi_test_chain_a(int x) { return cfi_test_chain_b(x + 1) + 1; }
+
+// A variable-length array makes the compiler keep a frame pointer: the CFA is
+// %rbp-based in its body.
+TEST_NOIPA int cfi_test_vla_frame(int n) {
+  volatile char buffer[n];
+  buffer[0] = 1;
+  return cfi_test_chain_a(buffer[0] + n) + 1;
+}
+}
+
+namespace {
+
+struct Captured {
+  RecordedSnapshot snapshot;
+  UnwindResult result;
+  std::vector<std::string> names;
+};
+
+// Runs cfi_test_vla_frame -> chain_a -> chain_b -> chain_c -> raise with the
+// given SIGUSR1 handler, and unwinds what the handler captured.
+Captured capture(void (*handler)(int, siginfo_t*, void*)) {
+  static CaptureBuffer buffer;
+  g_capture = &buffer;
+  auto stack = snapshot_support::find_mapping("self", "[stack]");
+  REQUIRE(stack.has_value());
+  buffer.stack_top = stack->second;
+
+  struct sigaction action = {}, old = {};
+  action.sa_sigaction = handler;
+  action.sa_flags = SA_SIGINFO;
+  sigemptyset(&action.sa_mask);
+  REQUIRE(sigaction(SIGUSR1, &action, &old) == 0);
+  CHECK(cfi_test_vla_frame(4) > 0);
+  sigaction(SIGUSR1, &old, nullptr);
+
+  Captured c;
+  c.snapshot.snapshot.regs = buffer.regs;
+  c.snapshot.snapshot.stack_start = buffer.regs.sp;
+  c.snapshot.snapshot.stack.assign(buffer.bytes, buffer.bytes + buffer.size);
+  std::string error;
+  REQUIRE_MESSAGE(snapshot_support::add_process_modules("self", c.snapshot, error), error);
+  CfiUnwinder unwinder;
+  c.result = unwinder.unwind(c.snapshot.snapshot.view(), c.snapshot.finder());
+  c.names = Namer(c.snapshot).names(c.result.ips);
+  return c;
+}
+
+size_t index_of(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) - names.begin();
+}
+
+bool in_module(const RecordedSnapshot& s, uint64_t addr, const std::string& basename) {
+  const gsymprof::UnwindModule* m = s.find_module(addr);
+  return m && m->elf_path.size() >= basename.size() &&
+         m->elf_path.compare(m->elf_path.size() - basename.size(), basename.size(), basename) == 0;
+}
+
+const Captured& interrupted() {
+  static Captured c = capture(on_signal_interrupted);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("cfi unwinder: from an interrupted libc call through FP-less code to _start") {
+  const Captured& c = interrupted();
+  INFO("stack: " << join(c.names));
+  CHECK(c.result.stop == UnwindStop::Complete);
+  size_t chain_c = index_of(c.names, "cfi_test_chain_c");
+  REQUIRE(chain_c < c.names.size());
+  REQUIRE(chain_c + 4 < c.names.size());
+  // The leaf and every frame up to chain_c are in libc (raise and its helpers).
+  CHECK(chain_c >= 1);
+  for (size_t i = 0; i < chain_c; ++i) CHECK(in_module(c.snapshot, c.result.ips[i] - (i > 0), "libc.so.6"));
+  CHECK(c.names[chain_c + 1] == "cfi_test_chain_b");
+  CHECK(c.names[chain_c + 2] == "cfi_test_chain_a");
+  CHECK(c.names[chain_c + 3] == "cfi_test_vla_frame");
+  CHECK(index_of(c.names, "main") < c.names.size());
+  CHECK(c.names.back() == "_start");
+}
+
+TEST_CASE("cfi unwinder: crosses a signal frame") {
+  Captured c = capture(cfi_test_handler_in_place);
+  INFO("stack: " << join(c.names));
+  CHECK(c.result.stop == UnwindStop::Complete);
+  REQUIRE(c.names.size() > 4);
+  CHECK(c.names[0] == "cfi_test_capture_here");
+  CHECK(c.names[1] == "cfi_test_handler_in_place");
+  // The handler returns to the first instruction of the signal trampoline.
+  CHECK(Namer(c.snapshot).name(c.result.ips[2]) == "__restore_rt");
+  // The frame after a signal frame is the interrupted instruction: the same
+  // frames as when starting from the ucontext, up to the shared callers.
+  const Captured& from_ucontext = interrupted();
+  size_t vla = index_of(from_ucontext.names, "cfi_test_vla_frame");
+  REQUIRE(vla < from_ucontext.names.size());
+  REQUIRE(c.result.ips.size() > 3 + vla);
+  CHECK(std::equal(from_ucontext.result.ips.begin(), from_ucontext.result.ips.begin() + vla + 1,
+                   c.result.ips.begin() + 3));
+}
+
+TEST_CASE("cfi unwinder: a short stack copy stops with a prefix of the full stack") {
+  const Captured& full = interrupted();
+  REQUIRE(full.result.ips.size() > 6);
+  CfiUnwinder unwinder;
+  for (size_t size : {size_t{0}, size_t{7}, size_t{64}, size_t{512}}) {
+    RecordedSnapshot s = full.snapshot;
+    s.snapshot.stack.resize(size);
+    UnwindResult r = unwinder.unwind(s.snapshot.view(), s.finder());
+    INFO("copy of " << size << " bytes");
+    CHECK(r.stop == UnwindStop::StackCopyTooSmall);
+    REQUIRE(r.ips.size() < full.result.ips.size());
+    CHECK(std::equal(r.ips.begin(), r.ips.end(), full.result.ips.begin()));
+  }
+  // The exact size of the used stack is enough.
+  RecordedSnapshot s = full.snapshot;
+  UnwindResult r;
+  size_t lo = 0, hi = s.snapshot.stack.size();
+  while (lo < hi) {  // the smallest copy that still completes
+    size_t mid = (lo + hi) / 2;
+    RecordedSnapshot t = full.snapshot;
+    t.snapshot.stack.resize(mid);
+    unwinder.unwind(t.snapshot.view(), t.finder(), r);
+    if (r.stop == UnwindStop::Complete) hi = mid; else lo = mid + 1;
+  }
+  s.snapshot.stack.resize(lo);
+  unwinder.unwind(s.snapshot.view(), s.finder(), r);
+  CHECK(r.stop == UnwindStop::Complete);
+  CHECK(r.ips == full.result.ips);
+  s.snapshot.stack.resize(lo - 1);
+  unwinder.unwind(s.snapshot.view(), s.finder(), r);
+  CHECK(r.stop == UnwindStop::StackCopyTooSmall);
+}
+
+TEST_CASE("cfi unwinder: bytes below the copy are unreadable") {
+  const Captured& full = interrupted();
+  RecordedSnapshot s = full.snapshot;
+  // Drop the first 4 KiB: the leaf's return address lies below the copy.
+  s.snapshot.stack.erase(s.snapshot.stack.begin(), s.snapshot.stack.begin() + 4096);
+  s.snapshot.stack_start += 4096;
+  UnwindResult r = CfiUnwinder().unwind(s.snapshot.view(), s.finder());
+  CHECK(r.stop == UnwindStop::UnreadableMemory);
+  CHECK(r.ips == std::vector<uint64_t>{full.result.ips[0]});
+}
+
+TEST_CASE("cfi unwinder: depth limit") {
+  const Captured& full = interrupted();
+  CfiUnwinder unwinder({.max_frames = 3});
+  UnwindResult r = unwinder.unwind(full.snapshot.snapshot.view(), full.snapshot.finder());
+  CHECK(r.stop == UnwindStop::DepthLimit);
+  CHECK(r.ips == std::vector<uint64_t>(full.result.ips.begin(), full.result.ips.begin() + 3));
+  // Exactly as many frames as the stack has is not a truncation.
+  CfiUnwinder exact({.max_frames = full.result.ips.size()});
+  r = exact.unwind(full.snapshot.snapshot.view(), full.snapshot.finder());
+  CHECK(r.stop == UnwindStop::Complete);
+  CHECK(r.ips == full.result.ips);
+}
+
+TEST_CASE("cfi unwinder: missing module, missing CFI, wrong build ID") {
+  const Captured& full = interrupted();
+  const auto& view = full.snapshot.snapshot.view();
+  CfiUnwinder unwinder;
+
+  UnwindResult r = unwinder.unwind(view, [](uint64_t) { return nullptr; });
+  CHECK(r.stop == UnwindStop::NoModule);
+  CHECK(r.ips == std::vector<uint64_t>{full.result.ips[0]});
+
+  // libc's module with a bias that puts every address outside its FDEs.
+  const gsymprof::UnwindModule* libc = full.snapshot.find_module(full.result.ips[0]);
+  REQUIRE(libc != nullptr);
+  gsymprof::UnwindModule shifted = *libc;
+  shifted.load_bias -= uint64_t{1} << 40;
+  r = unwinder.unwind(view, [&](uint64_t) { return &shifted; });
+  CHECK(r.stop == UnwindStop::NoCfi);
+  CHECK(r.ips.size() == 1);
+
+  gsymprof::UnwindModule wrong_id = *libc;
+  std::vector<uint8_t> id(wrong_id.build_id.bytes().begin(), wrong_id.build_id.bytes().end());
+  REQUIRE(!id.empty());
+  id[0] ^= 0xff;
+  wrong_id.build_id = gsymprof::BuildId(id);
+  r = unwinder.unwind(view, [&](uint64_t) { return &wrong_id; });
+  CHECK(r.stop == UnwindStop::NoCfi);
+  CHECK(unwinder.module_error(wrong_id).find("build ID differs") != std::string::npos);
+
+  gsymprof::UnwindModule missing{"/nonexistent/libnothing.so", {}, 0};
+  r = unwinder.unwind(view, [&](uint64_t) { return &missing; });
+  CHECK(r.stop == UnwindStop::NoCfi);
+  CHECK(unwinder.module_error(missing).find("cannot open") != std::string::npos);
+  // `shifted` shares libc's build ID, so it reuses libc's (good) CFI.
+  CHECK(unwinder.stats().modules_failed == 2);
+}
+
+TEST_CASE("cfi unwinder: a frame pointer below the stack pointer is a loop") {
+  const Captured& full = interrupted();
+  // The return address into cfi_test_vla_frame: its CFA is %rbp-based there.
+  size_t vla = index_of(full.names, "cfi_test_vla_frame");
+  REQUIRE(vla < full.names.size());
+  RecordedSnapshot s = full.snapshot;
+  s.snapshot.regs.ip = full.result.ips[vla];
+  s.snapshot.regs.bp = s.snapshot.regs.sp - 256;
+  s.snapshot.stack_start = s.snapshot.regs.bp;
+  s.snapshot.stack.insert(s.snapshot.stack.begin(), 256, 0x41);  // a non-zero "return address"
+  CfiUnwinder unwinder;
+  UnwindResult r = unwinder.unwind(s.snapshot.view(), s.finder());
+  CHECK(r.stop == UnwindStop::Loop);
+  CHECK(r.ips == std::vector<uint64_t>{full.result.ips[vla]});
+
+  LeafFixup fixup = unwinder.leaf_fixup(s.snapshot.view(), s.finder());
+  CHECK(fixup.kind == LeafFixup::Kind::FramePointerFrame);
+}
+
+TEST_CASE("cfi unwinder: leaf fix-up finds the caller at a function's entry") {
+  const Captured& full = interrupted();
+  size_t chain_b = index_of(full.names, "cfi_test_chain_b");
+  REQUIRE(chain_b < full.names.size());
+  // As if sampled on chain_c's first instruction, called from chain_b: the
+  // return address is the only thing on the stack.
+  RecordedSnapshot s = full.snapshot;
+  s.snapshot.regs.ip = reinterpret_cast<uint64_t>(&cfi_test_chain_c);
+  s.snapshot.regs.sp = 0x7ffd0000;
+  s.snapshot.regs.bp = 0x12345;  // the caller's (irrelevant here)
+  s.snapshot.stack_start = s.snapshot.regs.sp;
+  s.snapshot.stack.assign(8, 0);
+  for (int i = 0; i < 8; ++i) s.snapshot.stack[i] = static_cast<uint8_t>(full.result.ips[chain_b] >> (8 * i));
+  CfiUnwinder unwinder;
+  LeafFixup fixup = unwinder.leaf_fixup(s.snapshot.view(), s.finder());
+  CHECK(fixup.kind == LeafFixup::Kind::ReturnAddressOnStack);
+  CHECK(fixup.caller_ip == full.result.ips[chain_b]);
+
+  s.snapshot.stack.clear();  // the slot is outside the copy
+  CHECK(unwinder.leaf_fixup(s.snapshot.view(), s.finder()).kind == LeafFixup::Kind::Unknown);
+  CHECK(unwinder.leaf_fixup(s.snapshot.view(), [](uint64_t) { return nullptr; }).kind ==
+        LeafFixup::Kind::Unknown);
+}
+
+TEST_CASE("cfi unwinder: garbage stacks end safely") {
+  const Captured& full = interrupted();
+  std::mt19937_64 random(12345);
+  CfiUnwinder unwinder({.max_frames = 64});
+  UnwindResult r;
+  std::vector<uint64_t> code_addrs(full.result.ips);
+  for (int round = 0; round < 3000; ++round) {
+    RecordedSnapshot s = full.snapshot;
+    auto& bytes = s.snapshot.stack;
+    bytes.resize(random() % 4096);
+    for (size_t i = 0; i + 8 <= bytes.size(); i += 8) {
+      // A mix of zeros, random words, code addresses and stack addresses.
+      uint64_t word = 0;
+      switch (random() % 4) {
+        case 0: break;
+        case 1: word = random(); break;
+        case 2: word = code_addrs[random() % code_addrs.size()] + random() % 64; break;
+        case 3: word = s.snapshot.stack_start + random() % 8192; break;
+      }
+      std::memcpy(&bytes[i], &word, 8);
+    }
+    s.snapshot.regs.ip = code_addrs[random() % code_addrs.size()] + random() % 256;
+    s.snapshot.regs.bp = s.snapshot.stack_start + random() % 8192 - 4096;
+    unwinder.unwind(s.snapshot.view(), s.finder(), r);
+    REQUIRE(!r.ips.empty());
+    REQUIRE(r.ips.size() <= 64);
+    CHECK(r.ips[0] == s.snapshot.regs.ip);
+  }
+}
+
+TEST_CASE("cfi unwinder: concurrent unwinds agree") {
+  const Captured& full = interrupted();
+  CfiUnwinder unwinder;
+  std::vector<std::thread> threads;
+  std::vector<int> agreed(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      UnwindResult r;
+      for (int i = 0; i < 200; ++i) {
+        unwinder.unwind(full.snapshot.snapshot.view(), full.snapshot.finder(), r);
+        agreed[t] += r.ips == full.result.ips && r.stop == UnwindStop::Complete;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(agreed == std::vector<int>(4, 200));
+  CHECK(unwinder.stats().modules_opened >= 2);
+}
+
+TEST_CASE("stack snapshot: file round trip and replay") {
+  const Captured& full = interrupted();
+  char dir[] = "/tmp/snapshot-test-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  std::string path = std::string(dir) + "/s.snap";
+  REQUIRE(gsymprof::write_snapshot_file(path, full.snapshot).ok());
+  auto read = gsymprof::read_snapshot_file(path);
+  std::remove(path.c_str());
+  rmdir(dir);
+  REQUIRE(read.ok());
+  CHECK(*read == full.snapshot);
+  UnwindResult r = CfiUnwinder().unwind(read->snapshot.view(), read->finder());
+  CHECK(r.ips == full.result.ips);
+  CHECK(r.stop == UnwindStop::Complete);
+}
+
+TEST_CASE("stack snapshot: every truncation and corruption is a clean error") {
+  RecordedSnapshot s;
+  s.snapshot.regs = {0x401000, 0x7ffd1000, 0x7ffd1040};
+  s.snapshot.stack_start = 0x7ffd1000;
+  s.snapshot.stack = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  s.modules.push_back({"/bin/true", *gsymprof::BuildId::from_hex("0011aabb"), 0x1000});
+  s.modules.push_back({"/lib/libx.so", {}, 0x7f0000000000});
+  s.mappings = {{0x401000, 0x402000, 0}, {0x7f0000001000, 0x7f0000002000, 1}};
+  auto bytes = gsymprof::serialize_snapshot(s);
+  REQUIRE(bytes.ok());
+  auto back = gsymprof::parse_snapshot(*bytes);
+  REQUIRE(back.ok());
+  CHECK(*back == s);
+  CHECK(back->find_module(0x401fff) == &back->modules[0]);
+  CHECK(back->find_module(0x402000) == nullptr);
+  CHECK(back->find_module(0x7f0000001000) == &back->modules[1]);
+  CHECK(back->find_module(0) == nullptr);
+
+  for (size_t n = 0; n < bytes->size(); ++n) {
+    auto cut = gsymprof::parse_snapshot(std::span(bytes->data(), n));
+    REQUIRE_FALSE(cut.ok());
+    CHECK(cut.error().message.rfind("stack snapshot: ", 0) == 0);
+  }
+  auto longer = *bytes;
+  longer.push_back(0);
+  CHECK(gsymprof::parse_snapshot(longer).error().message == "stack snapshot: trailing bytes");
+
+  auto corrupt = *bytes;
+  corrupt[0] = 'X';
+  CHECK(gsymprof::parse_snapshot(corrupt).error().message == "stack snapshot: bad magic (not a stack snapshot)");
+  corrupt = *bytes;
+  corrupt[8] = 2;
+  CHECK(gsymprof::parse_snapshot(corrupt).error().message == "stack snapshot: unsupported version 2");
+  corrupt = *bytes;
+  corrupt[48 + 3] = 0x7f;  // stack size 2 GiB
+  CHECK(gsymprof::parse_snapshot(corrupt).error().message == "stack snapshot: stack copy too large");
+
+  RecordedSnapshot unsorted = s;
+  std::swap(unsorted.mappings[0], unsorted.mappings[1]);
+  CHECK_FALSE(gsymprof::serialize_snapshot(unsorted).ok());
+  RecordedSnapshot dangling = s;
+  dangling.mappings[1].module = 7;
+  CHECK_FALSE(gsymprof::serialize_snapshot(dangling).ok());
+  // The same faults written by hand are refused by the parser.
+  auto swapped = *bytes;
+  size_t mappings_at = swapped.size() - 48;
+  std::swap_ranges(swapped.begin() + mappings_at, swapped.begin() + mappings_at + 24,
+                   swapped.begin() + mappings_at + 24);
+  CHECK(gsymprof::parse_snapshot(swapped).error().message ==
+        "stack snapshot: mappings unsorted or overlapping");
+  auto bad_index = *bytes;
+  bad_index[bad_index.size() - 8] = 9;
+  CHECK(gsymprof::parse_snapshot(bad_index).error().message ==
+        "stack snapshot: mapping names a missing module");
+  CHECK(gsymprof::read_snapshot_file("/nonexistent/x.snap").error().message ==
+        "/nonexistent/x.snap: cannot open");
+}
