@@ -1,6 +1,157 @@
-// PLACEHOLDER during development: replaced by the real command.
+// gsymprof profile: sample live processes, symbolize each unique stack once
+// through GSYM files chosen by build ID, print folded stacks.
+#include <cinttypes>
 #include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "userspace/atomic_write.h"
 #include "userspace/commands.h"
+#include "userspace/folded_output.h"
+#include "userspace/gsym_locator.h"
+#include "userspace/profile_session.h"
+#include "userspace/symbolize.h"
+#include "userspace/target_options.h"
+
 namespace gsymprof {
-int cmd_profile(int, char**) { std::fputs("gsymprof profile: not built yet\n", stderr); return 1; }
+namespace {
+
+constexpr const char* kUsageLine =
+    "usage: gsymprof profile [-p PID[,PID...]] [-F HZ] [-d SECONDS] [-o OUT]\n"
+    "                        [--gsym-dir DIR]... [--no-inline] [--pid-in-comm]\n"
+    "                        [-- CMD ARGS...]\n";
+
+void print_help() {
+  std::fputs(kUsageLine, stdout);
+  std::fputs(
+      "\nSamples on-CPU user stacks with eBPF and prints folded stacks\n"
+      "(\"comm;root;...;leaf count\", sorted), inlined frames marked _[i].\n"
+      "Needs root (or CAP_BPF + CAP_PERFMON + CAP_SYS_ADMIN).\n\n"
+      "targets:\n",
+      stdout);
+  std::fputs(target_options_help(), stdout);
+  std::fputs(
+      "\noutput:\n"
+      "  -o OUT            write the folded stacks to OUT (atomically) instead of stdout\n"
+      "  --gsym-dir DIR    look for GSYM files (*.gsym, any name, matched by build ID)\n"
+      "                    in DIR; repeatable, searched in order before the cache\n"
+      "  --no-inline       only the concrete function per address, no inlined frames\n"
+      "  --pid-in-comm     root frame is comm-PID instead of comm\n"
+      "  -h, --help        this text\n"
+      "\nGSYM files missing from the dirs and the cache (/var/cache/gsymprof, or\n"
+      "$GSYMPROF_CACHE) are converted from the module or its debug file and cached.\n"
+      "A summary (samples, losses by reason, processes, modules without symbols)\n"
+      "goes to stderr at the end.\n",
+      stdout);
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "gsymprof profile: %s\n%s", message.c_str(), kUsageLine);
+  return 2;
+}
+
+void print_summary(const Capture& capture, const SessionStats& stats,
+                   const SymbolizeResult& symbolized) {
+  uint64_t lost = 0;
+  for (const auto& [reason, count] : capture.lost) lost += count;
+  uint64_t truncated = 0;
+  for (const CaptureStack& stack : capture.stacks)
+    if (stack.truncated) truncated += stack.count;
+  std::fprintf(stderr,
+               "gsymprof: %" PRIu64 " samples taken, %" PRIu64 " recorded, %" PRIu64
+               " lost (%.2f s at %u Hz, stopped: %s)\n",
+               stats.counters.samples, capture.samples, lost,
+               static_cast<double>(capture.duration_ns) / 1e9, capture.frequency_hz,
+               stats.stop_reason.c_str());
+  std::string reasons;
+  for (const auto& [reason, count] : capture.lost)
+    reasons += (reasons.empty() ? "" : ", ") + reason + " " + std::to_string(count);
+  std::fprintf(stderr, "gsymprof: lost by reason: %s; truncated stacks: %" PRIu64 "\n",
+               reasons.c_str(), truncated);
+  std::fprintf(stderr, "gsymprof: processes seen: %zu, unique stacks: %zu\n",
+               capture.processes.size(), symbolized.stacks.size());
+  size_t unresolved = 0;
+  for (const ModuleReport& report : symbolized.modules)
+    if (!report.resolved()) ++unresolved;
+  std::fprintf(stderr, "gsymprof: modules with no symbols: %zu of %zu\n", unresolved,
+               symbolized.modules.size());
+  for (const ModuleReport& report : symbolized.modules)
+    if (!report.resolved()) std::fprintf(stderr, "  %s\n", describe(report).c_str());
+}
+
+}  // namespace
+
+int cmd_profile(int argc, char** argv) {
+  SessionOptions session;
+  std::string output_path;
+  std::vector<std::string> gsym_dirs;
+  SymbolizeOptions symbolize_options;
+
+  for (int i = 1; i < argc; ++i) {
+    std::string error;
+    switch (parse_target_arg(argc, argv, i, session.targets, error)) {
+      case ArgResult::Consumed: continue;
+      case ArgResult::UsageError: return usage_error(error);
+      case ArgResult::NotMine: break;
+    }
+    std::string_view arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      print_help();
+      return 0;
+    } else if (arg == "-o" || arg == "--gsym-dir") {
+      if (i + 1 >= argc) return usage_error(std::string(arg) + " needs a value");
+      std::string value = argv[++i];
+      if (value.empty()) return usage_error(std::string(arg) + " needs a non-empty value");
+      if (arg == "-o")
+        output_path = value;
+      else
+        gsym_dirs.push_back(value);
+    } else if (arg == "--no-inline") {
+      symbolize_options.inline_frames = false;
+    } else if (arg == "--pid-in-comm") {
+      symbolize_options.pid_in_comm = true;
+    } else {
+      return usage_error("unknown option '" + std::string(arg) + "'");
+    }
+  }
+  if (std::string problem = validate_target_options(session.targets); !problem.empty())
+    return usage_error(problem);
+
+  // Check the GSYM dirs before sampling, so a typo costs no profile.
+  LocatorOptions locator_options;
+  locator_options.cache_dir = default_cache_dir();
+  GsymLocator locator(locator_options);
+  for (const std::string& dir : gsym_dirs) {
+    if (auto status = locator.add_gsym_dir(dir); !status) {
+      std::fprintf(stderr, "gsymprof profile: %s\n", status.error().to_string().c_str());
+      return 1;
+    }
+  }
+
+  SessionStats stats;
+  auto capture = run_sampling_session(session, &stats);
+  if (!capture) {
+    std::fprintf(stderr, "gsymprof profile: %s\n", capture.error().to_string().c_str());
+    return 1;
+  }
+  auto symbolized = symbolize(*capture, locator, symbolize_options);
+  if (!symbolized) {
+    std::fprintf(stderr, "gsymprof profile: %s\n", symbolized.error().to_string().c_str());
+    return 1;
+  }
+  const std::string text = folded_text(symbolized->stacks);
+  if (output_path.empty()) {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout)) {
+      std::fprintf(stderr, "gsymprof profile: cannot write to stdout: %s\n", std::strerror(errno));
+      return 1;
+    }
+  } else if (auto status = write_file_atomically(output_path, text); !status) {
+    std::fprintf(stderr, "gsymprof profile: %s\n", status.error().to_string().c_str());
+    return 1;
+  }
+  print_summary(*capture, stats, *symbolized);
+  return 0;
+}
+
 }  // namespace gsymprof
