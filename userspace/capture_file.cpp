@@ -429,46 +429,59 @@ void canonicalize(Capture& capture) {
 std::string capture_to_json(const Capture& input) {
   Capture c = input;
   canonicalize(c);
-  // ordered_json keeps the documented field order, so files read top-down.
+  // Header fields one per line, then one module / process / stack per line:
+  // readable, diffable, and far smaller than fully indented JSON.
+  // ordered_json keeps the documented field order.
   using ojson = nlohmann::ordered_json;
-  ojson root;
-  root["format"] = kCaptureFormatName;
-  root["version"] = kCaptureFormatVersion;
-  root["host"] = c.host;
-  root["kernel_release"] = c.kernel_release;
-  root["frequency_hz"] = c.frequency_hz;
-  root["start_time_unix_ns"] = c.start_time_unix_ns;
-  root["duration_ns"] = c.duration_ns;
-  root["call_graph"] = c.call_graph;
-  root["samples"] = c.samples;
+  // Bytes that are not UTF-8 (possible in paths and comm) become U+FFFD
+  // rather than making the write fail.
+  auto dump = [](const ojson& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); };
+  std::string out = "{\n";
+  auto field = [&](const char* key, const ojson& value) {
+    out += "\"" + std::string(key) + "\": " + dump(value) + ",\n";
+  };
+  field("format", kCaptureFormatName);
+  field("version", kCaptureFormatVersion);
+  field("host", c.host);
+  field("kernel_release", c.kernel_release);
+  field("frequency_hz", c.frequency_hz);
+  field("start_time_unix_ns", c.start_time_unix_ns);
+  field("duration_ns", c.duration_ns);
+  field("call_graph", c.call_graph);
+  field("samples", c.samples);
   ojson lost = ojson::object();
   for (const auto& [reason, count] : c.lost) lost[reason] = count;  // std::map: sorted
-  root["lost"] = std::move(lost);
+  field("lost", lost);
 
-  ojson modules = ojson::array();
+  auto list = [&](const char* key, const std::vector<ojson>& items, bool last) {
+    out += "\"" + std::string(key) + "\": [";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? ",\n  " : "\n  ") + dump(items[i]);
+    out += items.empty() ? "]" : "\n]";
+    out += last ? "\n" : ",\n";
+  };
+
+  std::vector<ojson> modules;
   for (const CaptureModule& m : c.modules) {
-    ojson jm;
-    jm["path"] = m.path;
-    jm["build_id"] = m.build_id.hex();
-    jm["load_bias"] = hex_u64(m.load_bias);
     ojson mappings = ojson::array();
     for (const ModuleMapping& map : m.mappings)
       mappings.push_back({{"start", hex_u64(map.start)},
                           {"end", hex_u64(map.end)},
                           {"file_offset", hex_u64(map.file_offset)},
                           {"perms", map.perms}});
-    jm["mappings"] = std::move(mappings);
-    jm["error"] = m.error;
-    modules.push_back(std::move(jm));
+    modules.push_back({{"path", m.path},
+                       {"build_id", m.build_id.hex()},
+                       {"load_bias", hex_u64(m.load_bias)},
+                       {"mappings", std::move(mappings)},
+                       {"error", m.error}});
   }
-  root["modules"] = std::move(modules);
+  list("modules", modules, false);
 
-  ojson processes = ojson::array();
+  std::vector<ojson> processes;
   for (const CaptureProcess& p : c.processes)
     processes.push_back({{"pid", p.pid}, {"comm", p.comm}, {"modules", p.modules}});
-  root["processes"] = std::move(processes);
+  list("processes", processes, false);
 
-  ojson stacks = ojson::array();
+  std::vector<ojson> stacks;
   for (const CaptureStack& s : c.stacks) {
     ojson frames = ojson::array();
     for (const CaptureFrame& f : s.frames) {
@@ -478,18 +491,15 @@ std::string capture_to_json(const Capture& input) {
       jf["address"] = hex_u64(f.address);
       frames.push_back(std::move(jf));
     }
-    ojson js;
-    js["pid"] = s.pid;
-    js["comm"] = s.comm;
-    js["count"] = s.count;
-    js["truncated"] = s.truncated;
-    js["frames"] = std::move(frames);
-    stacks.push_back(std::move(js));
+    stacks.push_back({{"pid", s.pid},
+                      {"comm", s.comm},
+                      {"count", s.count},
+                      {"truncated", s.truncated},
+                      {"frames", std::move(frames)}});
   }
-  root["stacks"] = std::move(stacks);
-  // Bytes that are not UTF-8 (possible in paths and comm) become U+FFFD
-  // rather than making the write fail.
-  return root.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
+  list("stacks", stacks, true);
+  out += "}\n";
+  return out;
 }
 
 gsym::Expected<Capture> capture_from_json(std::string_view text) {
