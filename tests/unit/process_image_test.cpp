@@ -1,0 +1,166 @@
+// Tests for userspace/process_image and stack_aggregator: snapshot on first
+// sight, re-read on an unknown address (dlopen), new image after exec, one
+// normalization per unique raw stack.
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "userspace/capture_file.h"
+#include "userspace/process_image.h"
+#include "userspace/stack_aggregator.h"
+
+using namespace gsymprof;
+
+namespace {
+
+// A fake /proc: maps text per pid, changeable between reads; every module
+// has one executable segment with p_offset 0x1000 at p_vaddr 0x1000.
+struct FakeProc {
+  std::map<uint32_t, std::string> maps;
+  int maps_reads = 0, module_loads = 0;
+
+  ProcSource source() {
+    ProcSource s;
+    s.read_maps = [this](uint32_t pid) -> gsym::Expected<std::string> {
+      ++maps_reads;
+      auto it = maps.find(pid);
+      if (it == maps.end()) return gsym::Error("/proc/" + std::to_string(pid) + "/maps: gone");
+      return it->second;
+    };
+    s.load_module = [this](uint32_t, const MapEntry& m) -> gsym::Expected<ModuleIdentity> {
+      ++module_loads;
+      if (m.path == "/bad.so") return gsym::Error("not an ELF file");
+      ModuleIdentity id;
+      id.build_id = BuildId(std::vector<uint8_t>{static_cast<uint8_t>(m.inode)});
+      id.segments = {{0x1000, 0x1000, 0x1000, 0x1000, true}};
+      return id;
+    };
+    return s;
+  }
+};
+
+constexpr const char* kApp = "400000-401000 r-xp 00001000 08:01 5 /app\n";
+constexpr const char* kLib = "7f0000000000-7f0000001000 r-xp 00001000 08:01 6 /lib.so\n";
+
+}  // namespace
+
+TEST_CASE("process table: first sight reads maps once; a new address re-reads (dlopen)") {
+  FakeProc proc;
+  proc.maps[10] = kApp;
+  ProcessTable table(proc.source());
+  table.min_interval = std::chrono::milliseconds(0);
+  uint32_t id = table.current_image(10);
+  CHECK(table.current_image(10) == id);
+  CHECK(proc.maps_reads == 1);
+  CHECK(proc.module_loads == 1);
+  uint64_t in_app[] = {0x400010};
+  CHECK(table.cover(id, in_app));
+  CHECK(proc.maps_reads == 1);
+
+  proc.maps[10] = std::string(kApp) + kLib;  // the process dlopen()ed lib.so
+  uint64_t in_lib[] = {0x400010, 0x7f0000000100};
+  CHECK(table.cover(id, in_lib));
+  CHECK(proc.maps_reads == 2);
+  CHECK(proc.module_loads == 2);  // app was known already
+  CHECK(table.image(id).maps.size() == 2);
+
+  // dlclose: the library vanishes from maps but stays known for old samples.
+  proc.maps[10] = kApp;
+  uint64_t nowhere[] = {0x10};
+  CHECK(!table.cover(id, nowhere));
+  CHECK(table.image(id).find_map(0x7f0000000100) == 1);
+}
+
+TEST_CASE("process table: re-reads are rate limited, and refresh_stale catches up") {
+  FakeProc proc;
+  proc.maps[10] = kApp;
+  ProcessTable table(proc.source());
+  table.min_interval = std::chrono::hours(1);
+  uint32_t id = table.current_image(10);
+  proc.maps[10] = std::string(kApp) + kLib;
+  uint64_t in_lib[] = {0x7f0000000100};
+  CHECK(!table.cover(id, in_lib));
+  CHECK(proc.maps_reads == 1);
+  table.refresh_stale();
+  CHECK(proc.maps_reads == 2);
+  CHECK(table.image(id).find_map(0x7f0000000100) >= 0);
+}
+
+TEST_CASE("process table: exec starts a new image; the old one keeps its mappings") {
+  FakeProc proc;
+  proc.maps[10] = kApp;
+  ProcessTable table(proc.source());
+  uint32_t before = table.current_image(10);
+  proc.maps[10] = kLib;
+  table.note_exec(10);
+  uint32_t after = table.current_image(10);
+  CHECK(after != before);
+  CHECK(table.image(before).maps[0].path == "/app");
+  CHECK(table.image(after).maps[0].path == "/lib.so");
+}
+
+TEST_CASE("process table: a vanished process is an image with an error") {
+  FakeProc proc;
+  ProcessTable table(proc.source());
+  uint32_t id = table.current_image(99);
+  CHECK(table.image(id).maps.empty());
+  CHECK(table.image(id).error == "/proc/99/maps: gone");
+}
+
+TEST_CASE("stack aggregator: counts raw stacks, normalizes each once, builds a capture") {
+  FakeProc proc;
+  proc.maps[10] = std::string(kApp) + kLib + "7f1000000000-7f1000001000 r-xp 00000000 08:01 7 /bad.so\n";
+  ProcessTable table(proc.source());
+  StackAggregator aggregator(table);
+
+  uint64_t a[] = {0x400100, 0x7f0000000200, 0x400050};
+  uint64_t b[] = {0x400100, 0x20, 0x7f1000000010};
+  for (int i = 0; i < 3; ++i) aggregator.add({10, 10, "app", a, false});
+  aggregator.add({10, 11, "app", b, true});
+  aggregator.add({10, 12, "worker", a, false});
+  CHECK(aggregator.samples() == 5);
+  CHECK(aggregator.unique_stacks() == 3);
+  // First sight only: the unknown 0x20 came within min_interval of it.
+  CHECK(proc.maps_reads == 1);
+
+  Capture capture;
+  aggregator.build(capture);
+  CHECK(capture.samples == 5);
+  REQUIRE(capture.processes.size() == 1);
+  CHECK(capture.processes[0].pid == 10);
+  // Canonical order: modules sorted by path.
+  REQUIRE(capture.modules.size() == 3);
+  CHECK(capture.modules[0].path == "/app");
+  CHECK(capture.modules[0].load_bias == 0x400000 - 0x1000);
+  CHECK(capture.modules[1].path == "/bad.so");
+  CHECK(capture.modules[1].error == "not an ELF file");
+  CHECK(capture.modules[2].path == "/lib.so");
+  CHECK(capture.modules[2].load_bias == 0x7f0000000000 - 0x1000);
+  REQUIRE(capture.modules[0].mappings.size() == 1);
+  CHECK(capture.modules[0].mappings[0].start == 0x400000);
+
+  REQUIRE(capture.stacks.size() == 3);
+  // Stacks sorted by (pid, comm, frames, truncated); frames compare module
+  // index first, so the unresolved frame (-1) sorts the truncated stack first.
+  const CaptureStack& s0 = capture.stacks[1];
+  CHECK(s0.comm == "app");
+  CHECK(s0.count == 3);
+  CHECK(!s0.truncated);
+  REQUIRE(s0.frames.size() == 3);
+  CHECK(s0.frames[0] == CaptureFrame{0, 0x1100, UnresolvedReason::None});   // leaf: IP
+  CHECK(s0.frames[1] == CaptureFrame{2, 0x11ff, UnresolvedReason::None});   // IP - 1
+  CHECK(s0.frames[2] == CaptureFrame{0, 0x104f, UnresolvedReason::None});
+
+  const CaptureStack& s1 = capture.stacks[0];
+  CHECK(s1.comm == "app");
+  CHECK(s1.truncated);
+  REQUIRE(s1.frames.size() == 3);
+  CHECK(s1.frames[1] == CaptureFrame{-1, 0x20, UnresolvedReason::NoMapping});
+  // Unreadable module: module index kept, the address round-trips through
+  // load_bias to runtime 0x7f100000000f (the return address minus one).
+  CHECK(s1.frames[2].module == 1);
+  CHECK(s1.frames[2].address + capture.modules[1].load_bias == 0x7f100000000f);
+
+  CHECK(capture.stacks[2].comm == "worker");
+  CHECK(capture.stacks[2].count == 1);
+}
