@@ -1,0 +1,364 @@
+// ELF/DWARF -> GSYM: picks the DWARF source (the ELF or its debug file),
+// converts compile units in parallel (one libdw handle per thread), replays
+// their results into the Builder in unit order, then adds symbol-table
+// functions, as llvm-gsymutil --convert does.
+#include "gsym/convert.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "gsym/builder.h"
+#include "gsym/debug_file_locator.h"
+#include "gsym/dwarf_unit_converter.h"
+#include "gsym/elf_image.h"
+
+namespace gsym {
+
+namespace {
+
+std::string dwarf_error() {
+  const char* msg = dwarf_errmsg(-1);
+  return msg ? msg : "unknown libdw error";
+}
+
+struct DwarfHandle {
+  Dwarf* dwarf = nullptr;
+  DwarfHandle() = default;
+  DwarfHandle(const DwarfHandle&) = delete;
+  DwarfHandle& operator=(const DwarfHandle&) = delete;
+  ~DwarfHandle() {
+    if (dwarf) dwarf_end(dwarf);
+  }
+};
+
+// Unit DIE offsets of the compile units in .debug_info, in section order.
+Expected<std::vector<Dwarf_Off>> list_units(Dwarf* dwarf, uint64_t* bad_units) {
+  std::vector<Dwarf_Off> units;
+  Dwarf_CU* cu = nullptr;
+  Dwarf_CU* next = nullptr;
+  Dwarf_Half version = 0;
+  uint8_t unit_type = 0;
+  Dwarf_Die cudie, subdie;
+  for (;;) {
+    int rc = dwarf_get_units(dwarf, cu, &next, &version, &unit_type, &cudie, &subdie);
+    if (rc == 1) break;
+    if (rc < 0) {
+      // A unit header we cannot read ends the list: later units cannot be
+      // located without it.
+      ++*bad_units;
+      break;
+    }
+    cu = next;
+    if (unit_type == DW_UT_type || unit_type == DW_UT_split_type) continue;
+    units.push_back(dwarf_dieoffset(&cudie));
+  }
+  return units;
+}
+
+class Replayer {
+ public:
+  Replayer(Builder& builder, const ConvertOptions& options, ConvertStats& stats)
+      : builder_(builder), options_(options), stats_(stats) {}
+
+  void replay(UnitOutput& unit) {
+    for (const std::string& w : unit.warnings)
+      if (options_.warning) options_.warning(w);
+    if (unit.skipped) {
+      ++stats_.skipped_units;
+      return;
+    }
+    remap_.assign(unit.files.size() + 1, UINT32_MAX);
+    remap_[0] = 0;
+    for (const UnitOp& op : unit.ops) {
+      switch (op.kind) {
+        case UnitOp::String:
+          builder_.add_string(unit.strings[op.index]);
+          break;
+        case UnitOp::File:
+          remap_[op.index] = builder_.add_file(unit.files[op.index - 1]);
+          break;
+        case UnitOp::Function:
+          add(unit, std::move(unit.functions[op.index]));
+          break;
+      }
+    }
+    stats_.line_rows += unit.line_rows;
+    stats_.inline_nodes += unit.inline_nodes;
+  }
+
+ private:
+  uint32_t global_file(const UnitOutput& unit, uint32_t local) {
+    if (local >= remap_.size()) return 0;
+    if (remap_[local] == UINT32_MAX) remap_[local] = builder_.add_file(unit.files[local - 1]);
+    return remap_[local];
+  }
+
+  void remap_inline(const UnitOutput& unit, InlineNode& node) {
+    node.call_file = global_file(unit, node.call_file);
+    for (InlineNode& child : node.children) remap_inline(unit, child);
+  }
+
+  void add(const UnitOutput& unit, Function f) {
+    for (LineEntry& row : f.lines) row.file = global_file(unit, row.file);
+    if (f.inline_tree) remap_inline(unit, *f.inline_tree);
+    const std::string name = f.name;
+    const AddressRange range = f.range;
+    Status s = builder_.add_function(std::move(f));
+    if (!s) {
+      if (options_.warning)
+        options_.warning("function " + name + " dropped: " + s.error().message);
+      return;
+    }
+    ++stats_.dwarf_functions;
+    (void)range;
+  }
+
+  Builder& builder_;
+  const ConvertOptions& options_;
+  ConvertStats& stats_;
+  std::vector<uint32_t> remap_;
+};
+
+Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& unit_options,
+                     const ConvertOptions& options, Builder& builder, ConvertStats& stats) {
+  const std::string& path = dwarf_image.path();
+  DwarfHandle main_handle;
+  main_handle.dwarf = dwarf_begin_elf(dwarf_image.elf(), DWARF_C_READ, nullptr);
+  if (!main_handle.dwarf) return Error(path + ": cannot read DWARF: " + dwarf_error());
+  uint64_t bad_units = 0;
+  Expected<std::vector<Dwarf_Off>> listed = list_units(main_handle.dwarf, &bad_units);
+  if (!listed) return Error(path + ": " + listed.error().message);
+  const std::vector<Dwarf_Off>& units = *listed;
+  if (bad_units) {
+    if (units.empty()) return Error(path + ": corrupt DWARF: cannot read the first unit header: " + dwarf_error());
+    stats.skipped_units += bad_units;
+    if (options.warning)
+      options.warning(path + ": corrupt unit header after " + std::to_string(units.size()) +
+                      " units; the rest of .debug_info is skipped");
+  }
+  stats.compile_units = units.size();
+
+  DwarfLineSections sections;
+  sections.little_endian = dwarf_image.little_endian();
+  for (auto [name, target] : {std::pair{".debug_line", &sections.debug_line},
+                              std::pair{".debug_line_str", &sections.debug_line_str},
+                              std::pair{".debug_str", &sections.debug_str}}) {
+    Expected<std::span<const uint8_t>> bytes = dwarf_image.section_bytes(name);
+    if (!bytes) return Error(path + ": " + bytes.error().message);
+    *target = *bytes;
+  }
+
+  Replayer replayer(builder, options, stats);
+  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<size_t>(threads, units.size()));
+  auto report = [&](size_t done) {
+    if (options.progress && (done % 64 == 0 || done == units.size()))
+      options.progress(done, units.size());
+  };
+
+  if (threads <= 1) {
+    DwarfUnitConverter converter(main_handle.dwarf, sections, unit_options);
+    for (size_t i = 0; i < units.size(); ++i) {
+      UnitOutput out = converter.convert(units[i]);
+      replayer.replay(out);
+      report(i + 1);
+    }
+    return Status::success();
+  }
+
+  // Workers take units in order from a shared counter; this thread replays
+  // finished units strictly in unit order, so the result never depends on
+  // which worker finished first.
+  std::vector<std::optional<UnitOutput>> results(units.size());
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::string worker_error;
+  auto worker = [&] {
+    Expected<ElfImage> own = ElfImage::open(path);
+    DwarfHandle handle;
+    if (own) handle.dwarf = dwarf_begin_elf(own->elf(), DWARF_C_READ, nullptr);
+    if (!own || !handle.dwarf) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (worker_error.empty())
+        worker_error = path + ": cannot open a DWARF handle for a worker thread: " +
+                       (own ? dwarf_error() : own.error().message);
+      stop = true;
+      ready.notify_all();
+      return;
+    }
+    DwarfUnitConverter converter(handle.dwarf, sections, unit_options);
+    for (;;) {
+      if (stop) return;
+      const size_t i = next.fetch_add(1);
+      if (i >= units.size()) return;
+      UnitOutput out = converter.convert(units[i]);
+      std::lock_guard<std::mutex> lock(mutex);
+      results[i] = std::move(out);
+      ready.notify_all();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (size_t i = 0; i < units.size(); ++i) {
+    std::optional<UnitOutput> out;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      ready.wait(lock, [&] { return results[i].has_value() || stop.load(); });
+      if (!results[i]) break;
+      out = std::move(results[i]);
+      results[i].reset();
+    }
+    replayer.replay(*out);
+    report(i + 1);
+  }
+  stop = true;
+  for (std::thread& t : pool) t.join();
+  if (!worker_error.empty()) return Error(worker_error);
+  return Status::success();
+}
+
+std::string hex(const std::vector<uint8_t>& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : bytes) {
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 15]);
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
+                                           const ConvertOptions& options, ConvertStats* stats_out) {
+  ConvertStats stats;
+  Expected<ElfImage> opened = ElfImage::open(elf_path);
+  if (!opened) return Error(elf_path + ": " + opened.error().message);
+  const ElfImage& image = *opened;
+
+  // Where the DWARF comes from.
+  std::optional<ElfImage> debug_image;
+  if (!options.debug_file.empty()) {
+    Expected<ElfImage> d = ElfImage::open(options.debug_file);
+    if (!d) return Error(options.debug_file + ": " + d.error().message);
+    const std::vector<uint8_t> want = image.build_id(), have = d->build_id();
+    if (!want.empty() && !have.empty() && want != have)
+      return Error(options.debug_file + ": build ID " + hex(have) + " does not match " +
+                   elf_path + " (" + hex(want) + ")");
+    if (!d->has_dwarf()) return Error(options.debug_file + ": has no DWARF");
+    debug_image = std::move(*d);
+  } else if (!image.has_dwarf() && options.search_debug_file) {
+    DebugFileSearch search;
+    search.debug_directories = options.debug_directories;
+    std::vector<std::string> rejected;
+    std::string found = find_debug_file(image, search, &rejected);
+    if (options.warning)
+      for (const std::string& r : rejected) options.warning("debug file candidate rejected: " + r);
+    if (!found.empty()) {
+      Expected<ElfImage> d = ElfImage::open(found);
+      if (!d) return Error(found + ": " + d.error().message);
+      debug_image = std::move(*d);
+    }
+  }
+  const ElfImage* dwarf_image = debug_image ? &*debug_image : (image.has_dwarf() ? &image : nullptr);
+  if (debug_image) stats.debug_file_used = debug_image->path();
+
+  BuilderOptions builder_options;
+  builder_options.endian = image.little_endian() ? Endian::Little : Endian::Big;
+  builder_options.build_id = image.build_id();
+  if (builder_options.build_id.size() > 20) builder_options.build_id.clear();
+  builder_options.base_address = image.first_load_address();
+  std::vector<AddressRange> text = image.executable_ranges();
+  if (text.empty() && debug_image) text = debug_image->executable_ranges();
+  builder_options.text_ranges = text;
+  Builder builder(builder_options);
+
+  if (dwarf_image) {
+    UnitConverterOptions unit_options;
+    unit_options.text_ranges = text;
+    unit_options.inline_info = options.inline_info;
+    Status s = convert_dwarf(*dwarf_image, unit_options, options, builder, stats);
+    if (!s) return s.error();
+  }
+
+  // Symbols: the DWARF file's .symtab (what LLVM reads when given the debug
+  // file), else the ELF's .symtab, else its .dynsym (LLVM ignores .dynsym).
+  bool used_dynsym = false;
+  std::vector<ElfSymbol> symbols;
+  if (debug_image) symbols = debug_image->function_symbols(&used_dynsym);
+  if (symbols.empty() || used_dynsym) symbols = image.function_symbols(&used_dynsym);
+  stats.used_dynsym = used_dynsym && !symbols.empty();
+  auto in_text = [&](uint64_t addr) {
+    auto it = std::upper_bound(text.begin(), text.end(), addr,
+                               [](uint64_t a, const AddressRange& r) { return a < r.start; });
+    return it != text.begin() && std::prev(it)->contains(addr);
+  };
+  for (const ElfSymbol& sym : symbols) {
+    if (sym.name.empty() || !in_text(sym.value)) continue;
+    if (sym.size > UINT32_MAX || sym.value > UINT64_MAX - sym.size) continue;
+    builder.add_string(sym.name);
+    Function f;
+    f.range = {sym.value, sym.value + sym.size};
+    f.name = std::string(sym.name);
+    if (builder.add_function(std::move(f))) ++stats.symbol_functions;
+  }
+
+  if (builder.function_count() == 0)
+    return Error(elf_path + ": no functions found (" +
+                 (dwarf_image ? std::string("DWARF and symbol tables describe no code")
+                              : std::string("no DWARF, no debug file and no function symbols")) +
+                 ")");
+  Expected<std::vector<uint8_t>> bytes = builder.encode();
+  if (!bytes) return Error(elf_path + ": " + bytes.error().message);
+  stats.functions_written = builder.finalize().size();
+  if (stats_out) *stats_out = stats;
+  return bytes;
+}
+
+Status convert_elf_to_file(const std::string& elf_path, const std::string& out_path,
+                           const ConvertOptions& options, ConvertStats* stats) {
+  Expected<std::vector<uint8_t>> bytes = convert_elf(elf_path, options, stats);
+  if (!bytes) return bytes.error();
+  std::string temp = out_path + ".tmpXXXXXX";
+  int fd = mkstemp(temp.data());
+  if (fd < 0) return Error(out_path + ": cannot create a temporary file: " + std::strerror(errno));
+  auto fail = [&](const char* what) {
+    Error e(out_path + ": " + what + ": " + std::strerror(errno));
+    if (fd >= 0) close(fd);
+    unlink(temp.c_str());
+    return Status(e);
+  };
+  const uint8_t* data = bytes->data();
+  size_t left = bytes->size();
+  while (left > 0) {
+    ssize_t n = write(fd, data, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail("write failed");
+    }
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (fchmod(fd, 0644) != 0) return fail("cannot set the file mode");
+  int rc = close(fd);
+  fd = -1;
+  if (rc != 0) return fail("close failed");
+  if (rename(temp.c_str(), out_path.c_str()) != 0) return fail("cannot rename the temporary file");
+  return Status::success();
+}
+
+}  // namespace gsym

@@ -1,0 +1,30 @@
+// gsym/debug_file_locator.h - finds the separate debug file of an ELF the way
+// gdb does: by build ID under each debug directory
+// (DIR/.build-id/xx/rest.debug), then by .gnu_debuglink next to the file, in
+// its .debug/ subdirectory and under DIR/<the file's directory>. A candidate
+// is trusted only if it has DWARF and its build ID equals the ELF's (or, when
+// either has no build ID, its CRC-32 equals the debuglink's).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gsym/elf_image.h"
+
+namespace gsym {
+
+struct DebugFileSearch {
+  std::vector<std::string> debug_directories = {"/usr/lib/debug"};
+};
+
+// Returns the path of the debug file, or "" when none qualifies. `rejected`
+// (optional) collects one line per candidate found but not trusted.
+std::string find_debug_file(const ElfImage& image, const DebugFileSearch& search,
+                            std::vector<std::string>* rejected = nullptr);
+
+// Checks that `candidate` may stand for `image`'s DWARF (same build ID, or
+// CRC when build IDs are unavailable). Error says why not.
+Status check_debug_file(const ElfImage& image, const ElfImage& candidate,
+                        const std::string& candidate_path);
+
+}  // namespace gsym

@@ -1,0 +1,524 @@
+#include "gsym/dwarf_unit_converter.h"
+
+#include <dwarf.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <optional>
+#include <unordered_map>
+
+namespace gsym {
+
+namespace {
+
+// Deeper DIE nesting than this is treated as a malformed unit (it also bounds
+// the recursion of the walk).
+constexpr int kMaxDieDepth = 1024;
+constexpr int kMaxDeclContextHops = 64;
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+std::string dwarf_error() {
+  const char* msg = dwarf_errmsg(-1);
+  return msg ? msg : "unknown libdw error";
+}
+
+const char* attr_string(Dwarf_Die* die, unsigned name, bool integrate) {
+  Dwarf_Attribute mem;
+  Dwarf_Attribute* a = integrate ? dwarf_attr_integrate(die, name, &mem) : dwarf_attr(die, name, &mem);
+  return a ? dwarf_formstring(a) : nullptr;
+}
+
+std::optional<uint64_t> attr_unsigned(Dwarf_Die* die, unsigned name, bool integrate) {
+  Dwarf_Attribute mem;
+  Dwarf_Attribute* a = integrate ? dwarf_attr_integrate(die, name, &mem) : dwarf_attr(die, name, &mem);
+  Dwarf_Word v;
+  if (!a || dwarf_formudata(a, &v) != 0) return std::nullopt;
+  return v;
+}
+
+// LLVM's AddressRanges::insert: keeps ranges sorted, merging overlapping and
+// touching ones; empty ranges are dropped.
+void insert_range(std::vector<AddressRange>& ranges, AddressRange r) {
+  if (r.start >= r.end) return;
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), r);
+  auto it2 = it;
+  while (it2 != ranges.end() && it2->start <= r.end) ++it2;
+  if (it != it2) {
+    r.end = std::max(r.end, std::prev(it2)->end);
+    it = ranges.erase(it, it2);
+  }
+  if (it != ranges.begin() && r.start <= std::prev(it)->end) {
+    --it;
+    it->end = std::max(it->end, r.end);
+    return;
+  }
+  ranges.insert(it, r);
+}
+
+bool ranges_contain(const std::vector<AddressRange>& ranges, const AddressRange& r) {
+  if (r.start >= r.end) return false;
+  auto it = std::partition_point(ranges.begin(), ranges.end(),
+                                 [&](const AddressRange& x) { return x.start <= r.start; });
+  if (it == ranges.begin()) return false;
+  --it;
+  return r.end <= it->end;
+}
+
+bool is_cplusplus_like(uint64_t language) {
+  switch (language) {
+    case DW_LANG_C_plus_plus:
+    case DW_LANG_C_plus_plus_03:
+    case DW_LANG_C_plus_plus_11:
+    case DW_LANG_C_plus_plus_14:
+    case DW_LANG_ObjC_plus_plus:
+    case DW_LANG_C:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct RawInline {
+  std::vector<AddressRange> ranges;  // the DIE's ranges, normalized
+  std::string name;                  // "" = none
+  uint64_t call_file = UINT32_MAX;   // LLVM's default when absent (invalid)
+  uint32_t call_line = 0;
+  std::vector<uint32_t> children;
+};
+
+struct FunctionContext {
+  Dwarf_Die die;
+  bool collects = false;  // has at least one valid range
+  uint32_t group = 0;
+  std::string name;
+  std::vector<AddressRange> ranges;  // valid ranges, DWARF order
+  bool has_inline = false;
+  std::vector<RawInline> nodes;  // [0] = the subprogram itself
+};
+
+struct MalformedUnit {
+  std::string message;
+};
+
+}  // namespace
+
+struct DwarfUnitConverter::Impl {
+  Dwarf* dwarf;
+  const DwarfLineSections& line_sections;
+  const UnitConverterOptions& options;
+
+  // Per unit.
+  UnitOutput out;
+  std::vector<std::vector<UnitOp>> groups;
+  std::vector<std::unique_ptr<FunctionContext>> function_stack;
+  std::optional<DwarfLineTable> line_table;
+  std::string comp_dir;
+  uint64_t language = 0;
+  uint8_t address_size = 8;
+  std::vector<int64_t> file_cache;  // DWARF index -> local index; -1 = not yet
+  std::unordered_map<std::string, uint32_t> local_file_by_path;
+  std::vector<uint32_t> file_stamp;  // per local file: last group that interned it
+  std::vector<uint32_t> row_indexes;
+  std::string path_buffer;
+  bool failed = false;
+  std::string failure;
+
+  // Across units (a referenced DIE may live in another unit).
+  std::unordered_map<Dwarf_Off, std::unordered_map<Dwarf_Off, Dwarf_Off>> parent_maps;
+
+  Impl(Dwarf* d, const DwarfLineSections& s, const UnitConverterOptions& o)
+      : dwarf(d), line_sections(s), options(o) {}
+
+  void fail(std::string message) {
+    if (!failed) {
+      failed = true;
+      failure = std::move(message);
+    }
+  }
+
+  bool valid_text_address(uint64_t addr) const {
+    if (options.text_ranges.empty()) return true;
+    auto it = std::upper_bound(options.text_ranges.begin(), options.text_ranges.end(), addr,
+                               [](uint64_t a, const AddressRange& r) { return a < r.start; });
+    return it != options.text_ranges.begin() && std::prev(it)->contains(addr);
+  }
+
+  bool is_highest_address(uint64_t addr) const {
+    if (address_size == 4) return addr == UINT32_MAX;
+    if (address_size == 8) return addr == UINT64_MAX;
+    return false;
+  }
+
+  // --- names -------------------------------------------------------------
+
+  bool parent_of(Dwarf_Die* die, Dwarf_Die* parent) {
+    Dwarf_Die cu;
+    if (!dwarf_diecu(die, &cu, nullptr, nullptr)) return false;
+    auto& map = parent_maps[dwarf_dieoffset(&cu)];
+    if (map.empty()) {
+      // One walk of that unit records every DIE's parent.
+      std::vector<Dwarf_Die> stack = {cu};
+      map.emplace(dwarf_dieoffset(&cu), 0);
+      while (!stack.empty()) {
+        Dwarf_Die d = stack.back();
+        stack.pop_back();
+        Dwarf_Die child;
+        if (!dwarf_haschildren(&d) || dwarf_child(&d, &child) != 0) continue;
+        const Dwarf_Off parent_off = dwarf_dieoffset(&d);
+        do {
+          map.emplace(dwarf_dieoffset(&child), parent_off);
+          stack.push_back(child);
+        } while (dwarf_siblingof(&child, &child) == 0);
+      }
+    }
+    auto it = map.find(dwarf_dieoffset(die));
+    if (it == map.end() || it->second == 0) return false;
+    return dwarf_offdie(dwarf, it->second, parent) != nullptr;
+  }
+
+  bool referenced_die(Dwarf_Die* die, unsigned attr, Dwarf_Die* result) {
+    Dwarf_Attribute mem;
+    Dwarf_Attribute* a = dwarf_attr(die, attr, &mem);
+    return a && dwarf_formref_die(a, result) != nullptr;
+  }
+
+  // LLVM's GetParentDeclContextDIE.
+  bool parent_decl_context(Dwarf_Die* die, Dwarf_Die* result, int hops) {
+    if (hops > kMaxDeclContextHops) return false;
+    Dwarf_Die ref;
+    if (referenced_die(die, DW_AT_specification, &ref) && parent_decl_context(&ref, result, hops + 1))
+      return true;
+    if (referenced_die(die, DW_AT_abstract_origin, &ref) &&
+        parent_decl_context(&ref, result, hops + 1))
+      return true;
+    if (dwarf_tag(die) == DW_TAG_inlined_subroutine) return false;
+    Dwarf_Die parent;
+    if (!parent_of(die, &parent)) return false;
+    switch (dwarf_tag(&parent)) {
+      case DW_TAG_namespace:
+      case DW_TAG_structure_type:
+      case DW_TAG_union_type:
+      case DW_TAG_class_type:
+      case DW_TAG_subprogram:
+        *result = parent;
+        return true;
+      case DW_TAG_lexical_block:
+        return parent_decl_context(&parent, result, hops + 1);
+      default:
+        return false;
+    }
+  }
+
+  // LLVM's getQualifiedNameIndex; "" = no name.
+  std::string qualified_name(Dwarf_Die* die) {
+    for (unsigned attr : {unsigned(DW_AT_MIPS_linkage_name), unsigned(DW_AT_linkage_name)}) {
+      const char* linkage = attr_string(die, attr, true);
+      if (linkage && *linkage) return linkage;
+    }
+    const char* short_name = attr_string(die, DW_AT_name, true);
+    if (!short_name || !*short_name) return {};
+    std::string name = short_name;
+    if (!is_cplusplus_like(language)) return name;
+    if (name.starts_with("_Z") &&
+        (name.find(".isra.") != std::string::npos || name.find(".part.") != std::string::npos))
+      return name;
+    Dwarf_Die context;
+    if (!parent_decl_context(die, &context, 0)) return name;
+    for (int hops = 0; hops < kMaxDeclContextHops; ++hops) {
+      const char* parent_name = attr_string(&context, DW_AT_name, true);
+      if (parent_name && *parent_name) {
+        std::string_view p = parent_name;
+        if (p.size() >= 2 && p.front() == '<' && p.back() == '>')
+          name = "{" + std::string(p.substr(1, p.size() - 2)) + "}::" + name;
+        else
+          name = std::string(p) + "::" + name;
+      }
+      Dwarf_Die next;
+      if (!parent_decl_context(&context, &next, 0)) break;
+      context = next;
+    }
+    return name;
+  }
+
+  // --- files ---------------------------------------------------------------
+
+  uint32_t local_file_for_path(const std::string& path) {
+    auto [it, inserted] =
+        local_file_by_path.emplace(path, static_cast<uint32_t>(out.files.size() + 1));
+    if (inserted) {
+      out.files.push_back({std::string(path_parent(path)), std::string(path_filename(path))});
+      file_stamp.push_back(UINT32_MAX);
+    }
+    return it->second;
+  }
+
+  void use_file(uint32_t group, uint32_t local) {
+    if (local == 0 || file_stamp[local - 1] == group) return;
+    file_stamp[local - 1] = group;
+    groups[group].push_back({UnitOp::File, local});
+  }
+
+  void use_string(uint32_t group, const std::string& s) {
+    out.strings.push_back(s);
+    groups[group].push_back({UnitOp::String, static_cast<uint32_t>(out.strings.size() - 1)});
+  }
+
+  // LLVM's CUInfo::DWARFToGSYMFileIndex, on local indexes.
+  std::optional<uint32_t> file_index(uint32_t group, uint64_t dwarf_index) {
+    if (!line_table) return 0;
+    if (dwarf_index >= file_cache.size()) return std::nullopt;
+    int64_t& cached = file_cache[dwarf_index];
+    if (cached < 0) {
+      cached = line_table->file_path(dwarf_index, comp_dir, path_buffer)
+                   ? local_file_for_path(path_buffer)
+                   : 0;
+    }
+    use_file(group, static_cast<uint32_t>(cached));
+    return static_cast<uint32_t>(cached);
+  }
+
+  // --- functions -------------------------------------------------------------
+
+  // LLVM's convertFunctionLineTable.
+  void convert_lines(FunctionContext& ctx, Function& f) {
+    const DwarfLineTable& table = *line_table;
+    const uint64_t start = f.range.start, end = f.range.end;
+    if (!table.lookup_address_range(start, end - start, row_indexes)) {
+      auto decl_file = attr_unsigned(&ctx.die, DW_AT_decl_file, true);
+      if (!decl_file || !table.file_path(*decl_file, comp_dir, path_buffer) || path_buffer.empty())
+        return;
+      auto decl_line = attr_unsigned(&ctx.die, DW_AT_decl_line, true);
+      if (!decl_line) return;
+      const uint32_t local = local_file_for_path(path_buffer);
+      use_file(ctx.group, local);
+      f.lines.push_back({start, local, static_cast<uint32_t>(*decl_line)});
+      return;
+    }
+    uint64_t prev_address = 0;
+    for (uint32_t index : row_indexes) {
+      const DwarfLineRow& row = table.rows[index];
+      std::optional<uint32_t> file = file_index(ctx.group, row.file);
+      if (!file) continue;
+      uint64_t address = row.address;
+      if (!(address >= start && address < end)) {
+        if (address < start)
+          address = start;
+        else
+          continue;
+      }
+      LineEntry entry{address, *file, row.line};
+      if (index != row_indexes[0] && row.address < prev_address) break;
+      if (!f.lines.empty() && f.lines.back().file == *file && f.lines.back().line == row.line)
+        continue;
+      if (row.end_sequence) {
+        prev_address = 0;
+      } else {
+        f.lines.push_back(entry);
+        prev_address = row.address;
+      }
+    }
+  }
+
+  // LLVM's parseInlineInfo below one node, for one function range.
+  void build_inline(FunctionContext& ctx, uint32_t raw_index, InlineNode& parent) {
+    for (uint32_t child_index : ctx.nodes[raw_index].children) {
+      const RawInline& raw = ctx.nodes[child_index];
+      InlineNode node;
+      for (const AddressRange& r : raw.ranges)
+        if (ranges_contain(parent.ranges, r)) insert_range(node.ranges, r);
+      if (node.ranges.empty()) continue;
+      if (!raw.name.empty()) {
+        use_string(ctx.group, raw.name);
+        node.name = raw.name;
+      }
+      std::optional<uint32_t> call_file = file_index(ctx.group, raw.call_file);
+      if (!call_file) continue;  // invalid DW_AT_call_file: LLVM drops the subtree
+      node.call_file = *call_file;
+      node.call_line = raw.call_line;
+      build_inline(ctx, child_index, node);
+      parent.children.push_back(std::move(node));
+    }
+  }
+
+  static uint64_t count_nodes(const InlineNode& n) {
+    uint64_t c = 1;
+    for (const InlineNode& child : n.children) c += count_nodes(child);
+    return c;
+  }
+
+  bool die_ranges(Dwarf_Die* die, std::vector<AddressRange>& ranges) {
+    ranges.clear();
+    Dwarf_Addr base, start, end;
+    ptrdiff_t offset = 0;
+    while ((offset = dwarf_ranges(die, offset, &base, &start, &end)) > 0) {
+      ranges.push_back({start, end});
+      if (ranges.size() > (1u << 20)) return false;
+    }
+    return offset == 0;
+  }
+
+  std::unique_ptr<FunctionContext> start_subprogram(Dwarf_Die* die) {
+    auto ctx = std::make_unique<FunctionContext>();
+    ctx->die = *die;
+    std::vector<AddressRange> ranges;
+    if (!die_ranges(die, ranges) || ranges.empty()) return ctx;
+    ctx->name = qualified_name(die);
+    if (ctx->name.empty()) return ctx;
+    ctx->group = static_cast<uint32_t>(groups.size());
+    groups.emplace_back();
+    use_string(ctx->group, ctx->name);
+    for (const AddressRange& r : ranges) {
+      // LLVM stops at the first dead or out-of-text range (a quirk kept for
+      // equal output): later ranges of the same subprogram are dropped too.
+      if (r.start >= r.end || is_highest_address(r.start)) break;
+      if (!valid_text_address(r.start)) break;
+      ctx->ranges.push_back(r);
+    }
+    ctx->collects = !ctx->ranges.empty();
+    ctx->nodes.emplace_back();
+    return ctx;
+  }
+
+  void finish_subprogram(FunctionContext& ctx) {
+    if (!ctx.collects) return;
+    for (const AddressRange& range : ctx.ranges) {
+      Function f;
+      f.range = range;
+      f.name = ctx.name;
+      if (line_table) convert_lines(ctx, f);
+      if (options.inline_info && ctx.has_inline) {
+        InlineNode root;
+        root.ranges = {range};
+        root.name = ctx.name;
+        build_inline(ctx, 0, root);
+        if (!root.children.empty()) {
+          out.inline_nodes += count_nodes(root);
+          f.inline_tree = std::move(root);
+        }
+      }
+      out.line_rows += f.lines.size();
+      out.functions.push_back(std::move(f));
+      groups[ctx.group].push_back(
+          {UnitOp::Function, static_cast<uint32_t>(out.functions.size() - 1)});
+    }
+  }
+
+  void visit(Dwarf_Die* die, int64_t inline_parent, int depth) {
+    if (failed) return;
+    if (depth > kMaxDieDepth) {
+      fail("DIE nesting deeper than " + std::to_string(kMaxDieDepth));
+      return;
+    }
+    const int tag = dwarf_tag(die);
+    int64_t child_inline_parent = -1;
+    bool is_subprogram = false;
+    if (tag == DW_TAG_subprogram) {
+      function_stack.push_back(start_subprogram(die));
+      is_subprogram = true;
+      if (function_stack.back()->collects) child_inline_parent = 0;
+    } else if (tag == DW_TAG_inlined_subroutine) {
+      if (!function_stack.empty()) {
+        FunctionContext& fn = *function_stack.back();
+        fn.has_inline = true;
+        if (inline_parent >= 0 && fn.collects && options.inline_info) {
+          RawInline raw;
+          std::vector<AddressRange> ranges;
+          if (die_ranges(die, ranges))
+            for (const AddressRange& r : ranges) insert_range(raw.ranges, r);
+          raw.name = qualified_name(die);
+          if (auto f = attr_unsigned(die, DW_AT_call_file, true)) raw.call_file = *f;
+          raw.call_line = static_cast<uint32_t>(attr_unsigned(die, DW_AT_call_line, false).value_or(0));
+          const uint32_t index = static_cast<uint32_t>(fn.nodes.size());
+          fn.nodes.push_back(std::move(raw));
+          fn.nodes[static_cast<size_t>(inline_parent)].children.push_back(index);
+          child_inline_parent = index;
+        }
+      }
+    } else if (tag == DW_TAG_lexical_block) {
+      child_inline_parent = inline_parent;
+    }
+
+    if (dwarf_haschildren(die)) {
+      Dwarf_Die child;
+      int rc = dwarf_child(die, &child);
+      if (rc < 0) fail("cannot read the children of DIE " + hex(dwarf_dieoffset(die)) + ": " + dwarf_error());
+      while (rc == 0 && !failed) {
+        visit(&child, child_inline_parent, depth + 1);
+        rc = dwarf_siblingof(&child, &child);
+        if (rc < 0) fail("cannot read a sibling DIE: " + dwarf_error());
+      }
+    }
+    if (is_subprogram) {
+      if (!failed) finish_subprogram(*function_stack.back());
+      function_stack.pop_back();
+    }
+  }
+
+  UnitOutput convert(Dwarf_Off unit_die_offset) {
+    out = UnitOutput{};
+    groups.clear();
+    function_stack.clear();
+    line_table.reset();
+    comp_dir.clear();
+    file_cache.clear();
+    local_file_by_path.clear();
+    file_stamp.clear();
+    failed = false;
+    failure.clear();
+
+    Dwarf_Die cu;
+    if (!dwarf_offdie(dwarf, unit_die_offset, &cu)) {
+      out.skipped = true;
+      out.warnings.push_back("unit at " + hex(unit_die_offset) + ": " + dwarf_error());
+      return std::move(out);
+    }
+    Dwarf_Die cu_again;
+    uint8_t addr_size = 8, offset_size = 4;
+    if (dwarf_diecu(&cu, &cu_again, &addr_size, &offset_size)) address_size = addr_size;
+    language = attr_unsigned(&cu, DW_AT_language, false).value_or(0);
+    if (const char* dir = attr_string(&cu, DW_AT_comp_dir, false)) comp_dir = dir;
+    if (auto stmt_list = attr_unsigned(&cu, DW_AT_stmt_list, false)) {
+      Expected<DwarfLineTable> table = parse_line_table(line_sections, *stmt_list, address_size);
+      if (table) {
+        line_table = std::move(*table);
+        file_cache.assign(line_table->file_index_limit(), -1);
+      } else {
+        out.warnings.push_back("unit at " + hex(unit_die_offset) +
+                               ": line table ignored: " + table.error().message);
+      }
+    }
+    visit(&cu, -1, 0);
+    if (failed) {
+      UnitOutput skipped;
+      skipped.skipped = true;
+      skipped.warnings = std::move(out.warnings);
+      skipped.warnings.push_back("unit at " + hex(unit_die_offset) + " skipped: malformed DWARF: " +
+                                 failure);
+      return skipped;
+    }
+    size_t total = 0;
+    for (const auto& g : groups) total += g.size();
+    out.ops.reserve(total);
+    for (const auto& g : groups) out.ops.insert(out.ops.end(), g.begin(), g.end());
+    groups.clear();
+    return std::move(out);
+  }
+};
+
+DwarfUnitConverter::DwarfUnitConverter(Dwarf* dwarf, const DwarfLineSections& line_sections,
+                                       const UnitConverterOptions& options)
+    : impl_(std::make_unique<Impl>(dwarf, line_sections, options)) {}
+
+DwarfUnitConverter::~DwarfUnitConverter() = default;
+
+UnitOutput DwarfUnitConverter::convert(Dwarf_Off unit_die_offset) {
+  return impl_->convert(unit_die_offset);
+}
+
+}  // namespace gsym

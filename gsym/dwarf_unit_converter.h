@@ -1,0 +1,65 @@
+// gsym/dwarf_unit_converter.h - one DWARF compile unit -> GSYM functions,
+// following llvm-gsymutil's DwarfTransformer (LLVM 22) rule for rule: which
+// subprograms and ranges, names (linkage name, else qualified short name),
+// per-range line tables and inline trees.
+//
+// Units are converted in parallel, so the result is not fed to the Builder
+// directly: it is a list of operations (intern a string, intern a file, add a
+// function) in exactly the order LLVM's single-threaded converter performs
+// them, replayed later in unit order. That keeps the string and file tables
+// - and so the output bytes - independent of the thread count.
+#pragma once
+
+#include <elfutils/libdw.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gsym/dwarf_line_table.h"
+#include "gsym/model.h"
+
+namespace gsym {
+
+struct UnitOp {
+  enum Kind : uint8_t { String, File, Function };
+  Kind kind;
+  uint32_t index;  // into UnitOutput::strings, ::files (local index) or ::functions
+};
+
+struct UnitOutput {
+  std::vector<UnitOp> ops;
+  std::vector<std::string> strings;
+  // Local file table: local index i refers to files[i - 1]; 0 is the empty
+  // entry. Functions' line rows and inline call files use local indexes.
+  std::vector<FileEntry> files;
+  std::vector<Function> functions;
+  uint64_t line_rows = 0;
+  uint64_t inline_nodes = 0;
+  std::vector<std::string> warnings;
+  bool skipped = false;  // malformed unit: nothing of it is used
+};
+
+struct UnitConverterOptions {
+  std::vector<AddressRange> text_ranges;  // sorted, merged
+  bool inline_info = true;
+};
+
+class DwarfUnitConverter {
+ public:
+  // `dwarf` must be used by this converter's thread only (libdw handles are
+  // not thread-safe).
+  DwarfUnitConverter(Dwarf* dwarf, const DwarfLineSections& line_sections,
+                     const UnitConverterOptions& options);
+  ~DwarfUnitConverter();
+
+  // Converts the unit whose unit DIE is at `unit_die_offset` in .debug_info.
+  UnitOutput convert(Dwarf_Off unit_die_offset);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gsym

@@ -1,0 +1,296 @@
+#include "gsym/elf_image.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+namespace gsym {
+
+namespace {
+
+void init_libelf() {
+  static std::once_flag once;
+  std::call_once(once, [] { elf_version(EV_CURRENT); });
+}
+
+std::string libelf_error() {
+  const char* msg = elf_errmsg(-1);
+  return msg ? msg : "unknown libelf error";
+}
+
+Elf_Scn* find_section(Elf* elf, size_t shstrndx, std::string_view name, GElf_Shdr* shdr) {
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    if (!gelf_getshdr(scn, shdr)) continue;
+    const char* n = elf_strptr(elf, shstrndx, shdr->sh_name);
+    if (n && name == n) return scn;
+  }
+  return nullptr;
+}
+
+// Scans ELF notes in `data` for a GNU build ID.
+std::vector<uint8_t> build_id_from_notes(Elf_Data* data) {
+  size_t offset = 0;
+  GElf_Nhdr nhdr;
+  size_t name_off = 0, desc_off = 0;
+  while (offset < data->d_size) {
+    size_t next = gelf_getnote(data, offset, &nhdr, &name_off, &desc_off);
+    if (next == 0 || next <= offset) break;
+    const char* base = static_cast<const char*>(data->d_buf);
+    if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
+        std::memcmp(base + name_off, "GNU", 4) == 0 && desc_off + nhdr.n_descsz <= data->d_size) {
+      const uint8_t* d = reinterpret_cast<const uint8_t*>(base + desc_off);
+      return std::vector<uint8_t>(d, d + nhdr.n_descsz);
+    }
+    offset = next;
+  }
+  return {};
+}
+
+}  // namespace
+
+struct ElfImage::Impl {
+  std::string path;
+  int fd = -1;
+  Elf* elf = nullptr;
+  size_t shstrndx = 0;
+  bool little = true;
+  ~Impl() {
+    if (elf) elf_end(elf);
+    if (fd >= 0) close(fd);
+  }
+};
+
+ElfImage::ElfImage(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ElfImage::ElfImage(ElfImage&&) noexcept = default;
+ElfImage& ElfImage::operator=(ElfImage&&) noexcept = default;
+ElfImage::~ElfImage() = default;
+
+Expected<ElfImage> ElfImage::open(const std::string& path) {
+  init_libelf();
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (impl->fd < 0) return Error(std::string("cannot open: ") + std::strerror(errno));
+  struct stat st;
+  if (fstat(impl->fd, &st) != 0) return Error(std::string("cannot stat: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return Error("not a regular file");
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  impl->elf = elf_begin(impl->fd, ELF_C_READ_MMAP, nullptr);
+  if (!impl->elf) return Error("cannot read ELF: " + libelf_error());
+  if (elf_kind(impl->elf) != ELF_K_ELF) return Error("not an ELF file");
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(impl->elf, &ehdr)) return Error("truncated or malformed ELF header");
+  if (ehdr.e_ident[EI_CLASS] != ELFCLASS32 && ehdr.e_ident[EI_CLASS] != ELFCLASS64)
+    return Error("unsupported ELF class");
+  if (ehdr.e_ident[EI_DATA] != ELFDATA2LSB && ehdr.e_ident[EI_DATA] != ELFDATA2MSB)
+    return Error("unsupported ELF byte order");
+  impl->little = ehdr.e_ident[EI_DATA] == ELFDATA2LSB;
+  if (ehdr.e_type == ET_REL) return Error("relocatable object files are not supported");
+  if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN)
+    return Error("not an executable or shared library (ELF type " + std::to_string(ehdr.e_type) +
+                 ")");
+  size_t shnum = 0;
+  if (elf_getshdrnum(impl->elf, &shnum) != 0) return Error("malformed section headers: " + libelf_error());
+  if (shnum > 0) {
+    const uint64_t shentsize = ehdr.e_ident[EI_CLASS] == ELFCLASS64 ? 64 : 40;
+    if (ehdr.e_shoff > file_size || (file_size - ehdr.e_shoff) / shentsize < shnum)
+      return Error("truncated ELF: section headers past the end of the file");
+    if (elf_getshdrstrndx(impl->elf, &impl->shstrndx) != 0)
+      return Error("malformed section name table: " + libelf_error());
+  }
+  size_t phnum = 0;
+  if (elf_getphdrnum(impl->elf, &phnum) != 0) return Error("malformed program headers: " + libelf_error());
+  if (phnum > 0) {
+    const uint64_t phentsize = ehdr.e_ident[EI_CLASS] == ELFCLASS64 ? 56 : 32;
+    if (ehdr.e_phoff > file_size || (file_size - ehdr.e_phoff) / phentsize < phnum)
+      return Error("truncated ELF: program headers past the end of the file");
+  }
+  if (shnum == 0 && phnum == 0) return Error("ELF file has neither sections nor segments");
+  // Every section with contents must lie inside the file: a truncated copy
+  // otherwise yields silently missing symbols or DWARF.
+  for (Elf_Scn* scn = elf_nextscn(impl->elf, nullptr); scn; scn = elf_nextscn(impl->elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr)) return Error("malformed section header: " + libelf_error());
+    if (shdr.sh_type == SHT_NOBITS || shdr.sh_type == SHT_NULL) continue;
+    if (shdr.sh_offset > file_size || file_size - shdr.sh_offset < shdr.sh_size)
+      return Error("truncated ELF: section " + std::to_string(elf_ndxscn(scn)) +
+                   " extends past the end of the file");
+  }
+  return ElfImage(std::move(impl));
+}
+
+const std::string& ElfImage::path() const { return impl_->path; }
+int ElfImage::fd() const { return impl_->fd; }
+Elf* ElfImage::elf() const { return impl_->elf; }
+bool ElfImage::little_endian() const { return impl_->little; }
+
+std::vector<uint8_t> ElfImage::build_id() const {
+  GElf_Shdr shdr;
+  if (Elf_Scn* scn = find_section(impl_->elf, impl_->shstrndx, ".note.gnu.build-id", &shdr);
+      scn && shdr.sh_type == SHT_NOTE) {
+    if (Elf_Data* data = elf_getdata(scn, nullptr)) {
+      std::vector<uint8_t> id = build_id_from_notes(data);
+      if (!id.empty()) return id;
+    }
+  }
+  size_t phnum = 0;
+  if (elf_getphdrnum(impl_->elf, &phnum) != 0) return {};
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr phdr;
+    if (!gelf_getphdr(impl_->elf, static_cast<int>(i), &phdr) || phdr.p_type != PT_NOTE) continue;
+    Elf_Data* data = elf_getdata_rawchunk(impl_->elf, static_cast<int64_t>(phdr.p_offset),
+                                          phdr.p_filesz, ELF_T_NHDR);
+    if (!data) continue;
+    std::vector<uint8_t> id = build_id_from_notes(data);
+    if (!id.empty()) return id;
+  }
+  return {};
+}
+
+std::optional<uint64_t> ElfImage::first_load_address() const {
+  size_t phnum = 0;
+  if (elf_getphdrnum(impl_->elf, &phnum) != 0) return std::nullopt;
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr phdr;
+    if (gelf_getphdr(impl_->elf, static_cast<int>(i), &phdr) && phdr.p_type == PT_LOAD)
+      return phdr.p_vaddr;
+  }
+  return std::nullopt;
+}
+
+std::vector<AddressRange> ElfImage::executable_ranges() const {
+  std::vector<AddressRange> ranges;
+  for (Elf_Scn* scn = elf_nextscn(impl_->elf, nullptr); scn; scn = elf_nextscn(impl_->elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr)) continue;
+    if (!(shdr.sh_flags & SHF_EXECINSTR) || shdr.sh_size == 0) continue;
+    if (shdr.sh_addr > UINT64_MAX - shdr.sh_size) continue;
+    ranges.push_back({shdr.sh_addr, shdr.sh_addr + shdr.sh_size});
+  }
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<AddressRange> merged;
+  for (const AddressRange& r : ranges) {
+    if (!merged.empty() && r.start <= merged.back().end)
+      merged.back().end = std::max(merged.back().end, r.end);
+    else
+      merged.push_back(r);
+  }
+  return merged;
+}
+
+bool ElfImage::has_dwarf() const {
+  GElf_Shdr shdr;
+  Elf_Scn* scn = find_section(impl_->elf, impl_->shstrndx, ".debug_info", &shdr);
+  if (!scn) scn = find_section(impl_->elf, impl_->shstrndx, ".zdebug_info", &shdr);
+  return scn && shdr.sh_type != SHT_NOBITS && shdr.sh_size > 0;
+}
+
+std::optional<DebugLink> ElfImage::debug_link() const {
+  GElf_Shdr shdr;
+  Elf_Scn* scn = find_section(impl_->elf, impl_->shstrndx, ".gnu_debuglink", &shdr);
+  if (!scn || shdr.sh_type == SHT_NOBITS) return std::nullopt;
+  Elf_Data* data = elf_rawdata(scn, nullptr);
+  if (!data || !data->d_buf) return std::nullopt;
+  const char* bytes = static_cast<const char*>(data->d_buf);
+  const size_t size = data->d_size;
+  const size_t name_len = strnlen(bytes, size);
+  if (name_len == 0 || name_len == size) return std::nullopt;
+  const size_t crc_off = (name_len + 1 + 3) & ~size_t(3);
+  if (crc_off + 4 > size) return std::nullopt;
+  const uint8_t* c = reinterpret_cast<const uint8_t*>(bytes + crc_off);
+  DebugLink link;
+  link.name.assign(bytes, name_len);
+  link.crc = impl_->little ? uint32_t(c[0]) | uint32_t(c[1]) << 8 | uint32_t(c[2]) << 16 |
+                                 uint32_t(c[3]) << 24
+                           : uint32_t(c[3]) | uint32_t(c[2]) << 8 | uint32_t(c[1]) << 16 |
+                                 uint32_t(c[0]) << 24;
+  return link;
+}
+
+std::vector<ElfSymbol> ElfImage::function_symbols(bool* used_dynsym) const {
+  Elf_Scn* table = nullptr;
+  GElf_Shdr table_shdr{};
+  bool dynsym = false;
+  for (Elf_Scn* scn = elf_nextscn(impl_->elf, nullptr); scn; scn = elf_nextscn(impl_->elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr)) continue;
+    if (shdr.sh_type == SHT_SYMTAB) {
+      table = scn;
+      table_shdr = shdr;
+      dynsym = false;
+      break;
+    }
+    if (shdr.sh_type == SHT_DYNSYM && !table) {
+      table = scn;
+      table_shdr = shdr;
+      dynsym = true;
+    }
+  }
+  if (used_dynsym) *used_dynsym = table && dynsym;
+  std::vector<ElfSymbol> out;
+  if (!table) return out;
+  Elf_Data* data = elf_getdata(table, nullptr);
+  if (!data || table_shdr.sh_entsize == 0) return out;
+  const size_t count = data->d_size / gelf_fsize(impl_->elf, ELF_T_SYM, 1, EV_CURRENT);
+  for (size_t i = 1; i < count; ++i) {
+    GElf_Sym sym;
+    if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+    if (GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
+    const char* name = elf_strptr(impl_->elf, table_shdr.sh_link, sym.st_name);
+    if (!name) continue;
+    out.push_back({sym.st_value, sym.st_size, name});
+  }
+  return out;
+}
+
+Expected<std::span<const uint8_t>> ElfImage::section_bytes(std::string_view name) const {
+  GElf_Shdr shdr;
+  Elf_Scn* scn = find_section(impl_->elf, impl_->shstrndx, name, &shdr);
+  bool gnu_compressed = false;
+  if (!scn && name.starts_with(".debug_")) {
+    std::string zname = ".zdebug_" + std::string(name.substr(7));
+    scn = find_section(impl_->elf, impl_->shstrndx, zname, &shdr);
+    gnu_compressed = scn != nullptr;
+  }
+  if (!scn || shdr.sh_type == SHT_NOBITS) return std::span<const uint8_t>();
+  if (shdr.sh_flags & SHF_COMPRESSED) {
+    if (elf_compress(scn, 0, 0) < 0)
+      return Error("cannot decompress section " + std::string(name) + ": " + libelf_error());
+  } else if (gnu_compressed) {
+    if (elf_compress_gnu(scn, 0, 0) < 0)
+      return Error("cannot decompress section " + std::string(name) + ": " + libelf_error());
+  }
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (!data) return Error("cannot read section " + std::string(name) + ": " + libelf_error());
+  if (!data->d_buf) return std::span<const uint8_t>();
+  return std::span<const uint8_t>(static_cast<const uint8_t*>(data->d_buf), data->d_size);
+}
+
+Expected<uint32_t> file_crc32(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error(std::string("cannot open: ") + std::strerror(errno));
+  uLong crc = crc32(0L, Z_NULL, 0);
+  std::vector<unsigned char> buffer(1 << 16);
+  for (;;) {
+    ssize_t n = read(fd, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      return Error(std::string("read failed: ") + std::strerror(err));
+    }
+    if (n == 0) break;
+    crc = crc32(crc, buffer.data(), static_cast<uInt>(n));
+  }
+  close(fd);
+  return static_cast<uint32_t>(crc);
+}
+
+}  // namespace gsym
