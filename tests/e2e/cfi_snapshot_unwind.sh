@@ -1,0 +1,144 @@
+#!/bin/bash
+# CFI unwinding of recorded stack snapshots (issue 6), without eBPF: fixture
+# programs built WITHOUT frame pointers (-O2 -g, gcc and clang) are stopped at
+# random instructions by a ptrace tool, which records registers, the top of the
+# stack and the modules into snapshot files; the replayed unwinds must reach
+# _start through main with the exact expected function sequence, including
+# through Debian's FP-less libc (qsort calling back into the program).
+# Also: deep recursion, and a stack copy too small for big frames (the unwind
+# stops with that reason, and what it found is a correct leaf-side prefix).
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+for lib in "$BUILD/libgsymprof.a" "$BUILD/libgsym.a"; do
+  [[ -f $lib ]] || { echo "cfi_snapshot_unwind: $lib missing (build first)"; exit 1; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "cfi_snapshot_unwind: FAIL: $*"; exit 1; }
+
+g++ -std=c++20 -O2 -g -I. -I"$BUILD" tests/e2e/cfi_snapshot_tool.cpp "$BUILD/libgsymprof.a" \
+  "$BUILD/libgsym.a" -lbpf -ldw -lelf -lz -pthread -o "$tmp/tool" || fail "cannot build the tool"
+
+cat > "$tmp/qsort_fixture.c" <<'EOF'
+#include <stdlib.h>
+#if defined(__clang__)
+#define NOIPA __attribute__((noinline))
+#else
+#define NOIPA __attribute__((noinline, noipa))
+#endif
+volatile unsigned sink;
+NOIPA unsigned mix(unsigned v) {
+  for (unsigned i = 0; i < 300; ++i) v = v * 2654435761u + i;
+  return v;
+}
+NOIPA int compare_slow(const void* a, const void* b) {
+  unsigned x = mix(*(const unsigned*)a), y = mix(*(const unsigned*)b);
+  return (x > y) - (x < y);
+}
+NOIPA void sort_round(unsigned* v, unsigned n, unsigned seed) {
+  for (unsigned i = 0; i < n; ++i) v[i] = (i + seed) * 7919u % 10007u;
+  qsort(v, n, sizeof *v, compare_slow);
+  sink += v[0];
+}
+int main(void) {
+  static unsigned v[2048];
+  for (unsigned round = 0;; ++round) sort_round(v, 2048, round);
+}
+EOF
+
+cat > "$tmp/recursion_fixture.c" <<'EOF'
+#if defined(__clang__)
+#define NOIPA __attribute__((noinline))
+#else
+#define NOIPA __attribute__((noinline, noipa))
+#endif
+volatile unsigned sink;
+NOIPA unsigned spin(unsigned v) {
+  for (unsigned i = 0; i < 200000; ++i) v = v * 2654435761u + i;
+  return v;
+}
+NOIPA unsigned recurse(int depth, unsigned v) {
+  volatile char pad[PAD];
+  pad[v % PAD] = (char)v;  /* a variable index keeps the whole array */
+  unsigned r = depth == 0 ? spin(v + pad[0]) : recurse(depth - 1, v * 31u + (unsigned)depth);
+  __asm__ volatile("" ::: "memory");  /* no tail calls: every frame stays */
+  return r - (unsigned)depth + pad[0];
+}
+int main(void) {
+  for (;;) sink += recurse(DEPTH, sink);
+}
+EOF
+
+# capture NAME BINARY STACK_BYTES COUNT -> $tmp/NAME.txt (replayed unwinds)
+capture() {
+  local name=$1 bin=$2 bytes=$3 count=$4
+  mkdir -p "$tmp/snaps/$name"
+  "$tmp/tool" capture --count "$count" --interval-ms 7 --stack-bytes "$bytes" --out "$tmp/snaps/$name" -- "$bin" \
+    || fail "$name: capture failed"
+  "$tmp/tool" replay "$tmp/snaps/$name"/*.snap > "$tmp/$name.txt" || fail "$name: replay failed"
+}
+
+# every_line_matches NAME EREGEX WHAT
+every_line_matches() {
+  local bad
+  bad=$(grep -Evc -- "$2" "$tmp/$1.txt")
+  if [[ $bad != 0 ]]; then
+    grep -Ev -- "$2" "$tmp/$1.txt" | head -5
+    fail "$1: $bad of $(wc -l < "$tmp/$1.txt") unwinds are not $3"
+  fi
+}
+
+# at_least NAME EREGEX PERCENT WHAT
+at_least() {
+  local total hits
+  total=$(wc -l < "$tmp/$1.txt")
+  hits=$(grep -Ec -- "$2" "$tmp/$1.txt")
+  (( hits * 100 >= total * $3 )) || fail "$1: only $hits of $total unwinds are $4 (want >= $3%)"
+}
+
+START='^complete	_start;__libc_start_main[^;]*;__libc_start_call_main;main'
+for cc in gcc clang; do
+  $cc -O2 -g -fomit-frame-pointer -o "$tmp/qsort-$cc" "$tmp/qsort_fixture.c" || fail "$cc: build qsort fixture"
+  $cc -O2 -g -fomit-frame-pointer -DDEPTH=40 -DPAD=16 -o "$tmp/recursion-$cc" "$tmp/recursion_fixture.c" \
+    || fail "$cc: build recursion fixture"
+  $cc -O2 -g -fomit-frame-pointer -DDEPTH=60 -DPAD=512 -o "$tmp/bigframes-$cc" "$tmp/recursion_fixture.c" \
+    || fail "$cc: build big-frame fixture"
+
+  # qsort: main -> sort_round -> libc's qsort (no frame pointers) -> compare_slow -> mix.
+  capture "qsort-$cc" "$tmp/qsort-$cc" 16384 60
+  every_line_matches "qsort-$cc" \
+    "$START;sort_round(;([_A-Za-z]*qsort_r|msort_with_tmp[^;]*))*(;compare_slow(;mix)?|;__mem(cpy|move)[^;]*)?\$" \
+    "complete main;sort_round[;qsort internals[;compare_slow[;mix]]] stacks"
+  at_least "qsort-$cc" ";sort_round;[_A-Za-z]*qsort_r;msort_with_tmp[^;]*(;msort_with_tmp[^;]*)*;compare_slow" 60 \
+    "callbacks from inside libc's qsort"
+
+  # Recursion 41 deep: in spin every recurse frame is there, exactly.
+  capture "recursion-$cc" "$tmp/recursion-$cc" 16384 40
+  every_line_matches "recursion-$cc" "$START(;recurse)*(;spin)?\$" "complete main;recurse...[;spin] stacks"
+  at_least "recursion-$cc" "$START(;recurse){41};spin\$" 80 "complete 41-deep recursions ending in spin"
+
+  # 61 frames of >512 bytes: 8 KiB of stack copy is too small, 64 KiB is enough.
+  capture "bigframes-small-$cc" "$tmp/bigframes-$cc" 8192 20
+  every_line_matches "bigframes-small-$cc" '^stack copy too small	(recurse;)*recurse(;spin)?$' \
+    "stopped for 'stack copy too small' after recurse frames only"
+  at_least "bigframes-small-$cc" '^stack copy too small	(recurse;){10,}recurse;spin$' 80 \
+    "at least 11 recurse frames deep from spin"
+  capture "bigframes-$cc" "$tmp/bigframes-$cc" 65536 20
+  at_least "bigframes-$cc" "$START(;recurse){61};spin\$" 80 "complete 61-deep recursions ending in spin"
+  every_line_matches "bigframes-$cc" "$START(;recurse)*(;spin)?\$" "complete main;recurse...[;spin] stacks"
+  echo "cfi_snapshot_unwind: $cc ok: $(grep -c . "$tmp/qsort-$cc.txt") qsort," \
+    "$(grep -c . "$tmp/recursion-$cc.txt") recursion, $(grep -c . "$tmp/bigframes-$cc.txt") big-frame unwinds"
+done
+
+# Depth limit: the unwinder stops at --max-frames, keeping the leaf side.
+"$tmp/tool" replay --max-frames 10 "$tmp/snaps/recursion-gcc"/*.snap > "$tmp/limited.txt" || fail "replay --max-frames"
+every_line_matches limited $'^(depth limit\t(recurse;){9}(recurse|spin)|complete\t.*)$' \
+  "10 leaf-side frames stopped at the depth limit"
+at_least limited $'^depth limit\t' 80 "stopped at the depth limit"
+
+# A corrupt snapshot is refused with a one-line error, not a crash.
+head -c 100 "$tmp/snaps/qsort-gcc/0000.snap" > "$tmp/cut.snap"
+out=$("$tmp/tool" replay "$tmp/cut.snap" 2>&1) && fail "truncated snapshot accepted"
+[[ $out == *"cut.snap: stack snapshot: truncated"* ]] || fail "unexpected error for a truncated snapshot: $out"
+echo "cfi_snapshot_unwind: ok"
