@@ -243,6 +243,8 @@ std::vector<ElfSymbol> ElfImage::function_symbols(bool* used_dynsym) const {
     GElf_Sym sym;
     if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
     if (GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
+    // An undefined symbol's st_value may be its PLT slot; LLVM reads it as 0.
+    if (sym.st_shndx == SHN_UNDEF) continue;
     const char* name = elf_strptr(impl_->elf, table_shdr.sh_link, sym.st_name);
     if (!name) continue;
     out.push_back({sym.st_value, sym.st_size, name});

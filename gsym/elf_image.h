@@ -54,7 +54,7 @@ class ElfImage {
   // True when .debug_info exists with contents (not NOBITS, not empty).
   bool has_dwarf() const;
   std::optional<DebugLink> debug_link() const;
-  // STT_FUNC symbols of .symtab, or of .dynsym when there is no .symtab
+  // Defined STT_FUNC symbols of .symtab, or of .dynsym when there is no .symtab
   // (`used_dynsym` tells which), in table order.
   std::vector<ElfSymbol> function_symbols(bool* used_dynsym = nullptr) const;
   // Contents of the named section, decompressed if SHF_COMPRESSED; empty span
