@@ -18,6 +18,7 @@ LLVM_GSYMUTIL=${LLVM_GSYMUTIL:-/usr/lib/llvm-22/bin/llvm-gsymutil}
 [[ -x $LLVM_GSYMUTIL ]] || { echo "skip: $LLVM_GSYMUTIL not installed"; exit 77; }
 command -v gcc >/dev/null && command -v clang >/dev/null || { echo "skip: need gcc and clang"; exit 77; }
 GSYMPROF=$(realpath "$GSYMPROF")
+HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 cd "$T"
 failures=0
@@ -119,73 +120,7 @@ build() {  # compiler flags... -> binary name in $bin
   "$@" 2>build.err || { cat build.err; fail "compile: $*"; return 1; }
 }
 
-# Expected lookup lines for the addresses in $1 (one per line) in file $2.
-llvm_lookup() { sed "s|\$| $2|" "$1" | "$LLVM_GSYMUTIL" --addresses-from-stdin 2>&1 | sed '/^$/d'; }
-
-# Addresses to check: function starts and ends, line rows, 3 random
-# addresses inside each function, and a few outside everything.
-addresses() {  # dump files...
-  cat "$@" | perl -ne '
-    BEGIN { srand(7) }
-    if (/^FunctionInfo @ \S+: \[0x([0-9a-f]+) - 0x([0-9a-f]+)\)/) {
-      my ($s, $e) = (hex $1, hex $2);
-      printf "0x%x\n", $_ for ($s, $e);
-      printf "0x%x\n", $s - 1 if $s > 0;
-      if ($e > $s) { printf "0x%x\n", $s + int(rand($e - $s)) for 1 .. 3 }
-    } elsif (/^  0x([0-9a-f]+) /) { printf "0x%x\n", hex $1 }
-    END { print "0x0\n0x1\n0xffffffffffff\n" }' | sort -u
-}
-
-# "address name" of every FUNC symbol of an ELF, for the alias-choice rule.
-symbols_at() { readelf -sW "$1" | perl -ane 'next unless ($F[3] // "") eq "FUNC"; $F[7] =~ s/@.*//; printf "%d %s\n", hex($F[1]), $F[7]'; }
-
-compare() {  # binary label
-  local bin=$1 label=$2
-  "$GSYMPROF" gsym convert "$bin" -o "$bin.t1.gsym" --threads 1 2>conv.err ||
-    { cat conv.err; fail "$label: convert --threads 1"; return; }
-  "$GSYMPROF" gsym convert "$bin" -o "$bin.t4.gsym" --threads 4 2>/dev/null ||
-    { fail "$label: convert --threads 4"; return; }
-  cmp -s "$bin.t1.gsym" "$bin.t4.gsym" || fail "$label: --threads 1 and --threads 4 differ"
-  "$LLVM_GSYMUTIL" --convert "$bin" --out-file "$bin.llvm.gsym" --num-threads=1 >/dev/null 2>&1 ||
-    { fail "$label: llvm-gsymutil --convert"; return; }
-  "$LLVM_GSYMUTIL" "$bin.t1.gsym" >ours.dump 2>&1 || { fail "$label: llvm-gsymutil cannot dump our file"; return; }
-  "$LLVM_GSYMUTIL" "$bin.llvm.gsym" >llvm.dump 2>&1
-  addresses ours.dump llvm.dump >addrs
-  llvm_lookup addrs "$bin.t1.gsym" | sed "s|$bin.t1.gsym|FILE|" >ours.txt
-  llvm_lookup addrs "$bin.llvm.gsym" | sed "s|$bin.llvm.gsym|FILE|" >llvm.txt
-  "$GSYMPROF" gsym lookup "$bin.t1.gsym" <addrs >ours.gp 2>&1
-  "$GSYMPROF" gsym lookup "$bin.llvm.gsym" <addrs >llvm.gp 2>&1
-  local n; n=$(wc -l <addrs)
-  [[ $n -ge 40 ]] || { fail "$label: only $n addresses to check"; return; }
-  if ! cmp -s ours.txt llvm.txt || ! cmp -s ours.gp llvm.gp; then
-    # alias-choice: a differing single-frame answer naming another symbol at
-    # the same function start is the documented rule, anything else fails.
-    symbols_at "$bin" >syms
-    local bad
-    bad=$(diff <(cat ours.txt ours.gp) <(cat llvm.txt llvm.gp) | perl -e '
-      my %at; open(my $fh, "<", "syms") or die; while (<$fh>) { my ($a, $n) = split; $at{$n} = $a }
-      my (%ours, %theirs, %base);
-      while (<STDIN>) {
-        next if /^(---|[0-9])/;
-        if (/^([<>]) 0x([0-9a-f]+): (\S+)(?: \+ (\d+))?/) {
-          ($1 eq "<" ? \%ours : \%theirs)->{$2} = $3; $base{$2} = hex($2) - ($4 // 0); next }
-        print "unexplained: $_";
-      }
-      for my $a (sort keys %ours) {
-        my ($o, $t) = ($ours{$a}, $theirs{$a} // "");
-        print "differs at 0x$a: ours $o, llvm $t\n"
-          unless exists $at{$o} && exists $at{$t} && $at{$o} == $at{$t} && $at{$o} == $base{$a};
-      }')
-    if [[ -n $bad ]]; then
-      echo "$bad" | head -20
-      diff ours.txt llvm.txt | head -20
-      fail "$label: lookups differ"
-      return
-    fi
-  fi
-  if cmp -s "$bin.t1.gsym" "$bin.llvm.gsym"; then same="byte-identical to LLVM"; else same="same answers"; fi
-  echo "ok: $label ($n addresses, $same)"
-}
+. "$HERE/convert_common.bash"
 
 for cc in gcc clang; do
   for dw in 4 5; do
