@@ -1,5 +1,8 @@
 // gsymprof profile: sample live processes, symbolize each unique stack once
 // through GSYM files chosen by build ID, print folded stacks.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -118,7 +121,16 @@ int cmd_profile(int argc, char** argv) {
   if (std::string problem = validate_target_options(session.targets); !problem.empty())
     return usage_error(problem);
 
-  // Check the GSYM dirs before sampling, so a typo costs no profile.
+  // Check -o and the GSYM dirs before sampling, so a typo costs no profile.
+  if (!output_path.empty()) {
+    size_t slash = output_path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : output_path.substr(0, slash + 1);
+    if (::access(dir.c_str(), W_OK) != 0) {
+      std::fprintf(stderr, "gsymprof profile: %s: cannot write there: %s\n", output_path.c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
+  }
   LocatorOptions locator_options;
   locator_options.cache_dir = default_cache_dir();
   GsymLocator locator(locator_options);
