@@ -49,6 +49,26 @@ grep -q '_\[i\]' "$WORK/p.folded" && fail "--no-inline output has inline frames"
 expect_resolved "$WORK/p.folded" profile_fixture libhot.so
 wait "$pid"
 
+echo "children: a target's forked child is followed through its exec"
+profile_run "$WORK/fork.folded" "$WORK/fork.err" -F 999 -- /bin/sh -c "'$FIX' exec 1.5; true"
+expect_dominant "$WORK/fork.folded" profile_fixture \
+  "$ROOT;phase_exec;exec_outer_inline_[i];exec_inner_inline_[i];exec_leaf" 60
+expect_resolved "$WORK/fork.folded" profile_fixture
+
+echo "Ctrl-C: SIGINT stops sampling, the output is still written"
+"$FIX" exec 6 &
+pid=$!
+"$GSYMPROF" profile -F 999 -p "$pid" -o "$WORK/int.folded" 2>"$WORK/int.err" &
+profiler=$!
+sleep 2
+kill -INT "$profiler"
+wait "$profiler" || { cat "$WORK/int.err" >&2; fail "profile exited $? after SIGINT"; }
+grep -q 'stopped: interrupted' "$WORK/int.err" || fail "summary: $(cat "$WORK/int.err")"
+expect_dominant "$WORK/int.folded" profile_fixture \
+  "$ROOT;phase_exec;exec_outer_inline_[i];exec_inner_inline_[i];exec_leaf" 60
+kill "$pid"
+wait "$pid" 2>/dev/null
+
 echo "whole system: no -p and no command"
 "$FIX" exec 3 &
 pid=$!
