@@ -1,0 +1,162 @@
+#!/bin/bash
+# Our builder against LLVM's writer: programs compiled here (gcc and clang,
+# -O2 -g, inlining, C++ templates/lambdas, call sites, ICF-merged functions,
+# a static binary full of symbol aliases) are converted by
+# `llvm-gsymutil --convert --num-threads=1`; tests/compat/gsym_reencode.cpp
+# decodes each file with our Reader and re-encodes it with our Builder.
+#  - strings re-added in offset order, deduplicate=false: bytes identical (cmp);
+#  - big-endian copy, and builder-chosen string order with functions added in
+#    a scrambled order (finalize on): llvm-gsymutil --address answers equal
+#    LLVM's on every function start/end, line-row address, inline range
+#    boundary and a few addresses outside every function.
+# Exit 0 pass, 77 skip (no llvm-gsymutil / compilers), 1 fail.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+GSYMUTIL=${GSYMUTIL:-/usr/lib/llvm-22/bin/llvm-gsymutil}
+[[ -x $GSYMUTIL ]] || { echo "skip: $GSYMUTIL not installed"; exit 77; }
+for tool in gcc g++ clang clang++; do
+  command -v $tool >/dev/null || { echo "skip: $tool not installed"; exit 77; }
+done
+[[ -f $BUILD/libgsym.a ]] || { echo "FAIL: $BUILD/libgsym.a not built (run make)"; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+g++ -std=c++20 -O1 -g -I. tests/compat/gsym_reencode.cpp "$BUILD/libgsym.a" \
+    -ldw -lelf -lz -pthread -o "$tmp/reencode" || { echo "FAIL: cannot build gsym_reencode"; exit 1; }
+
+# --- fixture programs -------------------------------------------------------
+mkdir -p "$tmp/src"
+cat > "$tmp/src/chain.h" <<'EOF'
+static inline int leaf(int x) { return x * x + 1; }
+static inline int mid3(int x) { return leaf(x) + leaf(x + 1); }
+static inline int mid2(int x) { return mid3(x) * 3 + mid3(x - 1); }
+static inline int top1(int x) { return mid2(x) + mid2(x * 2); }
+EOF
+cat > "$tmp/src/main.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include "chain.h"
+int other(int n);
+int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += top1(i); return s; }
+static int rare(int x) {
+  if (__builtin_expect(x == 12345, 0)) { fprintf(stderr, "rare %d\n", x); abort(); }
+  return x + 1;
+}
+int main(int argc, char **argv) {
+  (void)argv;
+  printf("%d %d %d\n", work(argc * 100), other(argc), rare(argc));
+  return 0;
+}
+EOF
+cat > "$tmp/src/other.c" <<'EOF'
+#include "chain.h"
+static inline int twist(int x) { return (x << 3) ^ top1(x); }
+int other(int n) { int s = 0; for (int i = 0; i < n * 7; i++) s ^= twist(i) + mid2(s); return s; }
+EOF
+cat > "$tmp/src/prog.cpp" <<'EOF'
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+namespace ns { namespace inner {
+template <typename T> struct Widget {
+  T value;
+  T compute(T x) const { auto f = [this](T y) { return y * value + 1; }; return f(x) + f(x + 1); }
+};
+} }
+template <typename T> static T accumulate_all(const std::vector<T>& v) {
+  T s{}; for (const T& x : v) s += ns::inner::Widget<T>{x}.compute(x); return s;
+}
+int main(int argc, char**) {
+  std::vector<int> v; for (int i = 0; i < argc * 50; ++i) v.push_back((i * 7919) % 101);
+  std::sort(v.begin(), v.end(), [](int a, int b) { return a > b; });
+  std::map<std::string, int> m; m["a"] = accumulate_all(v);
+  std::vector<double> d(v.begin(), v.end());
+  std::printf("%d %f\n", m["a"], accumulate_all(d));
+  return 0;
+}
+EOF
+cat > "$tmp/src/calls.c" <<'EOF'
+#include <stdio.h>
+__attribute__((noinline)) int helper(int x) { return x * 3; }
+__attribute__((noinline)) int twice(int x) { int a = helper(x); printf("%d\n", a); return helper(a) + 1; }
+int main(int c, char **v) { (void)v; return twice(c); }
+EOF
+cat > "$tmp/src/icf.c" <<'EOF'
+int foo_a(int x) { return x * 7 + 3; }
+int foo_b(int x) { return x * 7 + 3; }
+int main(int c, char **v) { (void)v; return foo_a(c) + foo_b(c + 1); }
+EOF
+
+failures=0
+checked=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+lookups() {  # gsym-file addresses-file [extra gsymutil flags] -> stdout
+  local gsym=$1 addrs=$2; shift 2
+  sed "s|\$| $gsym|" "$addrs" | "$GSYMUTIL" --addresses-from-stdin "$@"
+}
+
+# case name, convert flags, lookup flags, expected dump pattern, compile command...
+check() {
+  local name=$1 convert_flags=$2 lookup_flags=$3 must_have=$4; shift 4
+  local dir="$tmp/$name"
+  mkdir -p "$dir"
+  if ! (cd "$tmp/src" && "$@" -o "$dir/prog") > "$dir/cc.log" 2>&1; then
+    fail "$name: compile failed: $(head -3 "$dir/cc.log")"; return
+  fi
+  # shellcheck disable=SC2086
+  if ! "$GSYMUTIL" --convert "$dir/prog" -o "$dir/llvm.gsym" --num-threads=1 --quiet \
+       $convert_flags > "$dir/convert.log" 2>&1; then
+    fail "$name: llvm-gsymutil --convert failed: $(tail -1 "$dir/convert.log")"; return
+  fi
+  if [[ -n $must_have ]] && ! "$GSYMUTIL" "$dir/llvm.gsym" | grep -q "$must_have"; then
+    fail "$name: fixture has no '$must_have' records (fixture no longer tests them)"; return
+  fi
+  if ! "$tmp/reencode" --addresses="$dir/addrs" "$dir/llvm.gsym" "$dir/ours.gsym"; then
+    fail "$name: re-encode failed"; return
+  fi
+  if ! cmp "$dir/llvm.gsym" "$dir/ours.gsym"; then
+    fail "$name: re-encoded bytes differ from LLVM's ($(stat -c %s "$dir/llvm.gsym") vs $(stat -c %s "$dir/ours.gsym") bytes)"
+  fi
+  "$tmp/reencode" --big-endian "$dir/llvm.gsym" "$dir/big.gsym" || { fail "$name: big-endian re-encode failed"; return; }
+  "$tmp/reencode" --own-strings --shuffle "$dir/llvm.gsym" "$dir/own.gsym" || { fail "$name: own-order re-encode failed"; return; }
+  if [[ $(head -c4 "$dir/big.gsym") != GSYM ]]; then fail "$name: big-endian copy lacks the GSYM magic"; fi
+
+  # shellcheck disable=SC2086
+  lookups "$dir/llvm.gsym" "$dir/addrs" $lookup_flags > "$dir/llvm.out"
+  local n_addrs n_found
+  n_addrs=$(wc -l < "$dir/addrs")
+  n_found=$(grep -E '^ *0x[0-9a-f]+: ' "$dir/llvm.out" | grep -vc ': error: ')
+  if (( n_addrs < 10 || n_found < 5 )); then
+    fail "$name: too few probes ($n_addrs addresses, $n_found found)"; return
+  fi
+  for variant in ours big own; do
+    # shellcheck disable=SC2086
+    lookups "$dir/$variant.gsym" "$dir/addrs" $lookup_flags > "$dir/$variant.out"
+    if ! diff -q "$dir/llvm.out" "$dir/$variant.out" > /dev/null; then
+      fail "$name: llvm-gsymutil answers differ on our $variant file:"
+      diff "$dir/llvm.out" "$dir/$variant.out" | head -10
+    fi
+  done
+  checked=$((checked + 1))
+  echo "   $name: identical bytes ($(stat -c %s "$dir/llvm.gsym") B), $n_addrs addresses agree ($n_found found)"
+}
+
+C_SRCS="main.c other.c"
+check gcc-dwarf5 "" "" InlineInfo gcc -O2 -g $C_SRCS
+check gcc-dwarf4 "" "" InlineInfo gcc -O2 -g -gdwarf-4 $C_SRCS
+check clang-dwarf5 "" "" InlineInfo clang -O2 -g -gdwarf-5 $C_SRCS
+check gcc-nopie "" "" InlineInfo gcc -O2 -g -fno-pie -no-pie $C_SRCS
+check g++-templates "" "" InlineInfo g++ -O2 -g prog.cpp
+check clang++-templates "" "" InlineInfo clang++ -O2 -g prog.cpp
+check clang-callsites --dwarf-callsites "" CallSites clang -O2 -gdwarf-5 calls.c
+check gold-icf-merged --merged-functions --merged-functions "Merged FunctionInfos" \
+  gcc -O2 -g -fno-ipa-icf -fno-inline -ffunction-sections -fuse-ld=gold -Wl,--icf=all icf.c
+check gcc-static-aliases "" "" "" gcc -O2 -g -static $C_SRCS
+
+echo "checked $checked programs, $failures failure(s)"
+[[ $failures == 0 && $checked == 9 ]]
