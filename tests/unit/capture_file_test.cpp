@@ -1,0 +1,325 @@
+// Capture file: canonical JSON writer, strict reader, atomic file I/O.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "userspace/capture_file.h"
+
+using namespace gsymprof;
+using nlohmann::json;
+
+namespace {
+
+CaptureModule make_module(std::string path, std::string build_id_hex, uint64_t bias, uint64_t start) {
+  CaptureModule m;
+  m.path = std::move(path);
+  m.build_id = *BuildId::from_hex(build_id_hex);
+  m.load_bias = bias;
+  m.mappings.push_back({start + 0x1000, start + 0x3000, 0x1000, "r-xp"});
+  m.mappings.push_back({start, start + 0x1000, 0, "r--p"});
+  return m;
+}
+
+// Modules, processes and stacks deliberately out of canonical order, with a
+// duplicate stack.
+Capture sample_capture() {
+  Capture c;
+  c.host = "box";
+  c.kernel_release = "6.18.0";
+  c.frequency_hz = 999;
+  c.start_time_unix_ns = 1700000000123456789ull;
+  c.duration_ns = 2000000000;
+  c.call_graph = "fp";
+  c.lost = {{"stack_error", 2}, {"ringbuf_full", 0}};
+  c.modules.push_back(make_module("/usr/lib/libz.so", "bbbb", 0x7f0000000000, 0x7f0000000000));  // 0
+  c.modules.push_back(make_module("/bin/app", "aaaa", 0x555500000000, 0x555500000000));          // 1
+  c.modules.push_back(make_module("/bin/other", "", 0, 0x400000));                              // 2
+  c.processes.push_back({20, "other", {2}});
+  c.processes.push_back({10, "app", {1, 0}});
+  CaptureStack s1{10, "app", {{1, 0x1234, UnresolvedReason::None}, {0, 0x99, UnresolvedReason::None}}, false, 5};
+  CaptureStack s2{20, "other", {{2, 0x401000, UnresolvedReason::None}}, false, 3};
+  CaptureStack s3{10, "app", {{-1, 0x7ffd0000, UnresolvedReason::AnonymousMapping}, {1, 0x1000, UnresolvedReason::None}}, true, 1};
+  c.stacks = {s1, s2, s3, s1};
+  c.samples = 5 + 3 + 1 + 5;
+  return c;
+}
+
+const char* kSampleJson =
+    "{\n"
+    "\"format\": \"gsymprof-capture\",\n"
+    "\"version\": 1,\n"
+    "\"host\": \"box\",\n"
+    "\"kernel_release\": \"6.18.0\",\n"
+    "\"frequency_hz\": 999,\n"
+    "\"start_time_unix_ns\": 1700000000123456789,\n"
+    "\"duration_ns\": 2000000000,\n"
+    "\"call_graph\": \"fp\",\n"
+    "\"samples\": 14,\n"
+    "\"lost\": {\"ringbuf_full\":0,\"stack_error\":2},\n"
+    "\"modules\": [\n"
+    "  {\"path\":\"/bin/app\",\"build_id\":\"aaaa\",\"load_bias\":\"0x555500000000\",\"mappings\":["
+    "{\"start\":\"0x555500000000\",\"end\":\"0x555500001000\",\"file_offset\":\"0x0\",\"perms\":\"r--p\"},"
+    "{\"start\":\"0x555500001000\",\"end\":\"0x555500003000\",\"file_offset\":\"0x1000\",\"perms\":\"r-xp\"}],"
+    "\"error\":\"\"},\n"
+    "  {\"path\":\"/bin/other\",\"build_id\":\"\",\"load_bias\":\"0x0\",\"mappings\":["
+    "{\"start\":\"0x400000\",\"end\":\"0x401000\",\"file_offset\":\"0x0\",\"perms\":\"r--p\"},"
+    "{\"start\":\"0x401000\",\"end\":\"0x403000\",\"file_offset\":\"0x1000\",\"perms\":\"r-xp\"}],"
+    "\"error\":\"\"},\n"
+    "  {\"path\":\"/usr/lib/libz.so\",\"build_id\":\"bbbb\",\"load_bias\":\"0x7f0000000000\",\"mappings\":["
+    "{\"start\":\"0x7f0000000000\",\"end\":\"0x7f0000001000\",\"file_offset\":\"0x0\",\"perms\":\"r--p\"},"
+    "{\"start\":\"0x7f0000001000\",\"end\":\"0x7f0000003000\",\"file_offset\":\"0x1000\",\"perms\":\"r-xp\"}],"
+    "\"error\":\"\"}\n"
+    "],\n"
+    "\"processes\": [\n"
+    "  {\"pid\":10,\"comm\":\"app\",\"modules\":[0,2]},\n"
+    "  {\"pid\":20,\"comm\":\"other\",\"modules\":[1]}\n"
+    "],\n"
+    "\"stacks\": [\n"
+    "  {\"pid\":10,\"comm\":\"app\",\"count\":1,\"truncated\":true,\"frames\":["
+    "{\"unresolved\":\"anonymous-mapping\",\"address\":\"0x7ffd0000\"},{\"module\":0,\"address\":\"0x1000\"}]},\n"
+    "  {\"pid\":10,\"comm\":\"app\",\"count\":10,\"truncated\":false,\"frames\":["
+    "{\"module\":0,\"address\":\"0x1234\"},{\"module\":2,\"address\":\"0x99\"}]},\n"
+    "  {\"pid\":20,\"comm\":\"other\",\"count\":3,\"truncated\":false,\"frames\":["
+    "{\"module\":1,\"address\":\"0x401000\"}]}\n"
+    "]\n"
+    "}\n";
+
+// The error message for `text`, or "" if it parses.
+std::string error_of(const std::string& text) {
+  auto parsed = capture_from_json(text);
+  return parsed ? "" : parsed.error().message;
+}
+
+// The sample capture's JSON with one edit applied.
+template <class Edit>
+std::string edited(Edit edit) {
+  json doc = json::parse(capture_to_json(sample_capture()));
+  edit(doc);
+  return doc.dump();
+}
+
+}  // namespace
+
+TEST_CASE("capture JSON: exact canonical text") {
+  CHECK(capture_to_json(sample_capture()) == kSampleJson);
+}
+
+TEST_CASE("capture JSON: round trip is lossless after canonicalization") {
+  Capture expected = sample_capture();
+  canonicalize(expected);
+  auto parsed = capture_from_json(kSampleJson);
+  REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
+  const Capture& c = *parsed;
+  CHECK(c.host == "box");
+  CHECK(c.kernel_release == "6.18.0");
+  CHECK(c.frequency_hz == 999);
+  CHECK(c.start_time_unix_ns == 1700000000123456789ull);
+  CHECK(c.duration_ns == 2000000000);
+  CHECK(c.call_graph == "fp");
+  CHECK(c.samples == 14);
+  CHECK(c.lost == expected.lost);
+  REQUIRE(c.modules.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(c.modules[i].path == expected.modules[i].path);
+    CHECK(c.modules[i].build_id == expected.modules[i].build_id);
+    CHECK(c.modules[i].load_bias == expected.modules[i].load_bias);
+    REQUIRE(c.modules[i].mappings.size() == expected.modules[i].mappings.size());
+    for (size_t j = 0; j < c.modules[i].mappings.size(); ++j) {
+      CHECK(c.modules[i].mappings[j].start == expected.modules[i].mappings[j].start);
+      CHECK(c.modules[i].mappings[j].end == expected.modules[i].mappings[j].end);
+      CHECK(c.modules[i].mappings[j].file_offset == expected.modules[i].mappings[j].file_offset);
+      CHECK(c.modules[i].mappings[j].perms == expected.modules[i].mappings[j].perms);
+    }
+  }
+  REQUIRE(c.processes.size() == 2);
+  CHECK(c.processes[0].pid == 10);
+  CHECK(c.processes[0].modules == std::vector<uint32_t>{0, 2});
+  REQUIRE(c.stacks.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(c.stacks[i].pid == expected.stacks[i].pid);
+    CHECK(c.stacks[i].comm == expected.stacks[i].comm);
+    CHECK(c.stacks[i].count == expected.stacks[i].count);
+    CHECK(c.stacks[i].truncated == expected.stacks[i].truncated);
+    CHECK(c.stacks[i].frames == expected.stacks[i].frames);
+  }
+  // And the text is a fixed point.
+  CHECK(capture_to_json(c) == kSampleJson);
+}
+
+TEST_CASE("canonicalize keeps every frame on its module") {
+  Capture c = sample_capture();
+  canonicalize(c);
+  // s1's frames were /bin/app then /usr/lib/libz.so, whatever the indexes are now.
+  const CaptureStack& s1 = c.stacks[1];
+  REQUIRE(s1.frames.size() == 2);
+  CHECK(c.modules[static_cast<size_t>(s1.frames[0].module)].path == "/bin/app");
+  CHECK(c.modules[static_cast<size_t>(s1.frames[1].module)].path == "/usr/lib/libz.so");
+  CHECK(s1.count == 10);  // the duplicate merged
+  // Identical modules (a forked child's) merge into one entry.
+  Capture forked = sample_capture();
+  forked.modules.push_back(forked.modules[1]);
+  forked.processes.push_back({30, "app", {3}});
+  forked.stacks.push_back({30, "app", {{3, 0x1234, UnresolvedReason::None}}, false, 2});
+  forked.samples += 2;
+  canonicalize(forked);
+  CHECK(forked.modules.size() == 3);
+  CHECK(forked.processes.back().modules == std::vector<uint32_t>{0});
+  CHECK(forked.stacks.back().frames[0].module == 0);
+}
+
+TEST_CASE("capture JSON: input order does not change the bytes") {
+  Capture a = sample_capture(), b = sample_capture();
+  std::reverse(b.modules.begin(), b.modules.end());  // 0<->2 swapped: remap references
+  for (CaptureProcess& p : b.processes)
+    for (uint32_t& m : p.modules) m = 2 - m;
+  for (CaptureStack& s : b.stacks)
+    for (CaptureFrame& f : s.frames)
+      if (f.module >= 0) f.module = 2 - f.module;
+  std::reverse(b.processes.begin(), b.processes.end());
+  std::reverse(b.stacks.begin(), b.stacks.end());
+  CHECK(capture_to_json(a) == capture_to_json(b));
+}
+
+TEST_CASE("unresolved reason names round trip") {
+  for (auto reason : {UnresolvedReason::NoMapping, UnresolvedReason::AnonymousMapping,
+                      UnresolvedReason::ModuleUnreadable, UnresolvedReason::NoSegment,
+                      UnresolvedReason::ProcessGone}) {
+    UnresolvedReason back = UnresolvedReason::None;
+    CHECK(parse_unresolved_reason(to_string(reason), &back));
+    CHECK(back == reason);
+  }
+  CHECK(std::string(to_string(UnresolvedReason::NoSegment)) == "no-segment");
+  UnresolvedReason r;
+  CHECK_FALSE(parse_unresolved_reason("bogus", &r));
+}
+
+TEST_CASE("capture JSON: strict parser, one-line errors naming the field") {
+  CHECK(error_of(kSampleJson) == "");
+  CHECK(error_of("").rfind("not valid JSON: ", 0) == 0);
+  CHECK(error_of("{\"format\":").rfind("not valid JSON: ", 0) == 0);
+  CHECK(error_of("[]") == "capture: expected a JSON object at top level");
+  CHECK(error_of(std::string(100, '[') + std::string(100, ']')) ==
+        "not a capture: JSON nested deeper than 16 levels");
+  CHECK(error_of(edited([](json& d) { d["format"] = "perf"; })) ==
+        "format: not a gsymprof capture (format is \"perf\")");
+  CHECK(error_of(edited([](json& d) { d.erase("format"); })) == "format: missing field");
+  CHECK(error_of(edited([](json& d) { d["version"] = 2; })) ==
+        "version: unsupported capture version 2 (this gsymprof reads version 1)");
+  CHECK(error_of(edited([](json& d) { d["version"] = "1"; })) ==
+        "version: expected an unsigned integer, got a string");
+  CHECK(error_of(edited([](json& d) { d.erase("host"); })) == "host: missing field");
+  CHECK(error_of(edited([](json& d) { d["frequency_hz"] = 4294967296ull; })) ==
+        "frequency_hz: value 4294967296 does not fit in 32 bits");
+  CHECK(error_of(edited([](json& d) { d["duration_ns"] = -1; })) ==
+        "duration_ns: expected an unsigned integer, got a negative one");
+  CHECK(error_of(edited([](json& d) { d["duration_ns"] = 1.5; })) ==
+        "duration_ns: expected an unsigned integer, got a non-integer number");
+  CHECK(error_of(edited([](json& d) { d["call_graph"] = ""; })) == "call_graph: must not be empty");
+  CHECK(error_of(edited([](json& d) { d["lost"] = json::array(); })) ==
+        "lost: expected an object, got an array");
+  CHECK(error_of(edited([](json& d) { d["lost"]["x"] = true; })) ==
+        "lost.x: expected an unsigned integer, got a boolean");
+  CHECK(error_of(edited([](json& d) { d["modules"] = nullptr; })) ==
+        "modules: expected an array, got null");
+  CHECK(error_of(edited([](json& d) { d["modules"][1]["load_bias"] = "12"; })) ==
+        "modules[1].load_bias: expected a hex string \"0x...\" of at most 16 digits");
+  CHECK(error_of(edited([](json& d) { d["modules"][1]["load_bias"] = "0x12345678901234567"; })) ==
+        "modules[1].load_bias: expected a hex string \"0x...\" of at most 16 digits");
+  CHECK(error_of(edited([](json& d) { d["modules"][1]["load_bias"] = "0xg"; })) ==
+        "modules[1].load_bias: invalid hex digit in \"0xg\"");
+  CHECK(error_of(edited([](json& d) { d["modules"][0]["build_id"] = "abc"; })) ==
+        "modules[0].build_id: not an even-length hex string");
+  CHECK(error_of(edited([](json& d) { d["modules"][0]["mappings"][0]["end"] = "0x0"; })) ==
+        "modules[0].mappings[0]: start is not below end");
+  CHECK(error_of(edited([](json& d) { d["modules"][0]["mappings"][0].erase("perms"); })) ==
+        "modules[0].mappings[0].perms: missing field");
+  CHECK(error_of(edited([](json& d) { d["processes"][0]["modules"][1] = 3; })) ==
+        "processes[0].modules[1]: module index 3 out of range (3 modules)");
+  CHECK(error_of(edited([](json& d) { d["processes"][1]["pid"] = 10; })) ==
+        "processes[1].pid: duplicate process 10");
+  CHECK(error_of(edited([](json& d) { d["stacks"][2]["pid"] = 30; })) ==
+        "stacks[2].pid: process 30 is not in \"processes\"");
+  CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0]["module"] = 7; })) ==
+        "stacks[1].frames[0].module: module index 7 out of range (3 modules)");
+  CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0]["module"] = 1; })) ==
+        "stacks[1].frames[0].module: module 1 is not a module of the stack's process");
+  CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0]["module"] = -1; })) ==
+        "stacks[1].frames[0].module: expected an unsigned integer, got a negative one");
+  CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0]["unresolved"] = "no-mapping"; })) ==
+        "stacks[1].frames[0]: a frame needs exactly one of \"module\" and \"unresolved\"");
+  CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0].erase("module"); })) ==
+        "stacks[1].frames[0]: a frame needs exactly one of \"module\" and \"unresolved\"");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["frames"][0]["unresolved"] = "none"; })) ==
+        "stacks[0].frames[0].unresolved: unknown reason \"none\"");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["frames"][0]["unresolved"] = 3; })) ==
+        "stacks[0].frames[0].unresolved: expected a string, got an integer");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["frames"][0].erase("address"); })) ==
+        "stacks[0].frames[0].address: missing field");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["count"] = 0; })) == "stacks[0].count: must be at least 1");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["truncated"] = 1; })) ==
+        "stacks[0].truncated: expected a boolean, got an integer");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["frames"] = "x"; })) ==
+        "stacks[0].frames: expected an array, got a string");
+  CHECK(error_of(edited([](json& d) { d["samples"] = 15; })) ==
+        "samples: 15 does not equal the sum of stack counts (14)");
+  CHECK(error_of(edited([](json& d) {
+          d["stacks"][0]["count"] = UINT64_MAX;
+          d["stacks"][1]["count"] = 2;
+        })) == "stacks[1].count: sample counts overflow 64 bits");
+  // Unknown fields are ignored (compatible additions need no new version).
+  CHECK(error_of(edited([](json& d) {
+          d["future"] = {1, 2};
+          d["stacks"][0]["weight"] = 3;
+        })) == "");
+  // An empty capture (nothing sampled) is valid.
+  Capture empty;
+  CHECK(error_of(capture_to_json(empty)) == "");
+}
+
+TEST_CASE("capture JSON: every truncation of a valid file is an error") {
+  const std::string text = kSampleJson;
+  // The last byte is the final newline; without it the document is complete.
+  for (size_t n = 0; n + 1 < text.size(); ++n) {
+    auto parsed = capture_from_json(std::string_view(text).substr(0, n));
+    CHECK_MESSAGE(!parsed.ok(), "prefix of " << n << " bytes parsed");
+  }
+}
+
+TEST_CASE("capture files: atomic write, read back, errors name the file") {
+  char dir_template[] = "/tmp/capture_file_test.XXXXXX";
+  REQUIRE(mkdtemp(dir_template) != nullptr);
+  const std::filesystem::path dir = dir_template;
+  const std::string path = (dir / "c.json").string();
+  REQUIRE(write_capture_file(sample_capture(), path).ok());
+  auto back = read_capture_file(path);
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(capture_to_json(*back) == kSampleJson);
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    (void)entry;
+    ++files;
+  }
+  CHECK(files == 1);  // no temporary left behind
+
+  auto missing = read_capture_file((dir / "nope.json").string());
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message == (dir / "nope.json").string() + ": cannot open: No such file or directory");
+
+  {
+    FILE* f = std::fopen(path.c_str(), "w");
+    REQUIRE(f);
+    std::fputs("{\"format\":\"gsymprof-capture\",\"version\":9}", f);
+    std::fclose(f);
+  }
+  auto bad = read_capture_file(path);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == path + ": version: unsupported capture version 9 (this gsymprof reads version 1)");
+
+  auto unwritable = write_capture_file(sample_capture(), (dir / "no/such/dir.json").string());
+  CHECK_FALSE(unwritable.ok());
+  std::filesystem::remove_all(dir);
+}
