@@ -17,6 +17,10 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 sample_mode = PROFILE_MODE_FRAME_POINTER;
 const volatile bool filter_by_tgid = false;
 const volatile bool follow_forks = false;
+/* Stack-copy mode: bytes of user stack per record (multiple of 8, at most
+ * PROFILE_MAX_STACK_COPY). A frozen rodata constant, so the verifier knows
+ * the record size. */
+const volatile __u32 stack_copy_bytes = 8192;
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -59,6 +63,48 @@ static __always_inline void fill_header(struct profile_event_header* header, __u
   bpf_get_current_comm(header->comm, sizeof(header->comm));
 }
 
+/* Stack-copy mode: user registers plus the top of the user stack, for the
+ * CFI unwinder in user space. The registers are the task's user registers
+ * (bpf_task_pt_regs), also when the sample interrupted a system call. */
+static __always_inline int send_stack_copy(struct task_struct* task, __u64 pid_tgid) {
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
+  if (!regs) {
+    count(PROFILE_COUNTER_NO_USER_STACK);
+    return 0;
+  }
+  __u32 record_size = sizeof(struct profile_stack_copy_event) + stack_copy_bytes;
+  struct profile_stack_copy_event* event = bpf_ringbuf_reserve(&events, record_size, 0);
+  if (!event) {
+    count(PROFILE_COUNTER_RINGBUF_FULL);
+    return 0;
+  }
+  __u64 sp = BPF_CORE_READ(regs, sp);
+  event->ip = BPF_CORE_READ(regs, ip);
+  event->sp = sp;
+  event->bp = BPF_CORE_READ(regs, bp);
+  event->flags = 0;
+
+  /* Main thread: nothing above the initial stack pointer (argv, environment)
+   * is needed, and the stack mapping ends soon after it. */
+  __u64 size = stack_copy_bytes;
+  __u64 start_stack = BPF_CORE_READ(task, mm, start_stack);
+  if (sp < start_stack && start_stack - sp < size) size = (start_stack - sp + 7) & ~7ULL;
+  /* A read crossing the end of the mapping fails as a whole: retry shorter. */
+  long err = -1;
+  for (int attempt = 0; attempt < 8 && size > 0; attempt++) {
+    if (size > stack_copy_bytes) size = stack_copy_bytes;
+    err = bpf_probe_read_user(event->stack, size, (const void*)sp);
+    if (err == 0) break;
+    size = (size / 2) & ~7ULL;
+    event->flags |= PROFILE_STACK_TRUNCATED;
+  }
+  event->stack_size = err == 0 ? size : 0;
+  if (event->flags & PROFILE_STACK_TRUNCATED) count(PROFILE_COUNTER_STACK_COPY_SHORT);
+  fill_header(&event->header, PROFILE_EVENT_STACK_COPY, record_size, pid_tgid);
+  bpf_ringbuf_submit(event, 0);
+  return 0;
+}
+
 SEC("perf_event")
 int sample_stack(struct bpf_perf_event_data* ctx) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -70,6 +116,7 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
     count(PROFILE_COUNTER_NO_USER_STACK);
     return 0;
   }
+  if (sample_mode == PROFILE_MODE_STACK_COPY) return send_stack_copy(task, pid_tgid);
 
   struct profile_fp_stack_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {

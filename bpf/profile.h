@@ -19,11 +19,17 @@
 /* Set in rodata before load: how user stacks are captured. */
 enum profile_mode {
   PROFILE_MODE_FRAME_POINTER = 0, /* bpf_get_stack(BPF_F_USER_STACK) */
+  PROFILE_MODE_STACK_COPY = 1,    /* user regs + top of the user stack, unwound
+                                     with CFI in user space (--call-graph dwarf) */
 };
+
+/* Largest stack copy a record may carry (--call-graph dwarf,SIZE). */
+#define PROFILE_MAX_STACK_COPY 65528
 
 enum profile_event_kind {
   PROFILE_EVENT_FP_STACK = 1, /* struct profile_fp_stack_event */
   PROFILE_EVENT_EXEC = 2,     /* struct profile_exec_event: tgid's image replaced */
+  PROFILE_EVENT_STACK_COPY = 3, /* struct profile_stack_copy_event */
 };
 
 /* Per-CPU counters, indexes into the `counters` array map. */
@@ -34,6 +40,8 @@ enum profile_counter {
   PROFILE_COUNTER_NO_USER_STACK,  /* lost: kernel thread or no user frames */
   PROFILE_COUNTER_TRUNCATED,      /* kept, but the stack filled the buffer */
   PROFILE_COUNTER_EXEC_LOST,      /* an exec event could not be queued */
+  PROFILE_COUNTER_STACK_COPY_SHORT, /* kept: the user stack could be copied only
+                                       partly (or not at all) */
   PROFILE_COUNTER_COUNT,
 };
 
@@ -53,6 +61,18 @@ struct profile_fp_stack_event {
   __u32 frame_count; /* valid entries of ips, leaf first */
   __u32 flags;       /* PROFILE_STACK_* */
   __u64 ips[PROFILE_MAX_FRAMES];
+};
+
+/* Stack-copy mode: the user registers an x86-64 CFI unwind starts from and
+ * the user stack from sp up. The record is header.size bytes long: the
+ * fixed part, then stack_copy_bytes (rodata) bytes of which the first
+ * stack_size are valid. */
+struct profile_stack_copy_event {
+  struct profile_event_header header;
+  __u64 ip, sp, bp;
+  __u32 stack_size; /* valid bytes of stack[] */
+  __u32 flags;      /* PROFILE_STACK_* */
+  __u8 stack[];
 };
 
 struct profile_exec_event {

@@ -327,26 +327,41 @@ struct CfiUnwinder::ModuleCfi {
 CfiUnwinder::CfiUnwinder(UnwindOptions options) : options_(options) {}
 CfiUnwinder::~CfiUnwinder() = default;
 
+namespace {
+
+// Loaded CFI is shared by build ID. A failure belongs to the path tried (it
+// may be gone, e.g. /proc/PID/map_files of an exited process, or hold another
+// build), so another path of the same build still gets its chance.
+std::string success_key(const UnwindModule& module) {
+  return module.build_id.empty() ? "path:" + module.elf_path
+                                 : std::string(module.build_id.bytes().begin(),
+                                               module.build_id.bytes().end());
+}
+std::string failure_key(const UnwindModule& module) {
+  return "failed:" + module.build_id.hex() + ":" + module.elf_path;
+}
+
+}  // namespace
+
 CfiUnwinder::ModuleCfi* CfiUnwinder::cfi_for(const UnwindModule& module) {
-  std::string key = module.build_id.empty() ? "path:" + module.elf_path
-                                            : std::string(module.build_id.bytes().begin(),
-                                                          module.build_id.bytes().end());
-  auto it = cache_.find(key);
-  if (it == cache_.end()) {
-    auto cfi = std::make_unique<ModuleCfi>();
-    cfi->load(module);
-    ++(cfi->error.empty() ? stats_.modules_opened : stats_.modules_failed);
-    it = cache_.emplace(std::move(key), std::move(cfi)).first;
+  if (auto it = cache_.find(success_key(module)); it != cache_.end()) return it->second.get();
+  std::string failed = failure_key(module);
+  if (cache_.count(failed)) return nullptr;
+  auto cfi = std::make_unique<ModuleCfi>();
+  cfi->load(module);
+  if (!cfi->error.empty()) {
+    ++stats_.modules_failed;
+    cache_.emplace(std::move(failed), std::move(cfi));
+    return nullptr;
   }
-  return it->second->error.empty() ? it->second.get() : nullptr;
+  ++stats_.modules_opened;
+  return cache_.emplace(success_key(module), std::move(cfi)).first->second.get();
 }
 
 std::string CfiUnwinder::module_error(const UnwindModule& module) {
   std::lock_guard lock(mutex_);
-  std::string key = module.build_id.empty() ? "path:" + module.elf_path
-                                            : std::string(module.build_id.bytes().begin(),
-                                                          module.build_id.bytes().end());
-  auto it = cache_.find(key);
+  if (cache_.count(success_key(module))) return "";
+  auto it = cache_.find(failure_key(module));
   return it == cache_.end() ? "" : it->second->error;
 }
 

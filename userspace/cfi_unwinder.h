@@ -40,6 +40,7 @@ enum class UnwindStop : uint8_t {
   DepthLimit,         // max_frames reached
   Loop,               // the stack pointer did not increase
 };
+inline constexpr size_t kUnwindStopCount = 8;
 // Stable lower-case names, used as loss-counter keys: "stack copy too small", ...
 const char* to_string(UnwindStop stop);
 
@@ -96,7 +97,8 @@ class CfiUnwinder {
 
   UnwindOptions options_;
   std::mutex mutex_;
-  // Keyed by build ID bytes, or by path for modules without one.
+  // Loaded CFI keyed by build ID bytes (by path for modules without one);
+  // failures keyed by build ID and path.
   std::map<std::string, std::unique_ptr<ModuleCfi>> cache_;
   CfiCacheStats stats_;
 };

@@ -22,8 +22,8 @@ namespace {
 
 constexpr const char* kUsageLine =
     "usage: gsymprof profile [-p PID[,PID...]] [-F HZ] [-d SECONDS] [-o OUT]\n"
-    "                        [--gsym-dir DIR]... [--no-inline] [--pid-in-comm]\n"
-    "                        [-- CMD ARGS...]\n";
+    "                        [--call-graph fp|dwarf[,SIZE]] [--gsym-dir DIR]...\n"
+    "                        [--no-inline] [--pid-in-comm] [-- CMD ARGS...]\n";
 
 void print_help() {
   std::fputs(kUsageLine, stdout);
@@ -57,7 +57,8 @@ int usage_error(const std::string& message) {
 void print_summary(const Capture& capture, const SessionStats& stats,
                    const SymbolizeResult& symbolized) {
   uint64_t lost = 0;
-  for (const auto& [reason, count] : capture.lost) lost += count;
+  for (const auto& [reason, count] : capture.lost)  // unwind_*: kept, only truncated
+    if (!reason.starts_with(kTruncatedByUnwinderPrefix)) lost += count;
   uint64_t truncated = 0;
   for (const CaptureStack& stack : capture.stacks)
     if (stack.truncated) truncated += stack.count;

@@ -16,7 +16,7 @@ namespace gsymprof {
 namespace {
 
 constexpr const char* kUsageLine =
-    "usage: gsymprof record [-p PID[,PID...]] [-F HZ] [-d SECONDS] [--call-graph fp]\n"
+    "usage: gsymprof record [-p PID[,PID...]] [-F HZ] [-d SECONDS] [--call-graph fp|dwarf[,SIZE]]\n"
     "                       -o CAPTURE [-- CMD ARGS...]\n";
 
 void print_help() {
@@ -65,7 +65,7 @@ void print_summary(const Capture& capture, const SessionStats& stats, const std:
   uint64_t lost = 0;
   std::string reasons;
   for (const auto& [reason, count] : capture.lost) {
-    lost += count;
+    if (!reason.starts_with(kTruncatedByUnwinderPrefix)) lost += count;  // unwind_*: kept
     reasons += (reasons.empty() ? "" : ", ") + reason + " " + std::to_string(count);
   }
   std::fprintf(stderr,

@@ -15,6 +15,7 @@
 
 #include "userspace/process_image.h"
 #include "userspace/stack_aggregator.h"
+#include "userspace/stack_copy_unwind.h"
 
 namespace gsymprof {
 namespace {
@@ -46,12 +47,16 @@ class StopSignals {
 
 class AggregatingSink : public SampleSink {
  public:
-  explicit AggregatingSink(StackAggregator& aggregator) : aggregator_(aggregator) {}
+  AggregatingSink(StackAggregator& aggregator, StackCopyUnwinder& unwinder)
+      : aggregator_(aggregator), unwinder_(unwinder) {}
   void on_sample(const RawSample& sample) override { aggregator_.add(sample); }
   void on_exec(uint32_t tgid) override { aggregator_.note_exec(tgid); }
+  // --call-graph dwarf: unwind now, while the process's modules are known.
+  void on_stack_copy(const RawStackCopy& copy) override { aggregator_.add(unwinder_.unwind(copy)); }
 
  private:
   StackAggregator& aggregator_;
+  StackCopyUnwinder& unwinder_;
 };
 
 // A process is alive until it is gone or a zombie.
@@ -179,13 +184,16 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
 
   ProcessTable processes(ProcSource::live());
   StackAggregator aggregator(processes);
-  AggregatingSink sink(aggregator);
+  StackCopyUnwinder stack_unwinder(processes);
+  AggregatingSink sink(aggregator, stack_unwinder);
 
   SamplerOptions sampler_options;
   sampler_options.frequency_hz = targets.frequency_hz;
   sampler_options.filter_by_tgid = !targets.whole_system();
   sampler_options.target_tgids = targets.pids;
   sampler_options.ring_buffer_bytes = options.ring_buffer_bytes;
+  const bool copy_stacks = targets.call_graph == "dwarf";
+  if (copy_stacks) sampler_options.stack_copy_bytes = targets.stack_copy_bytes;
 
   Capture capture;
   struct utsname host {};
@@ -262,6 +270,9 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   capture.lost[kLostNoUserStack] = counters.no_user_stack;
   capture.lost[kLostExecEvents] = counters.exec_lost;
   capture.lost[kLostBadRecords] = counters.bad_records;
+  // Kept but cut short by the CFI unwinder ("unwind_stack_copy_too_small", ...).
+  if (copy_stacks)
+    for (const auto& [reason, count] : stack_unwinder.truncations()) capture.lost[reason] = count;
 
   if (stats) {
     stats->counters = counters;

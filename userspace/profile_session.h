@@ -38,5 +38,8 @@ inline constexpr const char* kLostStackError = "stack_error";
 inline constexpr const char* kLostNoUserStack = "no_user_stack";
 inline constexpr const char* kLostExecEvents = "exec_events";
 inline constexpr const char* kLostBadRecords = "bad_records";
+// --call-graph dwarf adds "unwind_<reason>" counters (stack_copy_unwind.h):
+// samples kept, but whose stack the CFI unwinder had to cut short.
+inline constexpr const char* kTruncatedByUnwinderPrefix = "unwind_";
 
 }  // namespace gsymprof

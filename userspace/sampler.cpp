@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -132,6 +133,23 @@ struct Sampler::State {
       case PROFILE_EVENT_EXEC:
         sink->on_exec(header.tgid);
         return;
+      case PROFILE_EVENT_STACK_COPY: {
+        const size_t fixed = offsetof(profile_stack_copy_event, stack);
+        if (header.size < fixed) break;
+        profile_stack_copy_event event;
+        std::memcpy(&event, data, fixed);
+        if (event.stack_size > header.size - fixed) break;
+        RawStackCopy copy;
+        copy.pid = header.tgid;
+        copy.tid = header.tid;
+        copy.comm = std::string_view(header.comm, strnlen(header.comm, sizeof(header.comm)));
+        copy.stack.regs = {event.ip, event.sp, event.bp};
+        copy.stack.stack_start = event.sp;
+        copy.stack.stack = std::span<const uint8_t>(data + fixed, event.stack_size);
+        copy.copy_short = (event.flags & PROFILE_STACK_TRUNCATED) != 0;
+        sink->on_stack_copy(copy);
+        return;
+      }
       default:
         break;
     }
@@ -160,7 +178,12 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
   state->sink = &sink;
   state->skel = profile_bpf__open();
   if (!state->skel) return bpf_error("cannot open the BPF program", errno);
-  state->skel->rodata->sample_mode = PROFILE_MODE_FRAME_POINTER;
+  if (options.stack_copy_bytes % 8 != 0 || options.stack_copy_bytes > PROFILE_MAX_STACK_COPY)
+    return gsym::Error("stack copy size must be a multiple of 8 up to " +
+                       std::to_string(PROFILE_MAX_STACK_COPY));
+  state->skel->rodata->sample_mode =
+      options.stack_copy_bytes ? PROFILE_MODE_STACK_COPY : PROFILE_MODE_FRAME_POINTER;
+  state->skel->rodata->stack_copy_bytes = options.stack_copy_bytes;
   state->skel->rodata->filter_by_tgid = options.filter_by_tgid;
   state->skel->rodata->follow_forks = options.follow_forks;
   int err = bpf_map__set_max_entries(state->skel->maps.events,
@@ -260,6 +283,7 @@ SamplerCounters Sampler::counters() const {
   result.no_user_stack = totals[PROFILE_COUNTER_NO_USER_STACK];
   result.truncated = totals[PROFILE_COUNTER_TRUNCATED];
   result.exec_lost = totals[PROFILE_COUNTER_EXEC_LOST];
+  result.stack_copy_short = totals[PROFILE_COUNTER_STACK_COPY_SHORT];
   return result;
 }
 

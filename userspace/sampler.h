@@ -13,6 +13,7 @@
 
 #include "gsym/expected.h"
 #include "userspace/stack_aggregator.h"
+#include "userspace/stack_snapshot.h"
 
 namespace gsymprof {
 
@@ -22,6 +23,9 @@ struct SamplerOptions {
   std::vector<uint32_t> target_tgids;  // with filter_by_tgid
   bool follow_forks = true;            // children of targets become targets
   size_t ring_buffer_bytes = size_t{8} << 20;  // power of two
+  // --call-graph dwarf: send user registers + this many bytes of the user
+  // stack (RawStackCopy) instead of frame-pointer IPs. 0 = frame pointers.
+  uint32_t stack_copy_bytes = 0;
 };
 
 // Per-reason counters summed over CPUs (see bpf/profile.h).
@@ -32,6 +36,7 @@ struct SamplerCounters {
   uint64_t no_user_stack = 0;  // lost: kernel thread / no user frames
   uint64_t truncated = 0;      // kept, stack hit the depth limit
   uint64_t exec_lost = 0;      // exec notifications lost
+  uint64_t stack_copy_short = 0;  // kept, the kernel copied less stack than asked
   uint64_t bad_records = 0;    // user space: records it could not decode
 };
 
@@ -40,6 +45,7 @@ class SampleSink {
   virtual ~SampleSink() = default;
   virtual void on_sample(const RawSample& sample) = 0;
   virtual void on_exec(uint32_t tgid) = 0;
+  virtual void on_stack_copy(const RawStackCopy& copy) = 0;  // stack-copy mode
 };
 
 class Sampler {

@@ -18,6 +18,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gsym/expected.h"
@@ -48,6 +49,15 @@ struct StackSnapshot {
   std::vector<uint8_t> stack;
   StackView view() const { return {regs, stack_start, stack}; }
   bool operator==(const StackSnapshot&) const = default;
+};
+
+// One stack-copy sample as the sampler delivers it (--call-graph dwarf);
+// views valid during the call.
+struct RawStackCopy {
+  uint32_t pid = 0, tid = 0;
+  std::string_view comm;
+  StackView stack;
+  bool copy_short = false;  // the kernel could copy less of the stack than asked
 };
 
 // Where the unwinder reads a module's CFI, and how to turn runtime addresses

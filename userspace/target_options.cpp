@@ -90,12 +90,26 @@ ArgResult parse_target_arg(int argc, char** argv, int& index, TargetOptions& opt
   if (arg == "--call-graph") {
     const char* v = value("--call-graph");
     if (!v) return ArgResult::UsageError;
-    if (std::strcmp(v, "fp") != 0) {
-      error = std::string("--call-graph: unsupported mode '") + v + "' (supported: fp)";
-      return ArgResult::UsageError;
+    std::string_view mode(v);
+    if (mode == "fp" || mode == "dwarf") {
+      options.call_graph = mode;
+      return ArgResult::Consumed;
     }
-    options.call_graph = v;
-    return ArgResult::Consumed;
+    uint32_t bytes = 0;
+    if (mode.substr(0, 6) == "dwarf,") {
+      if (!parse_u32(mode.substr(6), bytes) || bytes % 8 != 0 || bytes < kMinStackCopyBytes ||
+          bytes > kMaxStackCopyBytes) {
+        error = std::string("--call-graph: stack copy size must be a multiple of 8 from ") +
+                std::to_string(kMinStackCopyBytes) + " to " + std::to_string(kMaxStackCopyBytes) +
+                ", not '" + std::string(mode.substr(6)) + "'";
+        return ArgResult::UsageError;
+      }
+      options.call_graph = "dwarf";
+      options.stack_copy_bytes = bytes;
+      return ArgResult::Consumed;
+    }
+    error = std::string("--call-graph: unsupported mode '") + v + "' (supported: fp, dwarf[,SIZE])";
+    return ArgResult::UsageError;
   }
   return ArgResult::NotMine;
 }
@@ -110,7 +124,9 @@ const char* target_options_help() {
   return "  -p PID[,PID...]   profile these processes (all their threads)\n"
          "  -F HZ             samples per second per CPU (default 99, max 100000)\n"
          "  -d SECONDS        stop after this long (default: Ctrl-C or all targets exit)\n"
-         "  --call-graph fp   how user stacks are unwound (fp: frame pointers)\n"
+         "  --call-graph MODE how user stacks are unwound: fp (frame pointers) or\n"
+         "                    dwarf[,SIZE] (copy SIZE bytes of stack, default 8192, and\n"
+         "                    unwind with the modules' CFI)\n"
          "  -- CMD ARGS...    start CMD and profile it from its first instruction\n"
          "  With neither -p nor a command, every process is profiled.\n"
          "  Children forked by the targets are profiled too.\n";

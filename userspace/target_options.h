@@ -1,6 +1,6 @@
 // userspace/target_options.h - the targeting flags shared by `profile` and
 // `record`, parsed by one function so both commands accept exactly the same:
-//   -p PID[,PID...]   -F HZ   -d SECONDS   --call-graph fp   -- CMD ARGS...
+//   -p PID[,PID...]   -F HZ   -d SECONDS   --call-graph fp|dwarf[,SIZE]   -- CMD ARGS...
 #pragma once
 
 #include <cstdint>
@@ -10,11 +10,18 @@
 
 namespace gsymprof {
 
+// Bytes of user stack copied per sample in dwarf mode, and the limits of
+// --call-graph dwarf,SIZE (SIZE a multiple of 8; bpf/profile.h's maximum).
+inline constexpr uint32_t kDefaultStackCopyBytes = 8192;
+inline constexpr uint32_t kMinStackCopyBytes = 64;
+inline constexpr uint32_t kMaxStackCopyBytes = 65528;
+
 struct TargetOptions {
   std::vector<uint32_t> pids;           // -p: sorted, unique
   uint32_t frequency_hz = 99;           // -F
   std::optional<double> duration_s;     // -d; none: until Ctrl-C or targets exit
-  std::string call_graph = "fp";        // --call-graph
+  std::string call_graph = "fp";        // --call-graph: "fp" or "dwarf"
+  uint32_t stack_copy_bytes = kDefaultStackCopyBytes;  // --call-graph dwarf,SIZE
   std::vector<std::string> command;     // after --
   bool whole_system() const { return pids.empty() && command.empty(); }
 };

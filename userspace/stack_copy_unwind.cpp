@@ -1,0 +1,69 @@
+#include "userspace/stack_copy_unwind.h"
+
+#include <cctype>
+#include <cstdio>
+
+#include "userspace/normalize.h"
+
+namespace gsymprof {
+
+StackCopyUnwinder::StackCopyUnwinder(ProcessTable& processes, UnwindOptions options)
+    : processes_(processes), unwinder_(options) {}
+
+const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t addr) {
+  int32_t map = processes_.image(image_id).find_map(addr);
+  if (map < 0) {
+    // Perhaps mapped since the maps were read (dlopen): read them again
+    // (rate-limited by the process table).
+    processes_.cover(image_id, std::span<const uint64_t>(&addr, 1));
+    map = processes_.image(image_id).find_map(addr);
+    if (map < 0) return nullptr;
+  }
+  const ProcessImage& image = processes_.image(image_id);
+  const int32_t module_index = image.map_module[map];
+  if (module_index < 0) return nullptr;
+  auto key = std::pair(image_id, module_index);
+  if (auto it = modules_.find(key); it != modules_.end()) return &it->second;
+
+  const ProcessModule& module = image.modules[module_index];
+  if (!module.error.empty()) return nullptr;
+  const MapEntry& entry = image.maps[map];
+  std::optional<uint64_t> bias = load_bias(module.identity.segments, entry);
+  if (!bias) return nullptr;
+  // map_files reaches the very file mapped, also when deleted or in another
+  // mount namespace; the CFI cache is keyed by build ID, so this path is
+  // opened once per build, not once per process.
+  char path[96];
+  std::snprintf(path, sizeof path, "/proc/%u/map_files/%llx-%llx", image.pid,
+                static_cast<unsigned long long>(entry.start), static_cast<unsigned long long>(entry.end));
+  return &modules_.emplace(key, UnwindModule{path, module.identity.build_id, *bias}).first->second;
+}
+
+RawSample StackCopyUnwinder::unwind(const RawStackCopy& copy) {
+  const uint32_t image_id = processes_.current_image(copy.pid);
+  unwinder_.unwind(copy.stack, [&](uint64_t addr) { return find_module(image_id, addr); }, result_);
+  ++stacks_;
+  ++stops_[static_cast<size_t>(result_.stop)];
+  RawSample sample;
+  sample.pid = copy.pid;
+  sample.tid = copy.tid;
+  sample.comm = copy.comm;
+  sample.ips = result_.ips;
+  sample.truncated = result_.truncated();
+  return sample;
+}
+
+std::map<std::string, uint64_t> StackCopyUnwinder::truncations() const {
+  std::map<std::string, uint64_t> out;
+  for (size_t i = 0; i < stops_.size(); ++i) {
+    auto stop = static_cast<UnwindStop>(i);
+    if (stop == UnwindStop::Complete) continue;
+    std::string name = std::string("unwind_") + to_string(stop);
+    for (char& c : name)
+      c = c == ' ' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out[name] = stops_[i];
+  }
+  return out;
+}
+
+}  // namespace gsymprof
