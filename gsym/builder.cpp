@@ -375,7 +375,7 @@ void Builder::State::sort_functions() {
     if (auto c = a.range <=> b.range; c != 0) return c < 0;
     if (ka.inline_size != kb.inline_size) return ka.inline_size < kb.inline_size;
     if (auto c = compare_lines_by_address(a.lines, b.lines); c != 0) return c < 0;
-    return compare_content(a, b) < 0;
+    return !options.insertion_order_ties && compare_content(a, b) < 0;
   });
   std::vector<Function> sorted;
   sorted.reserve(functions.size());

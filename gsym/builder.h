@@ -11,7 +11,7 @@
 // fewer rows < more; equal counts by row addresses). LLVM breaks remaining
 // ties by insertion order; we break them by name bytes, then by the whole
 // record (rows, inline tree, call sites, merged functions), so the order never
-// depends on insertion order. Among records with the same range the last in
+// depends on insertion order (unless BuilderOptions::insertion_order_ties). Among records with the same range the last in
 // this order is kept ("later replaces earlier"): a record with line/inline
 // info beats a bare symbol, and among bare aliases the greatest name wins.
 //
@@ -49,6 +49,11 @@ struct BuilderOptions {
   // swallowed by a following record that contains their start). false keeps
   // every record as given (sorted only).
   bool deduplicate = true;
+  // Break ties of LLVM's sort key by insertion order, exactly as LLVM does,
+  // instead of by content: output is then byte-identical to llvm-gsymutil's
+  // when functions are added in its order, but depends on that order (a
+  // converter that adds in a fixed order stays deterministic).
+  bool insertion_order_ties = false;
 };
 
 class Builder {

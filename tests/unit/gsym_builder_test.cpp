@@ -256,6 +256,18 @@ TEST_CASE("finalize applies LLVM 22's de-duplication rules") {
       CHECK(b.finalize()[0].name == "memcpy");
     }
   }
+  SUBCASE("insertion_order_ties: LLVM's rule, the later alias wins") {
+    for (int order = 0; order < 2; ++order) {
+      BuilderOptions options;
+      options.insertion_order_ties = true;
+      Builder b(options);
+      std::vector<std::string> names = {"__GI_memcpy", "memcpy"};
+      if (order) std::reverse(names.begin(), names.end());
+      for (const auto& n : names) REQUIRE(b.add_function(named(0x100, 0x120, n)).ok());
+      REQUIRE(b.finalize().size() == 1);
+      CHECK(b.finalize()[0].name == names.back());
+    }
+  }
   SUBCASE("overlapping ranges are kept, zero-size swallowed at the same start") {
     Builder b;
     REQUIRE(b.add_function(named(0x100, 0x100, "zero")).ok());
