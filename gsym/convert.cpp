@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "gsym/builder.h"
 #include "gsym/debug_file_locator.h"
@@ -181,26 +182,24 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
   // Workers take units in order from a shared counter; this thread replays
   // finished units strictly in unit order, so the result never depends on
   // which worker finished first.
+  // Every worker gets its own Dwarf handle (libdw handles are not
+  // thread-safe), all over the one Elf: its sections were decompressed once,
+  // in place, by the first dwarf_begin_elf, and are only read from here on.
+  std::vector<std::unique_ptr<DwarfHandle>> handles;
+  for (unsigned t = 0; t < threads; ++t) {
+    auto h = std::make_unique<DwarfHandle>();
+    h->dwarf = t == 0 ? std::exchange(main_handle.dwarf, nullptr)
+                      : dwarf_begin_elf(dwarf_image.elf(), DWARF_C_READ, nullptr);
+    if (!h->dwarf) return Error(path + ": cannot read DWARF: " + dwarf_error());
+    handles.push_back(std::move(h));
+  }
   std::vector<std::optional<UnitOutput>> results(units.size());
   std::mutex mutex;
   std::condition_variable ready;
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
-  std::string worker_error;
-  auto worker = [&] {
-    Expected<ElfImage> own = ElfImage::open(path);
-    DwarfHandle handle;
-    if (own) handle.dwarf = dwarf_begin_elf(own->elf(), DWARF_C_READ, nullptr);
-    if (!own || !handle.dwarf) {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (worker_error.empty())
-        worker_error = path + ": cannot open a DWARF handle for a worker thread: " +
-                       (own ? dwarf_error() : own.error().message);
-      stop = true;
-      ready.notify_all();
-      return;
-    }
-    DwarfUnitConverter converter(handle.dwarf, sections, unit_options);
+  auto worker = [&](Dwarf* dwarf) {
+    DwarfUnitConverter converter(dwarf, sections, unit_options);
     for (;;) {
       if (stop) return;
       const size_t i = next.fetch_add(1);
@@ -212,7 +211,7 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
     }
   };
   std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker, handles[t]->dwarf);
   for (size_t i = 0; i < units.size(); ++i) {
     std::optional<UnitOutput> out;
     {
@@ -227,7 +226,6 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
   }
   stop = true;
   for (std::thread& t : pool) t.join();
-  if (!worker_error.empty()) return Error(worker_error);
   return Status::success();
 }
 

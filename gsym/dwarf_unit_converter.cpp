@@ -123,6 +123,7 @@ struct DwarfUnitConverter::Impl {
   uint8_t address_size = 8;
   std::vector<int64_t> file_cache;  // DWARF index -> local index; -1 = not yet
   std::unordered_map<std::string, uint32_t> local_file_by_path;
+  std::unordered_map<std::string, uint32_t> string_index;
   std::vector<uint32_t> file_stamp;  // per local file: last group that interned it
   std::vector<uint32_t> row_indexes;
   std::string path_buffer;
@@ -171,8 +172,12 @@ struct DwarfUnitConverter::Impl {
         Dwarf_Die child;
         if (!dwarf_haschildren(&d) || dwarf_child(&d, &child) != 0) continue;
         const Dwarf_Off parent_off = dwarf_dieoffset(&d);
+        Dwarf_Off previous = 0;
         do {
-          map.emplace(dwarf_dieoffset(&child), parent_off);
+          const Dwarf_Off off = dwarf_dieoffset(&child);
+          if (off <= previous) break;  // a backwards DW_AT_sibling: stop, never loop
+          previous = off;
+          map.emplace(off, parent_off);
           stack.push_back(child);
         } while (dwarf_siblingof(&child, &child) == 0);
       }
@@ -265,8 +270,9 @@ struct DwarfUnitConverter::Impl {
   }
 
   void use_string(uint32_t group, const std::string& s) {
-    out.strings.push_back(s);
-    groups[group].push_back({UnitOp::String, static_cast<uint32_t>(out.strings.size() - 1)});
+    auto [it, inserted] = string_index.emplace(s, static_cast<uint32_t>(out.strings.size()));
+    if (inserted) out.strings.push_back(s);
+    groups[group].push_back({UnitOp::String, it->second});
   }
 
   // LLVM's CUInfo::DWARFToGSYMFileIndex, on local indexes.
@@ -450,8 +456,12 @@ struct DwarfUnitConverter::Impl {
       if (rc < 0) fail("cannot read the children of DIE " + hex(dwarf_dieoffset(die)) + ": " + dwarf_error());
       while (rc == 0 && !failed) {
         visit(&child, child_inline_parent, depth + 1);
+        const Dwarf_Off previous = dwarf_dieoffset(&child);
         rc = dwarf_siblingof(&child, &child);
         if (rc < 0) fail("cannot read a sibling DIE: " + dwarf_error());
+        // A DW_AT_sibling pointing backwards would loop forever.
+        if (rc == 0 && dwarf_dieoffset(&child) <= previous)
+          fail("DIE " + hex(previous) + " has a sibling that does not follow it");
       }
     }
     if (is_subprogram) {
@@ -468,6 +478,7 @@ struct DwarfUnitConverter::Impl {
     comp_dir.clear();
     file_cache.clear();
     local_file_by_path.clear();
+    string_index.clear();
     file_stamp.clear();
     failed = false;
     failure.clear();
@@ -502,10 +513,21 @@ struct DwarfUnitConverter::Impl {
                                  failure);
       return skipped;
     }
-    size_t total = 0;
-    for (const auto& g : groups) total += g.size();
-    out.ops.reserve(total);
-    for (const auto& g : groups) out.ops.insert(out.ops.end(), g.begin(), g.end());
+    // Groups in DIE order; a string or file interned earlier in the unit
+    // needs no second op (interning is idempotent, only the first counts).
+    std::vector<bool> string_done(out.strings.size()), file_done(out.files.size() + 1);
+    for (const auto& g : groups) {
+      for (const UnitOp& op : g) {
+        if (op.kind == UnitOp::String) {
+          if (string_done[op.index]) continue;
+          string_done[op.index] = true;
+        } else if (op.kind == UnitOp::File) {
+          if (file_done[op.index]) continue;
+          file_done[op.index] = true;
+        }
+        out.ops.push_back(op);
+      }
+    }
     groups.clear();
     return std::move(out);
   }

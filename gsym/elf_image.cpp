@@ -96,10 +96,22 @@ Expected<ElfImage> ElfImage::open(const std::string& path) {
   if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN)
     return Error("not an executable or shared library (ELF type " + std::to_string(ehdr.e_type) +
                  ")");
+  // Header tables must lie inside the file; libelf quietly reports a
+  // truncated table as empty.
+  const bool is64 = ehdr.e_ident[EI_CLASS] == ELFCLASS64;
+  const uint64_t shentsize = is64 ? 64 : 40, phentsize = is64 ? 56 : 32;
+  if (ehdr.e_shoff != 0) {
+    const uint64_t count = std::max<uint64_t>(ehdr.e_shnum, 1);
+    if (ehdr.e_shoff > file_size || (file_size - ehdr.e_shoff) / shentsize < count)
+      return Error("truncated ELF: section headers past the end of the file");
+  }
+  if (ehdr.e_phoff != 0 && ehdr.e_phnum > 0) {
+    if (ehdr.e_phoff > file_size || (file_size - ehdr.e_phoff) / phentsize < ehdr.e_phnum)
+      return Error("truncated ELF: program headers past the end of the file");
+  }
   size_t shnum = 0;
   if (elf_getshdrnum(impl->elf, &shnum) != 0) return Error("malformed section headers: " + libelf_error());
   if (shnum > 0) {
-    const uint64_t shentsize = ehdr.e_ident[EI_CLASS] == ELFCLASS64 ? 64 : 40;
     if (ehdr.e_shoff > file_size || (file_size - ehdr.e_shoff) / shentsize < shnum)
       return Error("truncated ELF: section headers past the end of the file");
     if (elf_getshdrstrndx(impl->elf, &impl->shstrndx) != 0)
@@ -107,11 +119,6 @@ Expected<ElfImage> ElfImage::open(const std::string& path) {
   }
   size_t phnum = 0;
   if (elf_getphdrnum(impl->elf, &phnum) != 0) return Error("malformed program headers: " + libelf_error());
-  if (phnum > 0) {
-    const uint64_t phentsize = ehdr.e_ident[EI_CLASS] == ELFCLASS64 ? 56 : 32;
-    if (ehdr.e_phoff > file_size || (file_size - ehdr.e_phoff) / phentsize < phnum)
-      return Error("truncated ELF: program headers past the end of the file");
-  }
   if (shnum == 0 && phnum == 0) return Error("ELF file has neither sections nor segments");
   // Every section with contents must lie inside the file: a truncated copy
   // otherwise yields silently missing symbols or DWARF.
