@@ -216,6 +216,10 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
     command = std::make_unique<LaunchedCommand>();
     if (auto s = command->fork_held(targets.command); !s) return s.error();
     if (auto s = (*sampler)->add_target(command->pid()); !s) return s.error();
+    // Until exec the child is a copy of us: snapshot that image now, as a
+    // sample taken before exec may be read only after it (the exec event
+    // then starts the command's own image).
+    processes.current_image(command->pid());
     if (auto s = command->release(); !s) return s.error();
   }
 
