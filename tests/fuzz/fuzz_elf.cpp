@@ -1,0 +1,39 @@
+// Fuzz target for the ELF/DWARF converter: the bytes are an ELF file (given
+// to the converter through a memfd path, as it reads files). Any crash, hang
+// or sanitizer report is a finding, and so is an output file that our own
+// reader cannot parse and verify.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "gsym/convert.h"
+#include "gsym/reader.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  int fd = memfd_create("fuzz_elf", MFD_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = write(fd, data + done, size - done);
+    if (n <= 0) {
+      close(fd);
+      return 0;
+    }
+    done += static_cast<size_t>(n);
+  }
+  gsym::ConvertOptions options;
+  options.threads = 1;
+  options.search_debug_file = false;  // never wander the file system
+  gsym::Expected<std::vector<uint8_t>> bytes =
+      gsym::convert_elf("/proc/self/fd/" + std::to_string(fd), options);
+  close(fd);
+  if (bytes.ok()) {
+    gsym::Expected<gsym::Reader> reader = gsym::Reader::parse(*bytes);
+    if (!reader.ok() || !reader->verify().ok()) std::abort();
+  }
+  return 0;
+}
