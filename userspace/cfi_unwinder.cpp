@@ -392,6 +392,7 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
 
   for (;;) {
     out.ips.push_back(pc);
+    regs.set(kReturnAddress, pc);  // DW_OP_breg16 is %rip (PLT stubs' CFA rules use it)
     const uint64_t lookup_addr = exact_pc ? pc : pc - 1;
     const UnwindModule* module = find_module ? find_module(lookup_addr) : nullptr;
     if (!module) {
@@ -498,6 +499,7 @@ LeafFixup CfiUnwinder::leaf_fixup(const StackView& stack, const ModuleFinder& fi
   Registers regs;
   regs.set(kRsp, stack.regs.sp);
   regs.set(kRbp, stack.regs.bp);
+  regs.set(kReturnAddress, stack.regs.ip);
   uint64_t cfa = stack.regs.sp + cfa_ops[0].number2;
   int ra_reg = dwarf_frame_info(frame.get(), nullptr, nullptr, nullptr);
   uint64_t caller_ip = 0;

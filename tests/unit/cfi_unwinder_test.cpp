@@ -316,6 +316,46 @@ TEST_CASE("cfi unwinder: leaf fix-up finds the caller at a function's entry") {
         LeafFixup::Kind::Unknown);
 }
 
+TEST_CASE("cfi unwinder: a sample in a PLT stub (CFA expression on %rip)") {
+  const Captured& full = interrupted();
+  const gsymprof::UnwindModule* exe = full.snapshot.find_module(reinterpret_cast<uint64_t>(&cfi_test_chain_c));
+  REQUIRE(exe != nullptr);
+  snapshot_support::ElfFile elf(exe->elf_path);
+  REQUIRE(elf.ok());
+  uint64_t plt = 0, plt_size = 0;
+  size_t shstrndx = 0;
+  REQUIRE(elf_getshdrstrndx(elf.elf, &shstrndx) == 0);
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf.elf, scn));) {
+    GElf_Shdr sh;
+    const char* name = gelf_getshdr(scn, &sh) ? elf_strptr(elf.elf, shstrndx, sh.sh_name) : nullptr;
+    if (name && std::string(name) == ".plt") plt = sh.sh_addr, plt_size = sh.sh_size;
+  }
+  if (plt_size < 32) {
+    MESSAGE("no lazy-binding .plt in the test binary; nothing to test");
+    return;
+  }
+  size_t chain_b = index_of(full.names, "cfi_test_chain_b");
+  REQUIRE(chain_b < full.names.size());
+  const uint64_t return_address = full.result.ips[chain_b];
+  CfiUnwinder unwinder;
+  // Each stub is 16 bytes: jmp *GOT (6), push index (5), jmp PLT0 (5). After
+  // the push, the return address is 8 bytes further up.
+  for (uint64_t offset : {uint64_t{0}, uint64_t{6}, uint64_t{11}, uint64_t{15}}) {
+    RecordedSnapshot s = full.snapshot;
+    s.snapshot.regs.ip = plt + 16 + offset + exe->load_bias;
+    s.snapshot.regs.sp = 0x7ffd0000;
+    s.snapshot.stack_start = s.snapshot.regs.sp;
+    const size_t slot = offset >= 11 ? 8 : 0;
+    s.snapshot.stack.assign(slot + 8, 0xee);
+    for (int i = 0; i < 8; ++i) s.snapshot.stack[slot + i] = static_cast<uint8_t>(return_address >> (8 * i));
+    UnwindResult r = unwinder.unwind(s.snapshot.view(), s.finder());
+    INFO("stub offset " << offset);
+    REQUIRE(r.ips.size() == 2);
+    CHECK(r.ips[1] == return_address);
+    CHECK(r.stop == UnwindStop::StackCopyTooSmall);  // chain_b's frame is not in the copy
+  }
+}
+
 TEST_CASE("cfi unwinder: garbage stacks end safely") {
   const Captured& full = interrupted();
   std::mt19937_64 random(12345);
