@@ -44,7 +44,7 @@ fetch_source() {
     ensure_deb_src
     command -v dpkg-source >/dev/null || die "dpkg-source missing (install dpkg-dev: scripts/install-deps.sh --bench)"
     log "apt-get source $pkg"
-    (cd "$BENCH_DIR/src" && apt-get source -qq "$pkg" >/dev/null) || die "apt-get source $pkg failed"
+    (cd "$BENCH_DIR/src" && apt-get source -qq -o APT::Sandbox::User=root "$pkg" >/dev/null) || die "apt-get source $pkg failed"
     tree=$(find "$BENCH_DIR/src" -maxdepth 1 -type d -name "$pkg-[0-9]*" | sort | tail -n 1)
     [[ -n $tree ]] || die "apt-get source $pkg unpacked nothing under $BENCH_DIR/src"
   fi
@@ -93,17 +93,19 @@ build_sqlite3() {
 
 build_cppcheck() {
   local out=$BENCH_DIR/cppcheck
-  if [[ -x $out/cppcheck ]]; then log "cppcheck: up to date"; return 0; fi
+  if [[ -x $out/cppcheck && -e $out/cfg/std.cfg ]]; then log "cppcheck: up to date"; return 0; fi
   local tree
   tree=$(fetch_source cppcheck)
   mkdir -p "$out"
   log "cppcheck: building (-O2 -g -fno-omit-frame-pointer, -j$JOBS; takes a while)"
   # Its own Makefile: no rules (no pcre), no match compiler, in-tree objects.
-  (cd "$tree" && $NICE make -j"$JOBS" cppcheck \
+  [[ -x $tree/cppcheck ]] || (cd "$tree" && $NICE make -j"$JOBS" cppcheck \
       CXXFLAGS="-O2 -g -fno-omit-frame-pointer -std=c++11 -w" \
       MATCHCOMPILER=no HAVE_RULES=no FILESDIR=/usr/share/cppcheck >"$out/build.log" 2>&1) ||
     die "cppcheck: build failed (see $out/build.log)"
   ln -sfn "$tree" "$out/src"
+  # cppcheck looks for cfg/std.cfg next to its executable.
+  ln -sfn "$tree/cfg" "$out/cfg"
   cp "$tree/cppcheck" "$out/cppcheck.tmp" && mv "$out/cppcheck.tmp" "$out/cppcheck"
 }
 

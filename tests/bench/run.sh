@@ -162,10 +162,13 @@ perf_profile_addresses() {
   shift 2
   perf record -q -F 999 -g -o "$TMP/perf-lookup.data" -- "$@" >/dev/null 2>"$TMP/perf-lookup.err" ||
     { log "perf record failed: $(tail -n 1 "$TMP/perf-lookup.err")"; return 1; }
-  perf script -i "$TMP/perf-lookup.data" -F ip,dso 2>/dev/null | awk -v mod="($module)" '
-    NF == 0 { depth = 0; next }
-    { if ($2 == mod) printf("0x%x\n", strtonum("0x" $1) - (depth > 0 ? 1 : 0)); depth++ }
-  ' | head -n "$LOOKUP_COUNT" > "$out"
+  perf script -i "$TMP/perf-lookup.data" -F ip,dso 2>/dev/null | perl -ne '
+    BEGIN { $mod = "(" . shift(@ARGV) . ")" }
+    if (/^\s*$/) { $depth = 0; next }
+    my ($ip, $dso) = split;
+    printf("0x%x\n", hex($ip) - ($depth > 0 ? 1 : 0)) if $dso eq $mod;
+    $depth++;
+  ' "$module" | head -n "$LOOKUP_COUNT" > "$out"
   [[ -s $out ]]
 }
 
@@ -187,15 +190,16 @@ make_address_lists() {
           sh -c "exec '$SQLITE/sqlite3-fp' :memory: < '$TMP/speedtest.sql'" ;;
       cppcheck)
         perf_profile_addresses "$CPPCHECK/cppcheck" "$WORK/$name.profile.addrs" \
-          "$CPPCHECK/cppcheck" --quiet --enable=all "${CPPCHECK_WORKLOAD[@]}" ;;
+          "$CPPCHECK/cppcheck" "${CPPCHECK_WORKLOAD[@]}" ;;
     esac || { rm -f "$WORK/$name.profile.addrs"; log "$name: no profile address list (perf failed)"; }
   fi
 }
 
-# cppcheck analysing some of its own sources (a few seconds of C++ work).
+# cppcheck checking two of its own sources: ~11 s of C++ work, ~10k
+# samples at 999 Hz (the size of the profile in field-notes.md).
 CPPCHECK_WORKLOAD=()
 set_cppcheck_workload() {
-  CPPCHECK_WORKLOAD=("$CPPCHECK/src/lib/token.cpp" "$CPPCHECK/src/lib/checkother.cpp")
+  CPPCHECK_WORKLOAD=(--quiet "$CPPCHECK/src/lib/check64bit.cpp" "$CPPCHECK/src/lib/checkstring.cpp")
 }
 
 section_lookup() {
@@ -213,7 +217,7 @@ section_lookup() {
   md "Same LLVM-written GSYM files (\`llvm-gsymutil --convert\`) and the same $LOOKUP_COUNT addresses for both readers;"
   md "ns/lookup is thread CPU time (the machine is shared), median of $ROUNDS alternating LLVM/ours processes, each the median of ≥3 passes."
   md "Lists: *uniform* = every byte of every function range equally likely; *zipf* = functions in random order, rank k weighted 1/k^1.1;"
-  md "*profile* = every frame address of a \`perf record -g\` profile of the program (sqlite3 shell running speedtest1's SQL; cppcheck checking two of its own sources)."
+  md "*profile* = every frame address of a \`perf record -g\` profile of the program (sqlite3 shell running speedtest1's SQL; cppcheck --quiet on check64bit.cpp and checkstring.cpp)."
   md "\"answers\" = equal checksum over every frame (name, dir, file, line, offset) from both readers."
   md
   md "| program | addresses | LLVM lookup ns | ours lookup_into full | ours lookup() full | LLVM / ours (into) | ours names-only into | ours names-only lookup() | find_function | answers |"
@@ -293,9 +297,9 @@ libc_debug_file() {
 
 # Bytes of DWARF (.debug_* section sizes as stored, i.e. compressed if so).
 dwarf_megabytes() {
-  readelf -SW "$1" 2>/dev/null | awk '
-    { for (i = 1; i <= NF; i++) if ($i ~ /^\.debug_/) { sum += strtonum("0x" $(i + 4)); break } }
-    END { printf("%.1f\n", sum / 1048576) }'
+  readelf -SW "$1" 2>/dev/null | perl -ne '
+    if (/\]\s+(\.debug_\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)/) { $sum += hex($2) }
+    END { printf("%.1f\n", $sum / 1048576) }'
 }
 
 section_convert() {
@@ -402,12 +406,28 @@ run_gated() {
     done
   fi
   echo go > "$gate"
+  # bpftrace prints raw addresses for a process that has exited: keep the
+  # workload's maps to place main in them.
+  local exe=$SQLITE/speedtest1-$variant
+  : > "$TMP/work.maps"
+  for _ in $(seq 100); do
+    if [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$exe" ]]; then cat "/proc/$pid/maps" > "$TMP/work.maps" 2>/dev/null; break; fi
+    sleep 0.02
+  done
+  WORK_EXE=$exe
   wait "$timer"
   if [[ -n $prof ]]; then
-    # gsymprof and perf -p stop when the target exits; bpftrace needs a signal.
-    [[ $kind == bpftrace ]] && kill -INT "$prof" 2>/dev/null
+    # gsymprof and perf -p stop when the target exits; bpftrace needs a
+    # signal. Signals go to the profiler itself: GNU time ignores SIGINT.
+    local tool
+    tool=$(pgrep -P "$prof" | head -n 1)
+    [[ $kind == bpftrace && -n $tool ]] && kill -INT "$tool" 2>/dev/null
     local n=0
-    while kill -0 "$prof" 2>/dev/null && ((n < 600)); do sleep 0.1; ((n++)); [[ $n == 50 ]] && kill -INT "$prof" 2>/dev/null; done
+    while kill -0 "$prof" 2>/dev/null && ((n < 1200)); do
+      sleep 0.1; ((n++))
+      [[ $n == 300 && -n $tool ]] && { log "$kind still running 30 s after the workload: SIGINT"; kill -INT "$tool" 2>/dev/null; }
+      [[ $n == 900 && -n $tool ]] && { log "$kind ignored SIGINT: SIGKILL"; kill -KILL "$tool" 2>/dev/null; }
+    done
     wait "$prof"
   fi
   local wall
@@ -421,7 +441,8 @@ profiler_ready() {
   case $1 in
     none) return 0 ;;
     gsymprof) subcommand_works profile ;;
-    gsymprof-fp | gsymprof-dwarf) subcommand_has --call-graph profile ;;
+    gsymprof-fp) subcommand_has --call-graph profile ;;
+    gsymprof-dwarf) subcommand_has 'fp|dwarf' profile ;;
     bpftrace) command -v bpftrace >/dev/null ;;
     perf | perf-dwarf) command -v perf >/dev/null ;;
   esac
@@ -488,7 +509,7 @@ section_symbolize() {
   md
   md "### Symbolization: cppcheck profile (999 Hz, -O2 -g -fno-omit-frame-pointer)"
   md
-  md "Workload: \`cppcheck --quiet --enable=all\` on token.cpp and checkother.cpp of its own sources."
+  md "Workload: \`cppcheck --quiet\` on check64bit.cpp and checkstring.cpp of its own sources."
   md "gsymprof: time of \`gsymprof symbolize CAPTURE\` (folded, inline frames) after \`gsymprof record\`; cold = empty GSYM cache (every module converted), warm = cache filled."
   md "perf: \`perf script\` (with and without \`--inline\`) on \`perf record -F 999 -g\` of the same workload. Wall seconds, medians."
   md
@@ -496,8 +517,7 @@ section_symbolize() {
   md "|---|---:|---:|---:|---:|---:|"
   local perf_inline="-" perf_plain="-" perf_samples="-"
   if command -v perf >/dev/null; then
-    perf record -q -F 999 -g -o "$TMP/cpp-perf.data" -- "$CPPCHECK/cppcheck" --quiet --enable=all \
-      "${CPPCHECK_WORKLOAD[@]}" >/dev/null 2>&1
+    perf record -q -F 999 -g -o "$TMP/cpp-perf.data" -- "$CPPCHECK/cppcheck" "${CPPCHECK_WORKLOAD[@]}" >/dev/null 2>&1
     perf_samples=$(perf script -i "$TMP/cpp-perf.data" -F ip 2>/dev/null | awk 'NF == 0 { n++ } END { print n + 0 }')
     : > "$TMP/ps.plain"; : > "$TMP/ps.inline"
     local r
@@ -513,8 +533,7 @@ section_symbolize() {
   local cold="-" warm="-" samples="-" stacks="-"
   if subcommand_works record && subcommand_works symbolize; then
     local cache=$TMP/gsym-cache
-    if "$GSYMPROF" record -F 999 -o "$TMP/cpp.capture" -- "$CPPCHECK/cppcheck" --quiet --enable=all \
-         "${CPPCHECK_WORKLOAD[@]}" >/dev/null 2>"$TMP/record.err"; then
+    if "$GSYMPROF" record -F 999 -o "$TMP/cpp.capture" -- "$CPPCHECK/cppcheck" "${CPPCHECK_WORKLOAD[@]}" >/dev/null 2>"$TMP/record.err"; then
       : > "$TMP/sym.cold"; : > "$TMP/sym.warm"
       local r
       for ((r = 0; r < ROUNDS; r++)); do
@@ -543,16 +562,33 @@ stack_stats() {
   local kind=$1 out=$2
   case $kind in
     bpftrace)
-      # @[\n  frame\n  frame\n]: count   (frames leaf first, user only)
-      awk '
-        /^@\[$/ { depth = 0; main = 0; next }
-        /^\]: [0-9]+$/ { n = $2 + 0; s += n; d += n * depth; if (main) m += n; next }
-        /^[[:space:]]+[^[:space:]]/ { depth++; if ($1 ~ /^main(\+|$)/) main = 1 }
-        END { if (s) printf("%d %.1f %.2f\n", s, 100 * m / s, d / s); else print "0 - -" }' "$out" ;;
+      # @[\n  frame\n  frame\n]: count   (frames leaf first, user only);
+      # a frame is a name+off, or a raw address once the process is gone,
+      # placed in main via the load bias from the workload's saved maps.
+      local main_lo main_size bias
+      read -r main_lo main_size < <(nm -S --defined-only "$WORK_EXE" 2>/dev/null | awk '$4 == "main" { print $1, $2; exit }')
+      bias=$(awk -v exe="$WORK_EXE" '$6 == exe && $3 ~ /^0+$/ { split($1, r, "-"); print r[1]; exit }' "$TMP/work.maps")
+      perl -e '
+        my ($lo, $size, $bias) = map { defined && length ? hex($_) : undef } @ARGV[0..2];
+        open(my $in, "<", $ARGV[3]) or die;
+        my ($s, $m, $d, $depth, $main) = (0, 0, 0, 0, 0);
+        while (<$in>) {
+          if (/^@\[$/) { $depth = 0; $main = 0; next }
+          if (/^\]: (\d+)$/) { $s += $1; $d += $1 * $depth; $m += $1 if $main; next }
+          next unless /^\s+(\S+)/;
+          my $f = $1; $depth++;
+          $main = 1 if $f =~ /^main(\+|$)/;
+          if ($f =~ /^0x([0-9a-f]+)$/ && defined $lo && defined $bias) {
+            my $a = hex($1) - $bias;
+            $main = 1 if $a >= $lo && $a < $lo + $size;
+          }
+        }
+        if ($s) { printf("%d %.1f %.2f\n", $s, 100 * $m / $s, $d / $s) } else { print "0 - -\n" }
+      ' "${main_lo:-}" "${main_size:-}" "${bias:-}" "$out" ;;
     perf | perf-dwarf)
       perf script -i "$TMP/perf.data" -F ip,sym,dso 2>/dev/null | awk '
         NF == 0 { if (inside) { s++; d += depth; if (main) m++ } inside = 0; depth = 0; main = 0; next }
-        { inside = 1; if ($0 ~ /\[kernel\.kallsyms\]|\[unknown\]$/ && $0 ~ /kernel/) next; depth++; if ($2 == "main") main = 1 }
+        { inside = 1; if ($NF == "([kernel.kallsyms])") next; depth++; if ($2 == "main") main = 1 }
         END { if (inside) { s++; d += depth; if (main) m++ }
               if (s) printf("%d %.1f %.2f\n", s, 100 * m / s, d / s); else print "0 - -" }' ;;
     gsymprof*)
