@@ -3,6 +3,7 @@
 // inline trees, large line jumps, merged functions and call sites.
 #include <doctest/doctest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -201,4 +202,75 @@ TEST_CASE("round trip: lookups see the encoded inline chain") {
   CHECK(frames.back().offset == 0x14);
   CHECK(frames.back().line == 107);  // inl_1's call site: util.h:107
   CHECK(frames.back().basename == "util.h");
+}
+
+namespace {
+
+// Random inline subtree whose ranges nest inside `parent`'s ranges.
+InlineNode random_node(std::mt19937_64& rng, const std::vector<AddressRange>& parent, int depth) {
+  InlineNode node;
+  node.name = "n" + std::to_string(rng() % 50);
+  node.call_file = static_cast<uint32_t>(rng() % kFiles.size());
+  node.call_line = static_cast<uint32_t>(rng() % 3 ? rng() % 2000 : rng());
+  for (const AddressRange& p : parent) {
+    if (p.size() < 4 || rng() % 3 == 0) continue;
+    uint64_t a = p.start + rng() % (p.size() / 2);
+    uint64_t b = a + 1 + rng() % (p.end - a - 1);
+    node.ranges.push_back({a, b});
+  }
+  if (node.ranges.empty()) node.ranges.push_back({parent.front().start, parent.front().start + 1});
+  // Several children may share addresses (LLVM does not forbid it).
+  if (depth < 6)
+    for (uint64_t n = rng() % 3; n-- > 0;) node.children.push_back(random_node(rng, node.ranges, depth + 1));
+  return node;
+}
+
+}  // namespace
+
+TEST_CASE("round trip: random line tables and inline trees decode to the model") {
+  std::mt19937_64 rng(12345);
+  for (Endian endian : {Endian::Little, Endian::Big}) {
+    BuilderOptions options;
+    options.endian = endian;
+    Builder b(options);
+    for (const FileEntry& f : kFiles) b.add_file(f);
+    uint64_t start = 0x100000;
+    for (int i = 0; i < 300; ++i) {
+      Function f;
+      const uint64_t size = 1 + rng() % (i % 10 == 0 ? 0x100000 : 0x400);
+      f.range = {start, start + size};
+      f.name = "fn" + std::to_string(i);
+      uint64_t addr = start;
+      uint32_t line = static_cast<uint32_t>(rng() % 100000);
+      for (uint64_t rows = rng() % 60; rows-- > 0;) {
+        f.lines.push_back({addr, static_cast<uint32_t>(rng() % kFiles.size()), line});
+        const uint64_t kind = rng() % 10;
+        addr += kind < 6 ? rng() % 16 : kind < 9 ? rng() % 300 : rng() % (size / 4 + 1);
+        if (addr >= f.range.end) break;
+        const int64_t jump = kind < 7 ? int64_t(rng() % 9) - 3 : int64_t(rng() % 200000) - 100000;
+        line = static_cast<uint32_t>(int64_t(line) + jump);
+      }
+      if (rng() % 2) {
+        InlineNode root{{f.range}, f.name, 0, 0, {}};
+        for (uint64_t n = 1 + rng() % 3; n-- > 0;) root.children.push_back(random_node(rng, root.ranges, 1));
+        f.inline_tree = root;
+      }
+      REQUIRE(b.add_function(f).ok());
+      start += size + rng() % 64;
+    }
+    const std::vector<Function> expected = b.finalize();
+    auto bytes = b.encode();
+    REQUIRE(bytes.ok());
+    auto reader = Reader::parse(*bytes);
+    REQUIRE(reader.ok());
+    REQUIRE(reader->function_count() == expected.size());
+    size_t mismatches = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      auto decoded = reader->decode_function(i);
+      REQUIRE_MESSAGE(decoded.ok(), decoded.error().message);
+      if (!(*decoded == expected[i])) ++mismatches;
+    }
+    CHECK(mismatches == 0);
+    CHECK(reader->verify().ok());
+  }
 }
