@@ -20,7 +20,7 @@ struct TargetOptions {
   std::vector<uint32_t> pids;           // -p: sorted, unique
   uint32_t frequency_hz = 99;           // -F
   std::optional<double> duration_s;     // -d; none: until Ctrl-C or targets exit
-  std::string call_graph = "fp";        // --call-graph: "fp" or "dwarf"
+  std::string call_graph = "dwarf";     // --call-graph: "fp" or "dwarf" (default: see README)
   uint32_t stack_copy_bytes = kDefaultStackCopyBytes;  // --call-graph dwarf,SIZE
   std::vector<std::string> command;     // after --
   bool whole_system() const { return pids.empty() && command.empty(); }

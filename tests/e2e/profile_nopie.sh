@@ -6,7 +6,8 @@ source "$(dirname "$0")/fixtures/profile_common.bash"
 require_live_profiling
 build_fixture nopie
 D=$WORK/nopie FIX=$D/profile_fixture
-ROOT="__libc_start_call_main;main"
+# The default call graph (dwarf) unwinds through FP-less libc up to _start.
+ROOT="_start;__libc_start_main_impl;__libc_start_call_main;main"
 
 for mode in exec lib dlopen endcall; do
   echo "$mode"

@@ -8,7 +8,8 @@ source "$(dirname "$0")/fixtures/profile_common.bash"
 require_live_profiling
 build_fixture pie
 D=$WORK/pie FIX=$D/profile_fixture
-ROOT="__libc_start_call_main;main"
+# The default call graph (dwarf) unwinds through FP-less libc up to _start.
+ROOT="_start;__libc_start_main_impl;__libc_start_call_main;main"
 
 echo "exec: inlined frames in the executable"
 profile_run "$WORK/exec.folded" "$WORK/exec.err" -F 999 -- "$FIX" exec 2
