@@ -304,7 +304,8 @@ Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& s, uint64_t o
     }
   }
 
-  // The line-number program.
+  // The line-number program (about one row per 3 bytes in compiler output).
+  table.rows.reserve(program.remaining() / 3 + 1);
   DwarfLineRow row;
   bool sequence_empty = true;
   DwarfLineSequence sequence;

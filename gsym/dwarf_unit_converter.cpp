@@ -86,7 +86,7 @@ bool is_cplusplus_like(uint64_t language) {
 
 struct RawInline {
   std::vector<AddressRange> ranges;  // the DIE's ranges, normalized
-  std::string name;                  // "" = none
+  std::string_view name;             // "" = none
   uint64_t call_file = UINT32_MAX;   // LLVM's default when absent (invalid)
   uint32_t call_line = 0;
   std::vector<uint32_t> children;
@@ -96,14 +96,49 @@ struct FunctionContext {
   Dwarf_Die die;
   bool collects = false;  // has at least one valid range
   uint32_t group = 0;
-  std::string name;
+  std::string_view name;
   std::vector<AddressRange> ranges;  // valid ranges, DWARF order
   bool has_inline = false;
   std::vector<RawInline> nodes;  // [0] = the subprogram itself
 };
 
-struct MalformedUnit {
-  std::string message;
+// Open-addressing map from a string's address to its index in the unit's
+// string list (hot: one lookup per function and inline node).
+class PointerIndex {
+ public:
+  // Returns {index, inserted}.
+  std::pair<uint32_t, bool> emplace(const char* key, uint32_t value) {
+    if ((count_ + 1) * 2 > slots_.size()) grow();
+    size_t i = slot_for(key);
+    if (slots_[i].key == key) return {slots_[i].value, false};
+    slots_[i] = {key, value};
+    ++count_;
+    return {value, true};
+  }
+  void clear() {
+    slots_.assign(64, Slot{});
+    count_ = 0;
+  }
+
+ private:
+  struct Slot {
+    const char* key = nullptr;
+    uint32_t value = 0;
+  };
+  size_t slot_for(const char* key) const {
+    const size_t mask = slots_.size() - 1;
+    size_t i = (reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull >> 20) & mask;
+    while (slots_[i].key && slots_[i].key != key) i = (i + 1) & mask;
+    return i;
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
+    for (const Slot& s : old)
+      if (s.key) slots_[slot_for(s.key)] = s;
+  }
+  std::vector<Slot> slots_ = std::vector<Slot>(64);
+  size_t count_ = 0;
 };
 
 }  // namespace
@@ -123,7 +158,7 @@ struct DwarfUnitConverter::Impl {
   uint8_t address_size = 8;
   std::vector<int64_t> file_cache;  // DWARF index -> local index; -1 = not yet
   std::unordered_map<std::string, uint32_t> local_file_by_path;
-  std::unordered_map<std::string, uint32_t> string_index;
+  PointerIndex string_index;  // by address: each DWARF string has one
   std::vector<uint32_t> file_stamp;  // per local file: last group that interned it
   std::vector<uint32_t> row_indexes;
   std::string path_buffer;
@@ -220,21 +255,23 @@ struct DwarfUnitConverter::Impl {
     }
   }
 
-  // LLVM's getQualifiedNameIndex; "" = no name.
-  std::string qualified_name(Dwarf_Die* die) {
+  // LLVM's getQualifiedNameIndex; "" = no name. The view points into the
+  // DWARF data, or into out.owned_strings for composed names.
+  std::string_view qualified_name(Dwarf_Die* die) {
     for (unsigned attr : {unsigned(DW_AT_MIPS_linkage_name), unsigned(DW_AT_linkage_name)}) {
       const char* linkage = attr_string(die, attr, true);
       if (linkage && *linkage) return linkage;
     }
     const char* short_name = attr_string(die, DW_AT_name, true);
     if (!short_name || !*short_name) return {};
-    std::string name = short_name;
-    if (!is_cplusplus_like(language)) return name;
-    if (name.starts_with("_Z") &&
-        (name.find(".isra.") != std::string::npos || name.find(".part.") != std::string::npos))
-      return name;
+    const std::string_view plain = short_name;
+    if (!is_cplusplus_like(language)) return plain;
+    if (plain.starts_with("_Z") &&
+        (plain.find(".isra.") != std::string_view::npos || plain.find(".part.") != std::string_view::npos))
+      return plain;
     Dwarf_Die context;
-    if (!parent_decl_context(die, &context, 0)) return name;
+    if (!parent_decl_context(die, &context, 0)) return plain;
+    std::string name(plain);
     for (int hops = 0; hops < kMaxDeclContextHops; ++hops) {
       const char* parent_name = attr_string(&context, DW_AT_name, true);
       if (parent_name && *parent_name) {
@@ -248,7 +285,8 @@ struct DwarfUnitConverter::Impl {
       if (!parent_decl_context(&context, &next, 0)) break;
       context = next;
     }
-    return name;
+    out.owned_strings.push_back(std::move(name));
+    return out.owned_strings.back();
   }
 
   // --- files ---------------------------------------------------------------
@@ -269,10 +307,10 @@ struct DwarfUnitConverter::Impl {
     groups[group].push_back({UnitOp::File, local});
   }
 
-  void use_string(uint32_t group, const std::string& s) {
-    auto [it, inserted] = string_index.emplace(s, static_cast<uint32_t>(out.strings.size()));
+  void use_string(uint32_t group, std::string_view s) {
+    auto [index, inserted] = string_index.emplace(s.data(), static_cast<uint32_t>(out.strings.size()));
     if (inserted) out.strings.push_back(s);
-    groups[group].push_back({UnitOp::String, it->second});
+    groups[group].push_back({UnitOp::String, index});
   }
 
   // LLVM's CUInfo::DWARFToGSYMFileIndex, on local indexes.
@@ -307,6 +345,7 @@ struct DwarfUnitConverter::Impl {
       return;
     }
     uint64_t prev_address = 0;
+    f.lines.reserve(row_indexes.size());
     for (uint32_t index : row_indexes) {
       const DwarfLineRow& row = table.rows[index];
       std::optional<uint32_t> file = file_index(ctx.group, row.file);
@@ -341,7 +380,7 @@ struct DwarfUnitConverter::Impl {
       if (node.ranges.empty()) continue;
       if (!raw.name.empty()) {
         use_string(ctx.group, raw.name);
-        node.name = raw.name;
+        node.name = std::string(raw.name);
       }
       std::optional<uint32_t> call_file = file_index(ctx.group, raw.call_file);
       if (!call_file) continue;  // invalid DW_AT_call_file: LLVM drops the subtree
@@ -396,12 +435,12 @@ struct DwarfUnitConverter::Impl {
     for (const AddressRange& range : ctx.ranges) {
       Function f;
       f.range = range;
-      f.name = ctx.name;
+      f.name = std::string(ctx.name);
       if (line_table) convert_lines(ctx, f);
       if (options.inline_info && ctx.has_inline) {
         InlineNode root;
         root.ranges = {range};
-        root.name = ctx.name;
+        root.name = std::string(ctx.name);
         build_inline(ctx, 0, root);
         if (!root.children.empty()) {
           out.inline_nodes += count_nodes(root);

@@ -13,8 +13,10 @@
 #include <elfutils/libdw.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gsym/dwarf_line_table.h"
@@ -30,7 +32,10 @@ struct UnitOp {
 
 struct UnitOutput {
   std::vector<UnitOp> ops;
-  std::vector<std::string> strings;
+  // Views into the DWARF sections (valid while the Dwarf handle lives) or
+  // into owned_strings (names composed here; a deque so views stay valid).
+  std::vector<std::string_view> strings;
+  std::deque<std::string> owned_strings;
   // Local file table: local index i refers to files[i - 1]; 0 is the empty
   // entry. Functions' line rows and inline call files use local indexes.
   std::vector<FileEntry> files;
