@@ -1,4 +1,21 @@
 // gsym/convert.h - ELF/DWARF -> GSYM conversion on elfutils (libelf, libdw).
+//
+// Follows llvm-gsymutil --convert (LLVM 22) rule for rule, so lookups in our
+// files equal lookups in LLVM's (and for inputs without symbol aliases the
+// bytes are identical to `llvm-gsymutil --num-threads=1`):
+//   base address = first PT_LOAD p_vaddr; text ranges = SHF_EXECINSTR
+//   sections; build ID from .note.gnu.build-id; DWARF subprograms per range
+//   with LLVM's names, per-range line tables and inline trees (see
+//   dwarf_unit_converter.h); then defined STT_FUNC symbols in text ranges.
+// Deliberate differences (see gsym/README.md, "Converter"):
+//   - .dynsym is used when there is no .symtab (LLVM ignores .dynsym, so a
+//     stripped library converts to nothing there);
+//   - among records with one range the Builder keeps a fixed one (greatest
+//     name) where LLVM keeps the last added, so output never depends on
+//     input or thread order;
+//   - the output is the same whatever `threads` is (LLVM's is not).
+// Not supported: split DWARF (.dwo/.dwp: skeleton units yield nothing),
+// DW_AT_LLVM_stmt_sequence (ignored), ET_REL objects.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +29,13 @@ namespace gsym {
 
 struct ConvertOptions {
   unsigned threads = 0;            // 0 = number of online CPUs
-  std::string debug_file;          // explicit separate debug file ("" = search)
+  // Explicit separate debug file ("" = search). Its build ID must equal the
+  // ELF's when both have one.
+  std::string debug_file;
+  // Roots of the gdb-style search (DIR/.build-id/xx/rest.debug, then
+  // .gnu_debuglink next to the ELF, in its .debug/, under DIR/<its dir>).
   std::vector<std::string> debug_directories = {"/usr/lib/debug"};
-  bool search_debug_file = true;   // gdb-style lookup when the ELF has no DWARF
+  bool search_debug_file = true;   // search when the ELF itself has no DWARF
   bool inline_info = true;
   // Called now and then with (units done, units total); may be empty.
   std::function<void(uint64_t done, uint64_t total)> progress;
@@ -34,12 +55,16 @@ struct ConvertStats {
   bool used_dynsym = false;        // .symtab absent, .dynsym used instead
 };
 
-// Converts `elf_path` and returns the encoded GSYM bytes.
+// Converts `elf_path` and returns the encoded GSYM bytes. Errors (one line,
+// starting with the offending path): not ELF, truncated ELF, unreadable or
+// corrupt DWARF (first unit header), debug-file mismatch, no functions at all.
+// A malformed compile unit is skipped: options.warning + stats.skipped_units.
 Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
                                            const ConvertOptions& options,
                                            ConvertStats* stats = nullptr);
 
-// convert_elf() + atomic write (temp file + rename; no partial output).
+// convert_elf() + atomic write (temp file + rename; no partial output). An
+// existing non-regular `out_path` (/dev/null, a pipe) is written in place.
 Status convert_elf_to_file(const std::string& elf_path, const std::string& out_path,
                            const ConvertOptions& options, ConvertStats* stats = nullptr);
 
