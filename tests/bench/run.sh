@@ -396,14 +396,20 @@ run_gated() {
       "${ptime[@]}" perf record -q -F "$hz" --call-graph dwarf -p "$pid" -o "$TMP/perf.data" 2>"$TMP/prof.err" & prof=$! ;;
   esac
   if [[ -n $prof ]]; then
-    # Ready when attached: bpftrace says "Attaching"; the others get a fixed delay.
-    local waited=0
-    while ((waited < 100)); do
-      [[ $kind == bpftrace ]] && grep -q Attaching "$TMP/prof.out" 2>/dev/null && break
-      [[ $kind != bpftrace ]] && ((waited >= 20)) && break
+    # Ready when the profiler holds a perf_event fd (sampling attached), and
+    # bpftrace has said "Attaching"; then a short grace for the rest of the
+    # set-up. At most 15 s.
+    local waited=0 tool=""
+    while ((waited < 150)); do
       kill -0 "$prof" 2>/dev/null || break
+      [[ -n $tool ]] || tool=$(pgrep -P "$prof" | head -n 1)
+      if [[ -n $tool ]] && ls -l "/proc/$tool/fd" 2>/dev/null | grep -q 'perf_event'; then
+        [[ $kind != bpftrace ]] || grep -q Attaching "$TMP/prof.out" 2>/dev/null && break
+      fi
       sleep 0.1; ((waited++))
     done
+    ((waited < 150)) || log "$kind did not attach within 15 s"
+    sleep 0.3
   fi
   echo go > "$gate"
   # bpftrace prints raw addresses for a process that has exited: keep the
