@@ -4,18 +4,35 @@
 
 namespace gsymprof {
 
-std::string sanitize_folded_name(std::string_view name) {
-  std::string out(name);
-  for (char& c : out) {
+namespace {
+
+// Appends `name` sanitized (see header) without a temporary string.
+void append_sanitized(std::string& out, std::string_view name) {
+  size_t first = out.size();
+  out.append(name);
+  for (size_t i = first; i < out.size(); ++i) {
+    char& c = out[i];
     if (c == ';') c = ':';
     else if (c == '\n' || c == '\r') c = ' ';
   }
+}
+
+void append_frame(std::string& out, const SymbolizedFrame& frame) {
+  append_sanitized(out, frame.name);
+  if (frame.inlined) out += "_[i]";
+}
+
+}  // namespace
+
+std::string sanitize_folded_name(std::string_view name) {
+  std::string out;
+  append_sanitized(out, name);
   return out;
 }
 
 std::string folded_frame(const SymbolizedFrame& frame) {
-  std::string out = sanitize_folded_name(frame.name);
-  if (frame.inlined) out += "_[i]";
+  std::string out;
+  append_frame(out, frame);
   return out;
 }
 
@@ -25,10 +42,13 @@ std::vector<FoldedLine> fold_stacks(const std::vector<SymbolizedStack>& stacks) 
   for (const SymbolizedStack& stack : stacks) {
     if (stack.count == 0) continue;
     FoldedLine line;
-    line.stack = sanitize_folded_name(stack.comm);
+    size_t size = stack.comm.size();
+    for (const SymbolizedFrame& frame : stack.frames) size += frame.name.size() + 5;
+    line.stack.reserve(size);
+    append_sanitized(line.stack, stack.comm);
     for (const SymbolizedFrame& frame : stack.frames) {
       line.stack += ';';
-      line.stack += folded_frame(frame);
+      append_frame(line.stack, frame);
     }
     line.count = stack.count;
     lines.push_back(std::move(line));
@@ -48,9 +68,14 @@ std::vector<FoldedLine> fold_stacks(const std::vector<SymbolizedStack>& stacks) 
 }
 
 std::string folded_text(const std::vector<SymbolizedStack>& stacks) {
+  std::vector<FoldedLine> lines = fold_stacks(stacks);
+  size_t size = 0;
+  for (const FoldedLine& line : lines) size += line.stack.size() + 22;
   std::string out;
-  for (const FoldedLine& line : fold_stacks(stacks)) {
+  out.reserve(size);
+  for (FoldedLine& line : lines) {
     out += line.stack;
+    std::string().swap(line.stack);  // release as we go: the text can be large
     out += ' ';
     out += std::to_string(line.count);
     out += '\n';

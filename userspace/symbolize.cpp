@@ -75,37 +75,47 @@ class Symbolizer {
     collect_sequences();
     look_up_addresses();
 
-    std::vector<std::vector<SymbolizedFrame>> symbolized(sequences_.size());
+    std::vector<std::vector<uint32_t>> symbolized(sequences_.size());
     for (const auto& [frames, index] : sequences_) symbolized[index] = symbolize_sequence(frames);
     result_.stats.unique_stacks = sequences_.size();
+    rank_frames();
 
-    std::vector<SymbolizedStack> stacks;
+    // Stacks as rank sequences: integer compares order and merge them
+    // exactly as comparing their frames field by field would.
+    struct Row {
+      std::string comm;
+      std::vector<uint32_t> ranks;
+      uint64_t count;
+    };
+    std::vector<Row> rows;
     for (const CaptureStack& stack : capture_.stacks) {
       if (stack.count == 0) continue;
-      SymbolizedStack out;
-      out.comm = options_.pid_in_comm ? stack.comm + "-" + std::to_string(stack.pid) : stack.comm;
-      const std::vector<SymbolizedFrame>& frames = symbolized[sequences_.at(stack.frames)];
-      out.frames.reserve(frames.size() + 1);
-      if (stack.truncated) {
-        SymbolizedFrame truncated;
-        truncated.kind = FrameKind::Truncated;
-        truncated.name = "[truncated]";
-        out.frames.push_back(std::move(truncated));
-      }
-      out.frames.insert(out.frames.end(), frames.begin(), frames.end());
-      out.count = stack.count;
-      stacks.push_back(std::move(out));
+      Row row;
+      row.comm = options_.pid_in_comm ? stack.comm + "-" + std::to_string(stack.pid) : stack.comm;
+      const std::vector<uint32_t>& ids = symbolized[sequences_.at(stack.frames)];
+      row.ranks.reserve(ids.size() + 1);
+      if (stack.truncated) row.ranks.push_back(rank_[truncated_id()]);
+      for (uint32_t id : ids) row.ranks.push_back(rank_[id]);
+      row.count = stack.count;
+      rows.push_back(std::move(row));
     }
-    std::sort(stacks.begin(), stacks.end(), [](const SymbolizedStack& a, const SymbolizedStack& b) {
-      if (a.comm != b.comm) return a.comm < b.comm;
-      return a.frames < b.frames;
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+      if (int c = a.comm.compare(b.comm); c != 0) return c < 0;
+      return a.ranks < b.ranks;
     });
-    for (SymbolizedStack& stack : stacks) {
-      if (!result_.stacks.empty() && result_.stacks.back().comm == stack.comm &&
-          result_.stacks.back().frames == stack.frames)
-        result_.stacks.back().count += stack.count;
-      else
-        result_.stacks.push_back(std::move(stack));
+    for (Row& row : rows) {
+      SymbolizedStack* last = result_.stacks.empty() ? nullptr : &result_.stacks.back();
+      if (last && last->comm == row.comm && last_ranks_ == row.ranks) {
+        last->count += row.count;
+        continue;
+      }
+      SymbolizedStack stack;
+      stack.comm = std::move(row.comm);
+      stack.frames.reserve(row.ranks.size());
+      for (uint32_t rank : row.ranks) stack.frames.push_back(frames_[by_rank_[rank]]);
+      stack.count = row.count;
+      result_.stacks.push_back(std::move(stack));
+      last_ranks_ = std::move(row.ranks);
     }
     for (auto& [key, report] : reports_) result_.modules.push_back(std::move(report));
     return std::move(result_);
@@ -135,9 +145,15 @@ class Symbolizer {
         for (const CaptureFrame& frame : stack.frames)
           if (frame.module >= 0) used[static_cast<size_t>(frame.module)] = true;
     module_reader_.assign(capture_.modules.size(), kNoReader);
+    module_identity_.assign(capture_.modules.size(), 0);
+    std::map<ReportKey, uint32_t> identities;
     for (size_t m = 0; m < capture_.modules.size(); ++m) {
       if (!used[m]) continue;
       const CaptureModule& module = capture_.modules[m];
+      module_identity_[m] = identities
+          .try_emplace(std::make_pair(module.path, module.build_id),
+                       static_cast<uint32_t>(identities.size()))
+          .first->second;
       std::string elf_path = options_.local_elf_path ? options_.local_elf_path(module) : module.path;
       ModuleReport report;
       report.path = module.path;
@@ -224,19 +240,57 @@ class Symbolizer {
     return it->second;
   }
 
-  std::vector<SymbolizedFrame> symbolize_sequence(const std::vector<CaptureFrame>& frames) {
-    std::vector<SymbolizedFrame> out;
+  // Distinct frames are stored once; sequences hold their ids.
+  uint32_t add_frame(SymbolizedFrame frame) {
+    frames_.push_back(std::move(frame));
+    return static_cast<uint32_t>(frames_.size() - 1);
+  }
+
+  uint32_t unknown_id() {
+    if (unknown_id_ == kNone) unknown_id_ = add_frame(unknown_frame());
+    return unknown_id_;
+  }
+
+  uint32_t truncated_id() {
+    if (truncated_id_ == kNone) {
+      SymbolizedFrame truncated;
+      truncated.kind = FrameKind::Truncated;
+      truncated.name = "[truncated]";
+      truncated_id_ = add_frame(std::move(truncated));
+    }
+    return truncated_id_;
+  }
+
+  // Ranks frames by content so that equal frames share a rank and rank
+  // order is frame order (ids from different addresses may be equal frames).
+  void rank_frames() {
+    truncated_id();  // so every stack's frames have ranks
+    std::vector<uint32_t> order(frames_.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](uint32_t a, uint32_t b) { return frames_[a] < frames_[b]; });
+    rank_.assign(frames_.size(), 0);
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (i == 0 || frames_[order[i - 1]] != frames_[order[i]]) by_rank_.push_back(order[i]);
+      rank_[order[i]] = static_cast<uint32_t>(by_rank_.size() - 1);
+    }
+  }
+
+  std::vector<uint32_t> symbolize_sequence(const std::vector<CaptureFrame>& frames) {
+    std::vector<uint32_t> out;
     out.reserve(frames.size());
     // Capture frames are leaf first; emit root first.
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
       const CaptureFrame& frame = *it;
       if (frame.module < 0) {
         ++result_.stats.unknown_frames;
-        out.push_back(unknown_frame());
+        out.push_back(unknown_id());
         continue;
       }
-      const CaptureModule& module = capture_.modules[static_cast<size_t>(frame.module)];
-      uint32_t reader = module_reader_[static_cast<size_t>(frame.module)];
+      size_t module_index = static_cast<size_t>(frame.module);
+      const CaptureModule& module = capture_.modules[module_index];
+      uint32_t identity = module_identity_[module_index];
+      uint32_t reader = module_reader_[module_index];
       if (reader != kNoReader) {
         AddressKey key{reader, frame.address};
         auto found = std::lower_bound(
@@ -244,40 +298,49 @@ class Symbolizer {
             [](const AddressFrames& entry, const AddressKey& k) { return entry.key < k; });
         if (found != addresses_.end() && found->key == key && found->begin != found->end) {
           for (uint32_t i = found->begin; i < found->end; ++i) {
-            SymbolizedFrame named;
-            named.kind = FrameKind::Function;
-            named.name = named_[i].name;
-            named.file = named_[i].file;
-            named.line = named_[i].line;
-            named.inlined = named_[i].inlined;
-            named.module_path = module.path;
-            named.build_id = module.build_id;
-            out.push_back(std::move(named));
+            auto [slot, inserted] =
+                named_ids_.try_emplace(uint64_t{i} << 32 | identity, 0);
+            if (inserted) {
+              SymbolizedFrame named;
+              named.kind = FrameKind::Function;
+              named.name = named_[i].name;
+              named.file = named_[i].file;
+              named.line = named_[i].line;
+              named.inlined = named_[i].inlined;
+              named.module_path = module.path;
+              named.build_id = module.build_id;
+              slot->second = add_frame(std::move(named));
+            }
+            out.push_back(slot->second);
           }
           continue;
         }
       }
       std::optional<uint64_t> offset = file_offset_of(module, frame.address);
-      std::string name = module_basename(module.path);
-      if (!offset || name.empty()) {
+      if (!offset || module_basename(module.path).empty()) {
         ++result_.stats.unknown_frames;
-        out.push_back(unknown_frame());
+        out.push_back(unknown_id());
         continue;
       }
       ++result_.stats.unnamed_frames;
-      char suffix[32];
-      std::snprintf(suffix, sizeof suffix, "+0x%" PRIx64, *offset);
-      SymbolizedFrame unnamed;
-      unnamed.kind = FrameKind::ModuleOffset;
-      unnamed.name = name + suffix;
-      unnamed.module_path = module.path;
-      unnamed.build_id = module.build_id;
-      out.push_back(std::move(unnamed));
+      auto [slot, inserted] = offset_ids_.try_emplace(std::make_pair(identity, *offset), 0);
+      if (inserted) {
+        char suffix[32];
+        std::snprintf(suffix, sizeof suffix, "+0x%" PRIx64, *offset);
+        SymbolizedFrame unnamed;
+        unnamed.kind = FrameKind::ModuleOffset;
+        unnamed.name = module_basename(module.path) + suffix;
+        unnamed.module_path = module.path;
+        unnamed.build_id = module.build_id;
+        slot->second = add_frame(std::move(unnamed));
+      }
+      out.push_back(slot->second);
     }
     return out;
   }
 
   static constexpr uint32_t kNoReader = UINT32_MAX;
+  static constexpr uint32_t kNone = UINT32_MAX;
   using ReportKey = std::pair<std::string, BuildId>;
 
   const Capture& capture_;
@@ -294,6 +357,14 @@ class Symbolizer {
   std::vector<AddressFrames> addresses_;  // sorted by key
   std::vector<NamedFrame> named_;
   std::unordered_map<std::string, std::string> demangled_;
+  std::vector<uint32_t> module_identity_;  // module index -> dense (path, build ID) id
+  std::vector<SymbolizedFrame> frames_;    // distinct frames, by id
+  std::unordered_map<uint64_t, uint32_t> named_ids_;  // (named_ index, identity) -> id
+  std::map<std::pair<uint32_t, uint64_t>, uint32_t> offset_ids_;  // (identity, file offset) -> id
+  uint32_t unknown_id_ = kNone, truncated_id_ = kNone;
+  std::vector<uint32_t> rank_;     // id -> rank
+  std::vector<uint32_t> by_rank_;  // rank -> an id with that content
+  std::vector<uint32_t> last_ranks_;  // ranks of result_.stacks.back()
   SymbolizeResult result_;
 };
 
