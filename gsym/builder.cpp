@@ -409,7 +409,8 @@ void Builder::State::extend_trailing_zero_size() {
   Function& last = functions.back();
   for (const AddressRange& text : normalize_ranges(options.text_ranges)) {
     if (text.contains(last.range.start)) {
-      last.range.end = text.end;
+      // Capped so the record stays encodable (sizes are u32 in version 1).
+      last.range.end = last.range.start + std::min<uint64_t>(text.end - last.range.start, UINT32_MAX);
       for (Function& merged : last.merged) merged.range = last.range;
       return;
     }

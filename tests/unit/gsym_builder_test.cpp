@@ -319,6 +319,17 @@ TEST_CASE("finalize applies LLVM 22's de-duplication rules") {
     REQUIRE(kept.size() == 2);
     CHECK(kept[1].range == AddressRange{0x1900, 0x2000});  // touching ranges merged
   }
+  SUBCASE("the extension stays below 4 GiB, outside text ranges nothing moves") {
+    BuilderOptions options;
+    options.text_ranges = {{0x1000, 0x300000000}};
+    Builder b(options);
+    REQUIRE(b.add_function(named(0x2000, 0x2000, "huge")).ok());
+    CHECK(b.finalize()[0].range == AddressRange{0x2000, 0x2000 + 0xffffffffull});
+    CHECK(b.encode().ok());
+    Builder outside(options);
+    REQUIRE(outside.add_function(named(0x400000000, 0x400000000, "elsewhere")).ok());
+    CHECK(outside.finalize()[0].range == AddressRange{0x400000000, 0x400000000});
+  }
 }
 
 TEST_CASE("shuffled insertion order gives identical bytes") {
