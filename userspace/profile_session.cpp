@@ -52,11 +52,14 @@ class AggregatingSink : public SampleSink {
   void on_sample(const RawSample& sample) override { aggregator_.add(sample); }
   void on_exec(uint32_t tgid) override { aggregator_.note_exec(tgid); }
   // --call-graph dwarf: unwind now, while the process's modules are known.
-  void on_stack_copy(const RawStackCopy& copy) override { aggregator_.add(unwinder_.unwind(copy)); }
+  void on_stack_copy(const RawStackCopy& copy) override { unwinder_.unwind(copy, add_); }
+  // Walks held for a maps re-read, once sampling is over.
+  void flush() { unwinder_.flush(add_); }
 
  private:
   StackAggregator& aggregator_;
   StackCopyUnwinder& unwinder_;
+  SampleCallback add_ = [this](const RawSample& sample) { aggregator_.add(sample); };
 };
 
 // A process is alive until it is gone or a zombie.
@@ -266,6 +269,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   sampler->reset();  // detach: stop sampling before the user-space work
   // Images that missed an address since their last read, while alive.
   processes.refresh_stale();
+  sink.flush();
   if (command) command->terminate();
 
   aggregator.build(capture);

@@ -39,19 +39,58 @@ const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t a
   return &modules_.emplace(key, UnwindModule{path, module.identity.build_id, *bias}).first->second;
 }
 
-RawSample StackCopyUnwinder::unwind(const RawStackCopy& copy) {
-  const uint32_t image_id = processes_.current_image(copy.pid);
-  unwinder_.unwind(copy.stack, [&](uint64_t addr) { return find_module(image_id, addr); }, result_);
+bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack) {
+  unwinder_.unwind(stack, [&](uint64_t addr) { return find_module(image_id, addr); }, result_);
+  if (result_.stop != UnwindStop::NoModule) return false;
+  const uint64_t last = result_.ips.back();
+  const uint64_t lookup = result_.ips.size() == 1 ? last : last - 1;
+  return processes_.image(image_id).find_map(lookup) < 0;
+}
+
+void StackCopyUnwinder::emit_result(uint32_t pid, uint32_t tid, std::string_view comm,
+                                    const SampleCallback& emit) {
   ++stacks_;
   ++stops_[static_cast<size_t>(result_.stop)];
   RawSample sample;
-  sample.pid = copy.pid;
-  sample.tid = copy.tid;
-  sample.comm = copy.comm;
+  sample.pid = pid;
+  sample.tid = tid;
+  sample.comm = comm;
   sample.ips = result_.ips;
   sample.truncated = result_.truncated();
-  return sample;
+  emit(sample);
 }
+
+void StackCopyUnwinder::retry_held(const SampleCallback& emit, bool final) {
+  std::vector<Held> held;
+  held.swap(held_);
+  for (const Held& h : held) {
+    ++retried_;
+    StackView view{h.regs, h.stack_start, h.stack};
+    if (walk(h.image, view) && !final && held_.size() < kMaxHeld) {
+      held_.push_back(h);  // still unmapped: wait for the next re-read
+      continue;
+    }
+    emit_result(h.pid, h.tid, h.comm, emit);
+  }
+  maps_reads_at_hold_ = processes_.map_reads();
+}
+
+void StackCopyUnwinder::unwind(const RawStackCopy& copy, const SampleCallback& emit) {
+  // The maps were read again since walks were held: they may finish now.
+  if (!held_.empty() && processes_.map_reads() != maps_reads_at_hold_) retry_held(emit, false);
+
+  const uint32_t image_id = processes_.current_image(copy.pid);
+  if (walk(image_id, copy.stack) && held_.size() < kMaxHeld) {
+    if (held_.empty()) maps_reads_at_hold_ = processes_.map_reads();
+    held_.push_back({image_id, copy.pid, copy.tid, std::string(copy.comm), copy.stack.regs,
+                     copy.stack.stack_start,
+                     std::vector<uint8_t>(copy.stack.stack.begin(), copy.stack.stack.end())});
+    return;
+  }
+  emit_result(copy.pid, copy.tid, copy.comm, emit);
+}
+
+void StackCopyUnwinder::flush(const SampleCallback& emit) { retry_held(emit, true); }
 
 std::map<std::string, uint64_t> StackCopyUnwinder::truncations() const {
   std::map<std::string, uint64_t> out;
