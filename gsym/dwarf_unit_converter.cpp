@@ -42,6 +42,66 @@ std::optional<uint64_t> attr_unsigned(Dwarf_Die* die, unsigned name, bool integr
   return v;
 }
 
+// The attributes the converter reads from a subprogram or inlined subroutine,
+// gathered in one dwarf_getattrs pass per DIE of its abstract_origin /
+// specification chain (instead of one dwarf_attr_integrate walk each).
+struct DieAttributes {
+  const char* linkage_name = nullptr;
+  const char* name = nullptr;
+  std::optional<uint64_t> call_file, call_line, decl_file, decl_line;  // call_line: own only
+};
+
+struct AttributeScan {
+  Dwarf_Attribute mips_linkage, linkage, name, origin, spec, call_file, call_line, decl_file,
+      decl_line;
+  unsigned found = 0;  // bit per member above, in order
+};
+
+int collect_attribute(Dwarf_Attribute* attr, void* arg) {
+  auto* scan = static_cast<AttributeScan*>(arg);
+  switch (dwarf_whatattr(attr)) {
+    case DW_AT_MIPS_linkage_name: scan->mips_linkage = *attr; scan->found |= 1; break;
+    case DW_AT_linkage_name: scan->linkage = *attr; scan->found |= 2; break;
+    case DW_AT_name: scan->name = *attr; scan->found |= 4; break;
+    case DW_AT_abstract_origin: scan->origin = *attr; scan->found |= 8; break;
+    case DW_AT_specification: scan->spec = *attr; scan->found |= 16; break;
+    case DW_AT_call_file: scan->call_file = *attr; scan->found |= 32; break;
+    case DW_AT_call_line: scan->call_line = *attr; scan->found |= 64; break;
+    case DW_AT_decl_file: scan->decl_file = *attr; scan->found |= 128; break;
+    case DW_AT_decl_line: scan->decl_line = *attr; scan->found |= 256; break;
+    default: break;
+  }
+  return DWARF_CB_OK;
+}
+
+std::optional<uint64_t> form_unsigned(Dwarf_Attribute* a) {
+  Dwarf_Word v;
+  if (dwarf_formudata(a, &v) != 0) return std::nullopt;
+  return v;
+}
+
+// Like dwarf_attr_integrate for each attribute: the first DIE of the chain
+// (the DIE, then its abstract_origin, else its specification, ...) that has it.
+DieAttributes die_attributes(Dwarf_Die* die) {
+  DieAttributes out;
+  Dwarf_Die current = *die;
+  for (int hop = 0; hop < 16; ++hop) {
+    AttributeScan scan;
+    if (dwarf_getattrs(&current, collect_attribute, &scan, 0) != 1) break;
+    auto string_of = [](Dwarf_Attribute* a) { return dwarf_formstring(a); };
+    if (!out.linkage_name && (scan.found & 1)) out.linkage_name = string_of(&scan.mips_linkage);
+    if (!out.linkage_name && (scan.found & 2)) out.linkage_name = string_of(&scan.linkage);
+    if (!out.name && (scan.found & 4)) out.name = string_of(&scan.name);
+    if (hop == 0 && (scan.found & 64)) out.call_line = form_unsigned(&scan.call_line);
+    if (!out.call_file && (scan.found & 32)) out.call_file = form_unsigned(&scan.call_file);
+    if (!out.decl_file && (scan.found & 128)) out.decl_file = form_unsigned(&scan.decl_file);
+    if (!out.decl_line && (scan.found & 256)) out.decl_line = form_unsigned(&scan.decl_line);
+    Dwarf_Attribute* next = (scan.found & 8) ? &scan.origin : (scan.found & 16) ? &scan.spec : nullptr;
+    if (!next || !dwarf_formref_die(next, &current)) break;
+  }
+  return out;
+}
+
 // LLVM's AddressRanges::insert: keeps ranges sorted, merging overlapping and
 // touching ones; empty ranges are dropped.
 void insert_range(std::vector<AddressRange>& ranges, AddressRange r) {
@@ -258,11 +318,11 @@ struct DwarfUnitConverter::Impl {
   // LLVM's getQualifiedNameIndex; "" = no name. The view points into the
   // DWARF data, or into out.owned_strings for composed names.
   std::string_view qualified_name(Dwarf_Die* die) {
-    for (unsigned attr : {unsigned(DW_AT_MIPS_linkage_name), unsigned(DW_AT_linkage_name)}) {
-      const char* linkage = attr_string(die, attr, true);
-      if (linkage && *linkage) return linkage;
-    }
-    const char* short_name = attr_string(die, DW_AT_name, true);
+    return qualified_name(die, die_attributes(die));
+  }
+  std::string_view qualified_name(Dwarf_Die* die, const DieAttributes& attrs) {
+    if (attrs.linkage_name && *attrs.linkage_name) return attrs.linkage_name;
+    const char* short_name = attrs.name;
     if (!short_name || !*short_name) return {};
     const std::string_view plain = short_name;
     if (!is_cplusplus_like(language)) return plain;
@@ -334,10 +394,11 @@ struct DwarfUnitConverter::Impl {
     const DwarfLineTable& table = *line_table;
     const uint64_t start = f.range.start, end = f.range.end;
     if (!table.lookup_address_range(start, end - start, row_indexes)) {
-      auto decl_file = attr_unsigned(&ctx.die, DW_AT_decl_file, true);
+      const DieAttributes attrs = die_attributes(&ctx.die);
+      const auto& decl_file = attrs.decl_file;
       if (!decl_file || !table.file_path(*decl_file, comp_dir, path_buffer) || path_buffer.empty())
         return;
-      auto decl_line = attr_unsigned(&ctx.die, DW_AT_decl_line, true);
+      const auto& decl_line = attrs.decl_line;
       if (!decl_line) return;
       const uint32_t local = local_file_for_path(path_buffer);
       use_file(ctx.group, local);
@@ -476,9 +537,10 @@ struct DwarfUnitConverter::Impl {
           std::vector<AddressRange> ranges;
           if (die_ranges(die, ranges))
             for (const AddressRange& r : ranges) insert_range(raw.ranges, r);
-          raw.name = qualified_name(die);
-          if (auto f = attr_unsigned(die, DW_AT_call_file, true)) raw.call_file = *f;
-          raw.call_line = static_cast<uint32_t>(attr_unsigned(die, DW_AT_call_line, false).value_or(0));
+          const DieAttributes attrs = die_attributes(die);
+          raw.name = qualified_name(die, attrs);
+          if (attrs.call_file) raw.call_file = *attrs.call_file;
+          raw.call_line = static_cast<uint32_t>(attrs.call_line.value_or(0));
           const uint32_t index = static_cast<uint32_t>(fn.nodes.size());
           fn.nodes.push_back(std::move(raw));
           fn.nodes[static_cast<size_t>(inline_parent)].children.push_back(index);
