@@ -23,8 +23,13 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-g++ -std=c++20 -O1 -g -I. tests/compat/gsym_reencode.cpp "$BUILD/libgsym.a" \
-    -ldw -lelf -lz -pthread -o "$tmp/reencode" || { echo "FAIL: cannot build gsym_reencode"; exit 1; }
+# A sanitizer build's library (make sanitize) needs the sanitizer runtimes.
+build_tool() {
+  g++ -std=c++20 -O1 -g -I. "$@" tests/compat/gsym_reencode.cpp "$BUILD/libgsym.a" \
+      -ldw -lelf -lz -pthread -o "$tmp/reencode"
+}
+build_tool 2> "$tmp/tool.log" || build_tool -fsanitize=address,undefined 2>> "$tmp/tool.log" ||
+  { echo "FAIL: cannot build gsym_reencode: $(grep -m1 error "$tmp/tool.log")"; exit 1; }
 
 # --- fixture programs -------------------------------------------------------
 mkdir -p "$tmp/src"
