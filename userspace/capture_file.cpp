@@ -55,6 +55,14 @@ bool nesting_within_limit(std::string_view text) {
   return true;
 }
 
+// A value from the input, shown in an error message: JSON-quoted (so no
+// control character can break the one-line message) and cut to 40 bytes.
+std::string shown_value(std::string_view value) {
+  std::string shown(value.substr(0, 40));
+  std::string out = json(shown).dump(-1, ' ', false, json::error_handler_t::replace);
+  return value.size() > 40 ? out + "..." : out;
+}
+
 std::string hex_u64(uint64_t value) {
   char buffer[24];
   std::snprintf(buffer, sizeof buffer, "0x%" PRIx64, value);
@@ -141,7 +149,7 @@ class CaptureParser {
                   : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
                   : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
                                            : -1;
-      if (digit < 0) return fail(where, "invalid hex digit in \"" + text + "\"");
+      if (digit < 0) return fail(where, "invalid hex digit in " + shown_value(text));
       value = value << 4 | static_cast<uint64_t>(digit);
     }
     *out = value;
@@ -178,7 +186,7 @@ class CaptureParser {
     std::string format;
     if (!string_field(root, "format", "", &format)) return false;
     if (format != kCaptureFormatName)
-      return fail("format", "not a gsymprof capture (format is \"" + format + "\")");
+      return fail("format", "not a gsymprof capture (format is " + shown_value(format) + ")");
     const json* version = field(root, "version", "");
     if (!version) return false;
     uint64_t v = 0;
@@ -200,7 +208,7 @@ class CaptureParser {
     if (!lost || !as_object(*lost, "lost")) return false;
     for (const auto& [reason, count] : lost->items()) {
       if (reason.empty()) return fail("lost", "empty reason name");
-      if (!as_u64(count, "lost." + reason, &c.lost[reason])) return false;
+      if (!as_u64(count, "lost." + shown_value(reason), &c.lost[reason])) return false;
     }
     return true;
   }
@@ -297,7 +305,7 @@ class CaptureParser {
     std::string name;
     if (!as_string(f["unresolved"], where + ".unresolved", &name)) return false;
     if (!parse_unresolved_reason(name, &frame->reason) || frame->reason == UnresolvedReason::None)
-      return fail(where + ".unresolved", "unknown reason \"" + name + "\"");
+      return fail(where + ".unresolved", "unknown reason " + shown_value(name));
     frame->module = -1;
     return true;
   }

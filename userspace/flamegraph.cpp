@@ -317,6 +317,8 @@ constexpr const char* kScript = R"JS(<script type="text/ecmascript"><![CDATA[
 
 std::string xml_escape(std::string_view text) { return escape_markup(sanitize_utf8(text)); }
 
+std::string sanitize_xml_text(std::string_view text) { return sanitize_utf8(text); }
+
 FlameFrameKind classify_flame_frame(std::string_view name) {
   if (name.ends_with("_[i]")) return FlameFrameKind::Inlined;
   if (name.ends_with("_[k]")) return FlameFrameKind::Kernel;

@@ -45,6 +45,9 @@ FlameFrameKind classify_flame_frame(std::string_view name);
 // forbids (control characters but tab/newline/CR, U+FFFE, U+FFFF) with U+FFFD.
 std::string xml_escape(std::string_view text);
 
+// Only the UTF-8 part of xml_escape: markup characters are left alone.
+std::string sanitize_xml_text(std::string_view text);
+
 // The SVG document for `stacks` (which need not be sorted or unique). An
 // empty input renders a graph saying there are no samples. Error: the total
 // sample count overflows 64 bits.

@@ -218,11 +218,15 @@ TEST_CASE("capture JSON: strict parser, one-line errors naming the field") {
         "duration_ns: expected an unsigned integer, got a negative one");
   CHECK(error_of(edited([](json& d) { d["duration_ns"] = 1.5; })) ==
         "duration_ns: expected an unsigned integer, got a non-integer number");
+  CHECK(error_of(edited([](json& d) { d["format"] = "a\nb"; })) ==
+        "format: not a gsymprof capture (format is \"a\\nb\")");
+  CHECK(error_of(edited([](json& d) { d["format"] = std::string(50, 'f'); })) ==
+        "format: not a gsymprof capture (format is \"" + std::string(40, 'f') + "\"...)");
   CHECK(error_of(edited([](json& d) { d["call_graph"] = ""; })) == "call_graph: must not be empty");
   CHECK(error_of(edited([](json& d) { d["lost"] = json::array(); })) ==
         "lost: expected an object, got an array");
   CHECK(error_of(edited([](json& d) { d["lost"]["x"] = true; })) ==
-        "lost.x: expected an unsigned integer, got a boolean");
+        "lost.\"x\": expected an unsigned integer, got a boolean");
   CHECK(error_of(edited([](json& d) { d["modules"] = nullptr; })) ==
         "modules: expected an array, got null");
   CHECK(error_of(edited([](json& d) { d["modules"][1]["load_bias"] = "12"; })) ==
