@@ -225,7 +225,8 @@ struct DwarfUnitConverter::Impl {
   bool failed = false;
   std::string failure;
 
-  // Across units (a referenced DIE may live in another unit).
+  // Parent links per unit, built on first need (a referenced DIE may live in
+  // another unit).
   std::unordered_map<Dwarf_Off, std::unordered_map<Dwarf_Off, Dwarf_Off>> parent_maps;
 
   Impl(Dwarf* d, const DwarfLineSections& s, const UnitConverterOptions& o)
@@ -581,6 +582,7 @@ struct DwarfUnitConverter::Impl {
     local_file_by_path.clear();
     string_index.clear();
     file_stamp.clear();
+    parent_maps.clear();  // bounded memory: rebuilt on demand, rarely needed
     failed = false;
     failure.clear();
 
