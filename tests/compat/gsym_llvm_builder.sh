@@ -3,7 +3,8 @@
 # -O2 -g, inlining, C++ templates/lambdas, call sites, ICF-merged functions,
 # a static binary full of symbol aliases) are converted by
 # `llvm-gsymutil --convert --num-threads=1`; tests/compat/gsym_reencode.cpp
-# decodes each file with our Reader and re-encodes it with our Builder.
+# decodes each file with our Reader and re-encodes it with our Builder
+# (tests/compat/gsym_from_symbols.cpp rebuilds symbol-only files, below).
 #  - strings re-added in offset order, deduplicate=false: bytes identical (cmp);
 #  - big-endian copy, and builder-chosen string order with functions added in
 #    a scrambled order (finalize on): llvm-gsymutil --address answers equal
@@ -24,12 +25,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # A sanitizer build's library (make sanitize) needs the sanitizer runtimes.
-build_tool() {
-  g++ -std=c++20 -O1 -g -I. "$@" tests/compat/gsym_reencode.cpp "$BUILD/libgsym.a" \
-      -ldw -lelf -lz -pthread -o "$tmp/reencode"
+build_tool() {  # tool-name [extra flags]
+  local tool=$1; shift
+  g++ -std=c++20 -O1 -g -I. "$@" "tests/compat/$tool.cpp" "$BUILD/libgsym.a" \
+      -ldw -lelf -lz -pthread -o "$tmp/$tool"
 }
-build_tool 2> "$tmp/tool.log" || build_tool -fsanitize=address,undefined 2>> "$tmp/tool.log" ||
-  { echo "FAIL: cannot build gsym_reencode: $(grep -m1 error "$tmp/tool.log")"; exit 1; }
+for tool in gsym_reencode gsym_from_symbols; do
+  build_tool $tool 2> "$tmp/tool.log" || build_tool $tool -fsanitize=address,undefined 2>> "$tmp/tool.log" ||
+    { echo "FAIL: cannot build $tool: $(grep -m1 error "$tmp/tool.log")"; exit 1; }
+done
 
 # --- fixture programs -------------------------------------------------------
 mkdir -p "$tmp/src"
@@ -129,14 +133,14 @@ check_binary() {
   if [[ -n $must_have ]] && ! "$GSYMUTIL" "$dir/llvm.gsym" | grep -q "$must_have"; then
     fail "$name: fixture has no '$must_have' records (fixture no longer tests them)"; return
   fi
-  if ! "$tmp/reencode" --addresses="$dir/addrs" "$dir/llvm.gsym" "$dir/ours.gsym"; then
+  if ! "$tmp/gsym_reencode" --addresses="$dir/addrs" "$dir/llvm.gsym" "$dir/ours.gsym"; then
     fail "$name: re-encode failed"; return
   fi
   if ! cmp "$dir/llvm.gsym" "$dir/ours.gsym"; then
     fail "$name: re-encoded bytes differ from LLVM's ($(stat -c %s "$dir/llvm.gsym") vs $(stat -c %s "$dir/ours.gsym") bytes)"
   fi
-  "$tmp/reencode" --big-endian "$dir/llvm.gsym" "$dir/big.gsym" || { fail "$name: big-endian re-encode failed"; return; }
-  "$tmp/reencode" --own-strings --shuffle "$dir/llvm.gsym" "$dir/own.gsym" || { fail "$name: own-order re-encode failed"; return; }
+  "$tmp/gsym_reencode" --big-endian "$dir/llvm.gsym" "$dir/big.gsym" || { fail "$name: big-endian re-encode failed"; return; }
+  "$tmp/gsym_reencode" --own-strings --shuffle "$dir/llvm.gsym" "$dir/own.gsym" || { fail "$name: own-order re-encode failed"; return; }
   if [[ $(head -c4 "$dir/big.gsym") != GSYM ]]; then fail "$name: big-endian copy lacks the GSYM magic"; fi
 
   # shellcheck disable=SC2086
@@ -182,6 +186,85 @@ if [[ -n $libc_id && -f $libc_debug ]]; then
 else
   echo "   note: no libc debug file ($libc_debug), libc case not run"
 fi
+
+# --- symbol tables only: our finalize against LLVM's ----------------------
+# llvm-gsymutil converts a binary without DWARF from .symtab alone (names
+# interned and functions added in symbol order); gsym_from_symbols replays
+# that list with LLVM's insertion-order ties: bytes must match (aliases,
+# overlaps, zero-size symbols swallowed or kept, trailing one extended). With
+# the default content tiebreak, forward and reversed insertion must agree.
+symbol_list() {  # ELF -> list for gsym_from_symbols
+  readelf -lW "$1" | awk '$1 == "LOAD" {print "base", $3; exit}'
+  readelf -nW "$1" | sed -n 's/.*Build ID: *\([0-9a-fA-F]*\).*/build_id \1/p'
+  readelf -SW "$1" | sed -E 's/^ *\[ *[0-9]+\] *//' |
+    awk 'NF >= 7 && $7 ~ /X/ && $5 !~ /^0+$/ {print "text 0x" $3, "0x" $5}'
+  readelf -sW "$1" | awk '$4 == "FUNC" && NF >= 8 {print "func 0x" $2, $3, $8}'
+}
+check_symbols() {  # name ELF
+  local name=$1 elf=$2 dir="$tmp/$1"
+  mkdir -p "$dir"
+  if ! "$GSYMUTIL" --convert "$elf" -o "$dir/llvm.gsym" --num-threads=1 --quiet > "$dir/convert.log" 2>&1; then
+    fail "$name: llvm-gsymutil --convert failed: $(tail -1 "$dir/convert.log")"; return
+  fi
+  symbol_list "$elf" > "$dir/symbols"
+  local pruned
+  pruned=$(sed -n 's/^Pruned \([0-9]*\) functions.*/\1/p' "$dir/convert.log")
+  if ! "$tmp/gsym_from_symbols" "$dir/symbols" "$dir/ours.gsym"; then
+    fail "$name: gsym_from_symbols failed"; return
+  fi
+  if ! cmp "$dir/llvm.gsym" "$dir/ours.gsym"; then fail "$name: symbol-table GSYM differs from LLVM's"; return; fi
+  if ! "$tmp/gsym_from_symbols" --content-ties "$dir/symbols" "$dir/forward.gsym" ||
+     ! "$tmp/gsym_from_symbols" --content-ties --reverse "$dir/symbols" "$dir/reverse.gsym"; then
+    fail "$name: gsym_from_symbols --content-ties failed"; return
+  fi
+  if ! cmp "$dir/forward.gsym" "$dir/reverse.gsym"; then
+    fail "$name: content-tie output depends on insertion order"; return
+  fi
+  checked=$((checked + 1))
+  echo "   $name: identical bytes ($(stat -c %s "$dir/llvm.gsym") B, $(grep -c ^func "$dir/symbols") symbols, LLVM pruned ${pruned:-?}); order-independent with content ties"
+}
+
+cat > "$tmp/src/syms.s" <<'EOF'
+    .text
+    .globl _start, alias_b, alias_a, outer, inner, zero_inside, zero_then_sized, sized_same_start, lonely_zero, trailing
+    .type _start,@function; .type alias_b,@function; .type alias_a,@function; .type outer,@function
+    .type inner,@function; .type zero_inside,@function; .type zero_then_sized,@function
+    .type sized_same_start,@function; .type lonely_zero,@function; .type trailing,@function
+_start: nop; nop; nop; nop; nop; nop; nop; ret
+    .size _start, .-_start
+    .p2align 4
+alias_b:
+alias_a: nop; nop; nop; ret
+    .size alias_b, 4
+    .size alias_a, 4
+    .p2align 4
+outer: nop; nop; nop; nop; nop; nop; nop; nop
+inner: nop; nop; nop; nop
+    .size inner, 4
+zero_inside: nop; nop; nop; ret
+    .size outer, .-outer
+    .p2align 4
+zero_then_sized:
+sized_same_start: nop; nop; ret
+    .size sized_same_start, 3
+    .p2align 4
+lonely_zero: nop; nop; nop; nop
+    .p2align 4
+trailing: nop; nop; nop; nop; nop; ret
+EOF
+mkdir -p "$tmp/bin"
+if gcc -nostdlib -static -no-pie -Wl,--build-id=sha1 "$tmp/src/syms.s" -o "$tmp/bin/syms" 2> "$tmp/bin/syms.log"; then
+  check_symbols symbols-handmade "$tmp/bin/syms"
+else
+  fail "symbols-handmade: assembly failed: $(head -2 "$tmp/bin/syms.log")"
+fi
+if (cd "$tmp/src" && gcc -O2 -g -static $C_SRCS -o "$tmp/bin/static") 2> "$tmp/bin/static.log" &&
+   objcopy --strip-debug "$tmp/bin/static" "$tmp/bin/static-nodebug"; then
+  check_symbols symbols-static-libc "$tmp/bin/static-nodebug"
+else
+  fail "symbols-static-libc: build failed: $(head -2 "$tmp/bin/static.log")"
+fi
+expected=$((expected + 2))
 
 echo "checked $checked of $expected programs, $failures failure(s)"
 [[ $failures == 0 && $checked == "$expected" ]]
