@@ -10,10 +10,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "tests/unit/snapshot_support.h"
 #include "userspace/cfi_unwinder.h"
+#include "userspace/process_image.h"
+#include "userspace/stack_copy_unwind.h"
 #include "userspace/stack_snapshot.h"
 
 using gsymprof::CfiUnwinder;
@@ -476,4 +479,72 @@ TEST_CASE("stack snapshot: every truncation and corruption is a clean error") {
         "stack snapshot: mapping names a missing module");
   CHECK(gsymprof::read_snapshot_file("/nonexistent/x.snap").error().message ==
         "/nonexistent/x.snap: cannot open");
+}
+
+TEST_CASE("stack copy unwinder: a sample of this process, through its process image") {
+  const Captured& full = interrupted();
+  // Maps without libc first (as if read while the dynamic loader ran), the
+  // real ones from the second read on.
+  int reads = 0;
+  gsymprof::ProcSource source = gsymprof::ProcSource::live();
+  auto live_maps = source.read_maps;
+  source.read_maps = [&](uint32_t pid) -> gsym::Expected<std::string> {
+    auto text = live_maps(pid);
+    if (!text || reads++ > 0) return text;
+    std::string without_libc, line;
+    std::istringstream in(*text);
+    while (std::getline(in, line))
+      if (line.find("libc.so") == std::string::npos) without_libc += line + "\n";
+    return without_libc;
+  };
+  gsymprof::ProcessTable processes(source);
+  processes.min_interval = std::chrono::hours(1);  // no re-read for now
+  gsymprof::StackCopyUnwinder unwinder(processes);
+
+  gsymprof::RawStackCopy copy;
+  copy.pid = static_cast<uint32_t>(getpid());
+  copy.tid = copy.pid;
+  copy.comm = "unit_tests";
+  copy.stack = full.snapshot.snapshot.view();
+  std::vector<std::vector<uint64_t>> emitted;
+  std::vector<bool> truncated;
+  auto collect = [&](const gsymprof::RawSample& s) {
+    emitted.emplace_back(s.ips.begin(), s.ips.end());
+    truncated.push_back(s.truncated);
+    CHECK(s.comm == "unit_tests");
+  };
+  // The leaf is in libc, unknown to the first read, and the maps may not be
+  // read again yet: the walk is held.
+  unwinder.unwind(copy, collect);
+  CHECK(emitted.empty());
+  CHECK(reads == 1);
+  // Re-reads allowed: the next walk reads the maps again and completes...
+  processes.min_interval = std::chrono::milliseconds(0);
+  unwinder.unwind(copy, collect);
+  CHECK(reads == 2);
+  REQUIRE(emitted.size() == 1);
+  // ...and the one after first finishes the held walk.
+  unwinder.unwind(copy, collect);
+  REQUIRE(emitted.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(emitted[i] == full.result.ips);
+    CHECK_FALSE(truncated[i]);
+  }
+  CHECK(unwinder.retried() == 1);
+  CHECK(unwinder.truncations().at("unwind_no_module") == 0);
+
+  // With re-reads rate-limited, a walk into an unmapped address is held,
+  // retried at flush(), and emitted truncated when still unmapped.
+  processes.min_interval = std::chrono::hours(1);
+  RecordedSnapshot s = full.snapshot;
+  s.snapshot.regs.ip = 0x10;  // mapped nowhere
+  copy.stack = s.snapshot.view();
+  unwinder.unwind(copy, collect);
+  CHECK(emitted.size() == 3);
+  unwinder.flush(collect);
+  REQUIRE(emitted.size() == 4);
+  CHECK(emitted[3] == std::vector<uint64_t>{0x10});
+  CHECK(truncated[3]);
+  CHECK(unwinder.truncations().at("unwind_no_module") == 1);
+  CHECK(unwinder.stacks() == 4);
 }
