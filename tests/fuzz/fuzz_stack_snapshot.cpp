@@ -1,0 +1,30 @@
+// Fuzzes the stack-snapshot parser and the CFI unwinder: any bytes give a
+// snapshot or an error, never a crash or hang; an accepted snapshot
+// round-trips exactly; and its registers and stack bytes, unwound against
+// this very binary's CFI (every module path replaced by /proc/self/exe, so
+// input never names files to open), end within the depth limit with the
+// sampled IP first.
+#include <cstdint>
+#include <cstdlib>
+
+#include "userspace/cfi_unwinder.h"
+#include "userspace/stack_snapshot.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto parsed = gsymprof::parse_snapshot(std::span(data, size));
+  if (!parsed) {
+    if (parsed.error().message.empty()) std::abort();
+    return 0;
+  }
+  auto bytes = gsymprof::serialize_snapshot(*parsed);
+  if (!bytes || *bytes != std::vector<uint8_t>(data, data + size)) std::abort();
+
+  for (gsymprof::UnwindModule& module : parsed->modules) module = {"/proc/self/exe", {}, module.load_bias};
+  static gsymprof::CfiUnwinder unwinder({.max_frames = 32});
+  gsymprof::UnwindResult result;
+  unwinder.unwind(parsed->snapshot.view(), parsed->finder(), result);
+  if (result.ips.empty() || result.ips.size() > 32 || result.ips[0] != parsed->snapshot.regs.ip)
+    std::abort();
+  unwinder.leaf_fixup(parsed->snapshot.view(), parsed->finder());
+  return 0;
+}
