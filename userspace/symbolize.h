@@ -18,10 +18,12 @@
 //   unslid + load_bias, then runtime - mapping.start + mapping.file_offset
 //   for the mapping holding it). "[unknown]" only when not even a mapping
 //   exists: CaptureFrame::module < 0, or no mapping of the module holds the
-//   runtime address.
+//   runtime address (or the module path has no basename).
 // - CaptureStack::truncated adds a "[truncated]" root frame.
 // - Stacks that are equal after symbolization (comm, every frame field) are
 //   merged and their counts summed; stacks with count 0 are dropped.
+// - Cost: distinct frames are built once and stacks are sorted and merged as
+//   integer rank sequences; only the returned stacks copy frame strings.
 #pragma once
 
 #include <cstdint>
@@ -84,8 +86,9 @@ struct SymbolizeStats {
   uint64_t unique_addresses = 0;     // distinct (reader, address) looked up
   uint64_t lookups = 0;              // GSYM lookups made
   uint64_t lookup_errors = 0;        // lookups that failed on a corrupt record
-  uint64_t unnamed_frames = 0;       // capture frames emitted as MODULE+0xOFFSET
-  uint64_t unknown_frames = 0;       // capture frames emitted as [unknown]
+  // Per capture frame of the unique frame sequences (not weighted by count):
+  uint64_t unnamed_frames = 0;       // emitted as MODULE+0xOFFSET
+  uint64_t unknown_frames = 0;       // emitted as [unknown]
 };
 
 struct SymbolizeResult {
