@@ -74,7 +74,11 @@ void print_summary(const Capture& capture, const SessionStats& stats, const std:
                stats.counters.samples, capture.samples, lost,
                static_cast<double>(capture.duration_ns) / 1e9, capture.frequency_hz,
                stats.stop_reason.c_str());
-  std::fprintf(stderr, "gsymprof: lost by reason: %s\n", reasons.c_str());
+  uint64_t truncated = 0;
+  for (const CaptureStack& stack : capture.stacks)
+    if (stack.truncated) truncated += stack.count;
+  std::fprintf(stderr, "gsymprof: lost by reason: %s; truncated stacks: %" PRIu64 "\n",
+               reasons.c_str(), truncated);
   std::fprintf(stderr, "gsymprof: wrote %s: %zu processes, %zu modules, %zu unique stacks\n",
                path.c_str(), capture.processes.size(), capture.modules.size(),
                capture.stacks.size());
