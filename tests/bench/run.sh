@@ -508,6 +508,11 @@ section_profile() {
   write_section profile "$SECTION_MD"
 }
 
+# Samples in a perf.data file (perf script ends each sample with a blank line).
+perf_sample_count() {
+  perf script -i "$1" -F ip 2>/dev/null | awk 'NF == 0 { if (inside) n++; inside = 0; next } { inside = 1 } END { print n + inside }'
+}
+
 # Symbolization of a cppcheck profile: gsymprof record + symbolize (cold:
 # empty cache, GSYMs converted; warm: cached) vs perf script on a perf
 # profile of the same workload.
@@ -517,24 +522,28 @@ section_symbolize() {
   md
   md "Workload: \`cppcheck --quiet\` on check64bit.cpp and checkstring.cpp of its own sources."
   md "gsymprof: time of \`gsymprof symbolize CAPTURE\` (folded, inline frames) after \`gsymprof record\`; cold = empty GSYM cache (every module converted), warm = cache filled."
-  md "perf: \`perf script\` (with and without \`--inline\`) on \`perf record -F 999 -g\` of the same workload. Wall seconds, medians."
+  md "perf: \`perf script\` on \`perf record -F 999\` of the same workload: with \`-g\` perf prints no inline frames at all, so the inline row uses"
+  md "\`--call-graph dwarf\` (perf then runs addr2line for inlines, as in field-notes.md). Wall seconds, medians."
   md
-  md "| tool | samples | unique stacks | cold s | warm s | perf script / ours (warm) |"
+  md "| tool | samples | unique stacks | cold s | warm s | that / ours (warm) |"
   md "|---|---:|---:|---:|---:|---:|"
-  local perf_inline="-" perf_plain="-" perf_samples="-"
+  local perf_inline="-" perf_plain="-" perf_fp="-" perf_samples="-" perf_fp_samples="-"
   if command -v perf >/dev/null; then
     perf record -q -F 999 -g -o "$TMP/cpp-perf.data" -- "$CPPCHECK/cppcheck" "${CPPCHECK_WORKLOAD[@]}" >/dev/null 2>&1
-    perf_samples=$(perf script -i "$TMP/cpp-perf.data" -F ip 2>/dev/null | awk 'NF == 0 { n++ } END { print n + 0 }')
-    : > "$TMP/ps.plain"; : > "$TMP/ps.inline"
+    perf record -q -F 999 --call-graph dwarf -o "$TMP/cpp-perf-dwarf.data" -- "$CPPCHECK/cppcheck" "${CPPCHECK_WORKLOAD[@]}" >/dev/null 2>&1
+    perf_fp_samples=$(perf_sample_count "$TMP/cpp-perf.data")
+    perf_samples=$(perf_sample_count "$TMP/cpp-perf-dwarf.data")
+    : > "$TMP/ps.fp"; : > "$TMP/ps.plain"; : > "$TMP/ps.inline"
     local r
     for ((r = 0; r < ROUNDS; r++)); do
-      measure "$TMP/ps.plain" perf script -i "$TMP/cpp-perf.data" --no-inline > /dev/null 2>&1
+      measure "$TMP/ps.fp" perf script -i "$TMP/cpp-perf.data" --no-inline > /dev/null 2>&1
+      measure "$TMP/ps.plain" perf script -i "$TMP/cpp-perf-dwarf.data" --no-inline > /dev/null 2>&1
     done
-    # --inline spawns addr2line per address (~half a minute): few rounds.
+    # --inline spawns addr2line per address (tens of seconds): few rounds.
     for ((r = 0; r < (ROUNDS < 2 ? ROUNDS : 2); r++)); do
-      measure "$TMP/ps.inline" perf script -i "$TMP/cpp-perf.data" --inline > /dev/null 2>&1
+      measure "$TMP/ps.inline" perf script -i "$TMP/cpp-perf-dwarf.data" --inline > /dev/null 2>&1
     done
-    perf_plain=$(column "$TMP/ps.plain" 1); perf_inline=$(column "$TMP/ps.inline" 1)
+    perf_fp=$(column "$TMP/ps.fp" 1); perf_plain=$(column "$TMP/ps.plain" 1); perf_inline=$(column "$TMP/ps.inline" 1)
   fi
   local cold="-" warm="-" samples="-" stacks="-"
   if subcommand_works record && subcommand_works symbolize; then
@@ -557,8 +566,9 @@ section_symbolize() {
     log "gsymprof record/symbolize not ready: symbolization row skipped"
   fi
   md "| gsymprof symbolize (inline) | $samples | $stacks | $(fmt "$cold" 3) | $(fmt "$warm" 3) | |"
-  md "| perf script --inline | $perf_samples | - | - | $(fmt "$perf_inline" 3) | $(ratio "$perf_inline" "$warm" 0)x |"
-  md "| perf script --no-inline | $perf_samples | - | - | $(fmt "$perf_plain" 3) | $(ratio "$perf_plain" "$warm" 1)x |"
+  md "| perf script --inline (dwarf) | $perf_samples | - | - | $(fmt "$perf_inline" 3) | $(ratio "$perf_inline" "$warm" 1)x |"
+  md "| perf script --no-inline (dwarf) | $perf_samples | - | - | $(fmt "$perf_plain" 3) | $(ratio "$perf_plain" "$warm" 1)x |"
+  md "| perf script (-g, no inline frames) | $perf_fp_samples | - | - | $(fmt "$perf_fp" 3) | $(ratio "$perf_fp" "$warm" 1)x |"
 }
 
 # ----------------------------------------------------------------- stacks --
