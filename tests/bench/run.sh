@@ -3,13 +3,14 @@
 # test). Every number is measured side by side with a peer tool in the same
 # run, ours and the peer's runs alternating, and quoted as a median.
 #
-#   tests/bench/run.sh [lookup] [convert] [profile] [stacks]   (none: all)
+#   tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [stacks]   (none: all)
 #
 # Sections (each prints a markdown table and replaces its own block in
 # tests/bench/RESULTS.md; a section whose tool is not ready says so and skips):
 #   lookup   gsym::Reader vs LLVM 22 GsymReader, in process and whole process
 #   convert  gsymprof gsym convert vs llvm-gsymutil --convert
-#   profile  profiler overhead vs bpftrace / perf; symbolization vs perf script
+#   profile  profiler overhead vs bpftrace / perf
+#   symbolize  symbolizing a cppcheck profile (cold/warm) vs perf script
 #   stacks   stack completeness with and without frame pointers
 #
 # Environment: BUILD (build dir, default build), GSYMPROF (default
@@ -504,7 +505,6 @@ section_profile() {
     md '```'
   fi
 
-  section_symbolize
   write_section profile "$SECTION_MD"
 }
 
@@ -517,8 +517,13 @@ perf_sample_count() {
 # empty cache, GSYMs converted; warm: cached) vs perf script on a perf
 # profile of the same workload.
 section_symbolize() {
+  section_begin symbolize
+  corpus cppcheck
+  set_cppcheck_workload
+  [[ $(id -u) -eq 0 ]] || { log "symbolize section needs root: skipped"; return 0; }
+  md "## Symbolization: cppcheck profile (issue 4; 999 Hz, -O2 -g -fno-omit-frame-pointer)"
   md
-  md "### Symbolization: cppcheck profile (999 Hz, -O2 -g -fno-omit-frame-pointer)"
+  machine_line
   md
   md "Workload: \`cppcheck --quiet\` on check64bit.cpp and checkstring.cpp of its own sources."
   md "gsymprof: time of \`gsymprof symbolize CAPTURE\` (folded, inline frames) after \`gsymprof record\`; cold = empty GSYM cache (every module converted), warm = cache filled."
@@ -569,6 +574,7 @@ section_symbolize() {
   md "| perf script --inline (dwarf) | $perf_samples | - | - | $(fmt "$perf_inline" 3) | $(ratio "$perf_inline" "$warm" 1)x |"
   md "| perf script --no-inline (dwarf) | $perf_samples | - | - | $(fmt "$perf_plain" 3) | $(ratio "$perf_plain" "$warm" 1)x |"
   md "| perf script (-g, no inline frames) | $perf_fp_samples | - | - | $(fmt "$perf_fp" 3) | $(ratio "$perf_fp" "$warm" 1)x |"
+  write_section symbolize "$SECTION_MD"
 }
 
 # ----------------------------------------------------------------- stacks --
@@ -674,11 +680,11 @@ section_stacks() {
 # ------------------------------------------------------------------- main --
 
 sections=("$@")
-[[ ${#sections[@]} -gt 0 ]] || sections=(lookup convert profile stacks)
+[[ ${#sections[@]} -gt 0 ]] || sections=(lookup convert profile symbolize stacks)
 for s in "${sections[@]}"; do
   case $s in
-    lookup | convert | profile | stacks) ;;
-    *) echo "usage: tests/bench/run.sh [lookup] [convert] [profile] [stacks]" >&2; exit 2 ;;
+    lookup | convert | profile | symbolize | stacks) ;;
+    *) echo "usage: tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [stacks]" >&2; exit 2 ;;
   esac
 done
 command -v /usr/bin/time >/dev/null || die "GNU time missing (scripts/install-deps.sh --bench)"
