@@ -11,6 +11,7 @@
 
 #include "userspace/atomic_write.h"
 #include "userspace/commands.h"
+#include "userspace/flamegraph.h"
 #include "userspace/folded_output.h"
 #include "userspace/gsym_locator.h"
 #include "userspace/profile_session.h"
@@ -23,7 +24,7 @@ namespace {
 constexpr const char* kUsageLine =
     "usage: gsymprof profile [-p PID[,PID...]] [-F HZ] [-d SECONDS] [-o OUT]\n"
     "                        [--call-graph fp|dwarf[,SIZE]] [--gsym-dir DIR]...\n"
-    "                        [--no-inline] [--pid-in-comm] [-- CMD ARGS...]\n";
+    "                        [--no-inline] [--pid-in-comm] [--svg FILE] [-- CMD ARGS...]\n";
 
 void print_help() {
   std::fputs(kUsageLine, stdout);
@@ -41,6 +42,8 @@ void print_help() {
       "                    in DIR; repeatable, searched in order before the cache\n"
       "  --no-inline       only the concrete function per address, no inlined frames\n"
       "  --pid-in-comm     root frame is comm-PID instead of comm\n"
+      "  --svg FILE        also write the stacks as an interactive SVG flame graph\n"
+      "                    (as 'gsymprof flamegraph' draws it) to FILE, atomically\n"
       "  -h, --help        this text\n"
       "\nGSYM files missing from the dirs and the cache (/var/cache/gsymprof, or\n"
       "$GSYMPROF_CACHE) are converted from the module or its debug file and cached.\n"
@@ -88,7 +91,7 @@ void print_summary(const Capture& capture, const SessionStats& stats,
 
 int cmd_profile(int argc, char** argv) {
   SessionOptions session;
-  std::string output_path;
+  std::string output_path, svg_path;
   std::vector<std::string> gsym_dirs;
   SymbolizeOptions symbolize_options;
 
@@ -103,12 +106,14 @@ int cmd_profile(int argc, char** argv) {
     if (arg == "-h" || arg == "--help") {
       print_help();
       return 0;
-    } else if (arg == "-o" || arg == "--gsym-dir") {
+    } else if (arg == "-o" || arg == "--gsym-dir" || arg == "--svg") {
       if (i + 1 >= argc) return usage_error(std::string(arg) + " needs a value");
       std::string value = argv[++i];
       if (value.empty()) return usage_error(std::string(arg) + " needs a non-empty value");
       if (arg == "-o")
         output_path = value;
+      else if (arg == "--svg")
+        svg_path = value;
       else
         gsym_dirs.push_back(value);
     } else if (arg == "--no-inline") {
@@ -123,11 +128,12 @@ int cmd_profile(int argc, char** argv) {
     return usage_error(problem);
 
   // Check -o and the GSYM dirs before sampling, so a typo costs no profile.
-  if (!output_path.empty()) {
-    size_t slash = output_path.rfind('/');
-    std::string dir = slash == std::string::npos ? "." : output_path.substr(0, slash + 1);
+  for (const std::string& path : {output_path, svg_path}) {
+    if (path.empty()) continue;
+    size_t slash = path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
     if (::access(dir.c_str(), W_OK) != 0) {
-      std::fprintf(stderr, "gsymprof profile: %s: cannot write there: %s\n", output_path.c_str(),
+      std::fprintf(stderr, "gsymprof profile: %s: cannot write there: %s\n", path.c_str(),
                    std::strerror(errno));
       return 1;
     }
@@ -162,6 +168,12 @@ int cmd_profile(int argc, char** argv) {
   } else if (auto status = write_file_atomically(output_path, text); !status) {
     std::fprintf(stderr, "gsymprof profile: %s\n", status.error().to_string().c_str());
     return 1;
+  }
+  if (!svg_path.empty()) {
+    if (auto status = write_flamegraph_svg(text, svg_path, "gsymprof profile"); !status) {
+      std::fprintf(stderr, "gsymprof profile: %s\n", status.error().to_string().c_str());
+      return 1;
+    }
   }
   print_summary(*capture, stats, *symbolized);
   return 0;
