@@ -12,7 +12,8 @@
 #  4. --format json carries names, files, lines, inline marks, modules and
 #     build IDs; without the GSYM dir the frames fall back to module+0xOFFSET
 #     and the report says "file missing";
-#  5. Ctrl-C during record still writes a complete capture.
+#  5. Ctrl-C during record still writes a complete capture;
+#  6. profile --svg writes the same SVG as `flamegraph` of profile's output.
 set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 require_live_profiling
@@ -30,7 +31,13 @@ sleep 0.3
   { cat "$WORK/record.err"; fail "record failed"; }
 grep -q "wrote $WORK/capture.json: 2 processes" "$WORK/record.err" || { cat "$WORK/record.err"; fail "record summary"; }
 expect_no_loss "$WORK/record.err"
-profile_run "$WORK/live.folded" "$WORK/live.err" -p "$exec_pid,$lib_pid" -d 2 -F 999 --pid-in-comm
+profile_run "$WORK/live.folded" "$WORK/live.err" -p "$exec_pid,$lib_pid" -d 2 -F 999 --pid-in-comm \
+  --svg "$WORK/live.svg"
+# profile --svg draws exactly what `flamegraph` draws from profile's output.
+"$GSYMPROF" flamegraph "$WORK/live.folded" --title "gsymprof profile" -o "$WORK/live-again.svg" ||
+  fail "flamegraph of the live profile failed"
+cmp -s "$WORK/live.svg" "$WORK/live-again.svg" || fail "profile --svg differs from flamegraph of its folded output"
+grep -q '<title>exec_leaf (' "$WORK/live.svg" || fail "profile --svg lacks exec_leaf"
 head -c 300 "$WORK/capture.json" | grep -q '^{$' || fail "capture does not start with {"
 grep -q '^"format": "gsymprof-capture",$' "$WORK/capture.json" || fail "capture has no format line"
 grep -q "/pie/libhot.so\",\"build_id\":\"[0-9a-f]\{40\}\"" "$WORK/capture.json" || fail "capture lacks libhot.so with its build ID"
