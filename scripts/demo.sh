@@ -1,7 +1,8 @@
 #!/bin/bash
 # `sudo make demo`: builds the bundled demo workload (scripts/demo/: C++,
 # PIE + a shared library, frame pointers, inlining), profiles it for 5 s at
-# 999 Hz, writes out/demo.folded and prints the 10 hottest stacks.
+# 999 Hz, writes out/demo.folded and the flame graph out/demo.svg and prints
+# the 10 hottest stacks.
 # Env: BUILD (gsymprof's build dir, default build), DEMO_SECONDS (default 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +24,9 @@ g++ "${flags[@]}" -fPIE -pie -Iscripts/demo scripts/demo/workload.cpp \
 
 echo "== profiling out/demo/demo_workload for ${SECONDS_TO_PROFILE}s at 999 Hz"
 # The workload would run longer; the profiler stops it after -d seconds.
-"$GSYMPROF" profile -F 999 -d "$SECONDS_TO_PROFILE" -o out/demo.folded \
+"$GSYMPROF" profile -F 999 -d "$SECONDS_TO_PROFILE" -o out/demo.folded --svg out/demo.svg \
   -- out/demo/demo_workload 600
+echo "== flame graph: out/demo.svg (open it in a browser: click to zoom, search box top right)"
 
 total=$(awk '{ s += $NF } END { print s + 0 }' out/demo.folded)
 echo
