@@ -123,6 +123,97 @@ std::vector<AddressRange> normalize_ranges(std::vector<AddressRange> in) {
 
 }  // namespace
 
+namespace {
+
+// Raw-pointer LEB128 readers for the hot loop; false on truncation or more
+// than 10 bytes (the caller then reruns the checked decoder for the error).
+inline bool fast_uleb(const uint8_t*& p, const uint8_t* end, uint64_t& out) {
+  if (p < end && *p < 0x80) {
+    out = *p++;
+    return true;
+  }
+  uint64_t v = 0;
+  for (unsigned shift = 0; shift < 64 && p < end; shift += 7) {
+    const uint8_t b = *p++;
+    v |= uint64_t(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      out = v;
+      return shift < 63 || (b & 0x7f) <= 1;
+    }
+  }
+  return false;
+}
+
+inline bool fast_sleb(const uint8_t*& p, const uint8_t* end, int64_t& out) {
+  uint64_t v = 0;
+  for (unsigned shift = 0; shift < 64 && p < end; shift += 7) {
+    const uint8_t b = *p++;
+    v |= uint64_t(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      if (shift == 63 && (b & 0x7f) != 0 && (b & 0x7f) != 0x7f) return false;
+      if (shift + 7 < 64 && (b & 0x40)) v |= ~uint64_t{0} << (shift + 7);
+      out = static_cast<int64_t>(v);
+      return true;
+    }
+  }
+  return false;
+}
+
+struct LineHeader {
+  int64_t min_delta = 0;
+  uint64_t range = 1;
+  uint32_t first_line = 0;
+};
+
+inline bool fast_line_header(const uint8_t*& p, const uint8_t* end, LineHeader& h) {
+  int64_t max_delta;
+  uint64_t first;
+  if (!fast_sleb(p, end, h.min_delta) || !fast_sleb(p, end, max_delta) ||
+      !fast_uleb(p, end, first) || max_delta < h.min_delta)
+    return false;
+  const uint64_t span = static_cast<uint64_t>(max_delta) - static_cast<uint64_t>(h.min_delta);
+  h.range = span >= 255 ? 256 : span + 1;
+  h.first_line = static_cast<uint32_t>(first);
+  return true;
+}
+
+// Runs the line program from `p` with the given state. For every emitted row
+// calls on_row(addr, file, line, position after the opcode); stops when it
+// returns false (true result) or at EndSequence (true). Returns false when
+// the program is malformed: the checked decoder then produces the exact error.
+template <class OnRow>
+inline bool run_line_program(const uint8_t* p, const uint8_t* end, const LineHeader& h,
+                             uint64_t row_addr, uint32_t file, uint32_t line, OnRow&& on_row) {
+  while (p < end) {
+    const uint8_t op = *p++;
+    if (op >= 4) {
+      const uint64_t adj = op - 4u;
+      line += static_cast<uint32_t>(h.min_delta + static_cast<int64_t>(adj % h.range));
+      row_addr += adj / h.range;
+    } else if (op == 0) {
+      return true;
+    } else if (op == 1) {
+      uint64_t v;
+      if (!fast_uleb(p, end, v)) return false;
+      file = static_cast<uint32_t>(v);
+      continue;
+    } else if (op == 2) {
+      uint64_t v;
+      if (!fast_uleb(p, end, v)) return false;
+      row_addr += v;
+    } else {
+      int64_t v;
+      if (!fast_sleb(p, end, v)) return false;
+      line += static_cast<uint32_t>(v);
+      continue;
+    }
+    if (!on_row(row_addr, file, line, p)) return true;
+  }
+  return false;  // no EndSequence
+}
+
+}  // namespace
+
 void LookupScratch::reserve(size_t inline_depth) {
   frames.reserve(inline_depth + 1);
   inline_chain.reserve(inline_depth + 1);
@@ -202,9 +293,56 @@ struct Reader::Impl {
   Status parse_layout();
   int64_t find_function(uint64_t addr) const;
   Expected<bool> lookup(uint64_t addr, const LookupOptions& options, LookupScratch& s) const;
-  Status line_lookup(DataCursor c, uint64_t func_start, uint64_t addr, uint32_t& file,
-                     uint32_t& line) const;
-  Status inline_walk(DataCursor c, uint64_t func_start, uint64_t addr, LookupScratch& s) const;
+  Status line_lookup(DataCursor c, int64_t index, uint64_t func_start, uint64_t addr,
+                     uint32_t& file, uint32_t& line) const;
+  void build_line_checkpoints();
+
+  // Acceleration built at open: for functions with long line programs, the
+  // decoder state every ~kCheckpointBytes of program, so a lookup resumes
+  // near its address instead of at the function start. Immutable afterwards.
+  struct LineCheckpoint {
+    uint64_t addr;    // address of the row just emitted
+    uint64_t offset;  // absolute offset of the next opcode
+    uint32_t file;
+    uint32_t line;
+  };
+  static constexpr size_t kCheckpointBytes = 48;
+  std::vector<LineCheckpoint> checkpoints;
+  std::vector<uint32_t> checkpoint_begin;  // per function, size n+1; empty = none
+  Status inline_walk(DataCursor c, int64_t index, uint64_t func_start, uint64_t addr,
+                     LookupScratch& s) const;
+  void build_inline_skips();
+
+  // Acceleration built at open: for inline subtrees of at least
+  // kSkipMinBytes, where the children start and where the subtree ends, so a
+  // lookup steps over a non-containing subtree without decoding it.
+  struct InlineSkip {
+    uint64_t children_start;  // absolute offset of the first child
+    uint64_t end;             // absolute offset after the children's terminator
+    // Children's ranges sorted by start, when they are pairwise disjoint
+    // (then at most one child holds an address): [table_begin, +table_count).
+    uint32_t table_begin = 0;
+    uint32_t table_count = 0;
+  };
+  struct ChildRange {
+    uint64_t start;
+    uint64_t end;
+    uint64_t child;  // absolute offset of the child node
+  };
+  static constexpr size_t kChildTableMin = 4;
+  std::vector<ChildRange> child_ranges;
+  static constexpr uint64_t kSkipMinBytes = 16;
+  std::vector<InlineSkip> skips;
+  std::vector<uint32_t> skip_begin;  // per function, size n+1; empty = none
+  const InlineSkip* find_skip(int64_t index, uint64_t children_start) const {
+    if (skip_begin.empty()) return nullptr;
+    const InlineSkip* first = skips.data() + skip_begin[index];
+    const InlineSkip* last = skips.data() + skip_begin[index + 1];
+    const InlineSkip* it = std::lower_bound(
+        first, last, children_start,
+        [](const InlineSkip& k, uint64_t off) { return k.children_start < off; });
+    return it != last && it->children_start == children_start ? it : nullptr;
+  }
 
   // Full decode; `strict` adds verify's reference checks, `report` counts.
   struct DecodeContext {
@@ -302,7 +440,179 @@ Status Reader::Impl::parse_layout() {
                        " is past the end of the file",
                    info_table + 4 * i);
   }
+  build_line_checkpoints();
+  build_inline_skips();
   return {};
+}
+
+// Only well-formed programs with a single line table record get checkpoints;
+// anything unusual keeps the plain path (and its exact errors).
+void Reader::Impl::build_line_checkpoints() {
+  const uint64_t n = header.num_addresses;
+  std::vector<uint32_t> begin(n + 1, 0);
+  for (uint64_t i = 0; i < n; ++i) {
+    begin[i] = static_cast<uint32_t>(checkpoints.size());
+    DataCursor c = cursor_at(info_offset(i));
+    c.skip(8);
+    DataCursor line_data;
+    int line_tables = 0;
+    while (c.ok()) {
+      const uint32_t type = c.u32();
+      const uint32_t length = c.u32();
+      if (!c.ok() || length > c.remaining()) break;
+      DataCursor payload = c.sub(length);
+      if (type == kEndOfList) break;
+      if (type == kLineTableInfo) {
+        line_data = payload;
+        ++line_tables;
+      }
+    }
+    if (line_tables != 1 || line_data.remaining() < 2 * kCheckpointBytes) continue;
+    const size_t mark = checkpoints.size();
+    const uint8_t* p = line_data.position();
+    const uint8_t* const program_start = p;
+    LineHeader h;
+    if (!fast_line_header(p, line_data.end(), h)) continue;
+    const uint8_t* last = p;
+    const bool ok = run_line_program(
+        p, line_data.end(), h, function_start(i), 1, h.first_line,
+        [&](uint64_t a, uint32_t f, uint32_t l, const uint8_t* at) {
+          if (static_cast<size_t>(at - last) >= kCheckpointBytes) {
+            checkpoints.push_back(
+                {a, line_data.offset() + static_cast<uint64_t>(at - program_start), f, l});
+            last = at;
+          }
+          return true;
+        });
+    // Rows must be in address order for the binary search over checkpoints.
+    bool sorted = ok;
+    for (size_t k = mark + 1; sorted && k < checkpoints.size(); ++k)
+      sorted = checkpoints[k - 1].addr <= checkpoints[k].addr;
+    if (!sorted || checkpoints.size() - mark > UINT32_MAX) checkpoints.resize(mark);
+    if (checkpoints.size() > UINT32_MAX) {
+      checkpoints.clear();
+      return;
+    }
+  }
+  begin[n] = static_cast<uint32_t>(checkpoints.size());
+  if (!checkpoints.empty()) {
+    checkpoints.shrink_to_fit();
+    checkpoint_begin = std::move(begin);
+  }
+}
+
+// Mirrors the lookup's skip rules (a raw range count of 0 ends a sibling
+// list). Only well-formed trees within the depth limit are indexed, so the
+// plain path still reports every error.
+void Reader::Impl::build_inline_skips() {
+  const uint64_t n = header.num_addresses;
+  std::vector<uint32_t> begin(n + 1, 0);
+  for (uint64_t i = 0; i < n; ++i) {
+    begin[i] = static_cast<uint32_t>(skips.size());
+    DataCursor c = cursor_at(info_offset(i));
+    c.skip(8);
+    DataCursor tree;
+    int inline_records = 0;
+    while (c.ok()) {
+      const uint32_t type = c.u32();
+      const uint32_t length = c.u32();
+      if (!c.ok() || length > c.remaining()) break;
+      DataCursor payload = c.sub(length);
+      if (type == kEndOfList) break;
+      if (type == kInlineInfo) {
+        tree = payload;
+        ++inline_records;
+      }
+    }
+    if (inline_records != 1 || tree.remaining() < 2 * kSkipMinBytes) continue;
+    const size_t mark = skips.size();
+    const size_t table_mark = child_ranges.size();
+    struct Level {
+      uint64_t children_start;
+      uint64_t base;        // children's ranges are relative to this
+      size_t pending_mark;  // where this level's children start in `pending`
+      bool disjoint_ok;     // every child has a non-empty, non-wrapping range
+    };
+    std::vector<Level> open;
+    std::vector<ChildRange> pending;
+    bool ok = true;
+    uint64_t base = function_start(i);
+    do {
+      const uint64_t node_at = tree.offset();
+      const uint64_t num_ranges = tree.uleb();
+      if (!tree.ok()) {
+        ok = false;
+        break;
+      }
+      if (num_ranges == 0) {
+        if (open.empty()) break;
+        Level& level = open.back();
+        const uint64_t end = tree.offset();
+        InlineSkip skip{level.children_start, end};
+        auto first = pending.begin() + static_cast<ptrdiff_t>(level.pending_mark);
+        const size_t count = static_cast<size_t>(pending.end() - first);
+        if (level.disjoint_ok && count >= kChildTableMin) {
+          std::sort(first, pending.end(),
+                    [](const ChildRange& a, const ChildRange& b) { return a.start < b.start; });
+          bool disjoint = true;
+          for (auto it = first + 1; disjoint && it < pending.end(); ++it)
+            disjoint = it->start >= (it - 1)->end;
+          if (disjoint && child_ranges.size() + count <= UINT32_MAX) {
+            skip.table_begin = static_cast<uint32_t>(child_ranges.size());
+            skip.table_count = static_cast<uint32_t>(count);
+            child_ranges.insert(child_ranges.end(), first, pending.end());
+          }
+        }
+        if (end - level.children_start >= kSkipMinBytes || skip.table_count)
+          skips.push_back(skip);
+        pending.resize(level.pending_mark);
+        open.pop_back();
+        continue;
+      }
+      if (!open.empty()) base = open.back().base;
+      uint64_t first_start = UINT64_MAX;
+      bool any = false, wraps = false;
+      const size_t before = pending.size();
+      for (uint64_t r = 0; r < num_ranges && tree.ok(); ++r) {
+        const uint64_t start = base + tree.uleb();
+        const uint64_t size = tree.uleb();
+        if (size == 0) continue;
+        any = true;
+        wraps |= start + size < start;
+        first_start = std::min(first_start, start);
+        if (!open.empty()) pending.push_back({start, start + size, node_at});
+      }
+      const bool kids = tree.u8() != 0;
+      tree.u32();
+      tree.uleb();
+      tree.uleb();
+      if (!tree.ok() || (kids && open.size() + 2 >= kMaxInlineDepth)) {
+        ok = false;
+        break;
+      }
+      // A child whose ranges are all empty ends its sibling list in LLVM's
+      // walk; the table cannot express that, so that level gets none.
+      if (!open.empty() && (!any || wraps)) {
+        open.back().disjoint_ok = false;
+        pending.resize(before);
+      }
+      if (!any && open.empty()) break;
+      if (kids) open.push_back({tree.offset(), first_start, pending.size(), any});
+    } while (!open.empty());
+    if (!ok || skips.size() > UINT32_MAX) {
+      skips.resize(mark);
+      child_ranges.resize(table_mark);
+      continue;
+    }
+    std::sort(skips.begin() + static_cast<ptrdiff_t>(mark), skips.end(),
+              [](const InlineSkip& a, const InlineSkip& b) { return a.children_start < b.children_start; });
+  }
+  begin[n] = static_cast<uint32_t>(skips.size());
+  if (!skips.empty()) {
+    skips.shrink_to_fit();
+    child_ranges.shrink_to_fit();
+    skip_begin = std::move(begin);
+  }
 }
 
 Reader::Reader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -408,20 +718,59 @@ Expected<std::vector<FileEntry>> Reader::decode_files() const {
 // LLVM's rule: the greatest start <= addr, moved back to the first of a run
 // of equal starts; then the first record of that run whose size is 0 or whose
 // range holds addr.
+namespace {
+
+template <class T>
+T load_entry(const uint8_t* p, bool swap) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  if constexpr (sizeof(T) == 2) {
+    if (swap) v = __builtin_bswap16(v);
+  } else if constexpr (sizeof(T) == 4) {
+    if (swap) v = __builtin_bswap32(v);
+  } else if constexpr (sizeof(T) == 8) {
+    if (swap) v = __builtin_bswap64(v);
+  }
+  return v;
+}
+
+// Greatest index whose entry is <= rel, or -1. Branch-free halving (the
+// comparison becomes a conditional move): random lookups mispredict less.
+template <class T>
+int64_t last_not_above(const uint8_t* table, uint64_t n, uint64_t rel, bool swap) {
+  uint64_t base = 0, len = n;
+  while (len > 1) {
+    const uint64_t half = len / 2;
+    base = load_entry<T>(table + (base + half) * sizeof(T), swap) <= rel ? base + half : base;
+    len -= half;
+  }
+  return load_entry<T>(table + base * sizeof(T), swap) <= rel ? static_cast<int64_t>(base) : -1;
+}
+
+}  // namespace
+
 int64_t Reader::Impl::find_function(uint64_t addr) const {
   const uint64_t n = header.num_addresses;
   if (n == 0 || addr < header.base_address) return -1;
   const uint64_t rel = addr - header.base_address;
-  uint64_t lo = 0, hi = n;  // first index whose offset > rel
-  while (lo < hi) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    if (addr_offset(mid) <= rel)
-      lo = mid + 1;
-    else
-      hi = mid;
+  const uint8_t* table = data.data() + addr_table;
+  int64_t found;
+  switch (header.addr_off_size) {
+    case 1:
+      found = last_not_above<uint8_t>(table, n, rel, swap);
+      break;
+    case 2:
+      found = last_not_above<uint16_t>(table, n, rel, swap);
+      break;
+    case 4:
+      found = last_not_above<uint32_t>(table, n, rel, swap);
+      break;
+    default:
+      found = last_not_above<uint64_t>(table, n, rel, swap);
+      break;
   }
-  if (lo == 0) return -1;
-  uint64_t i = lo - 1;
+  if (found < 0) return -1;
+  uint64_t i = static_cast<uint64_t>(found);
   const uint64_t run = addr_offset(i);
   while (i > 0 && addr_offset(i - 1) == run) --i;
   const uint64_t start = header.base_address + run;
@@ -437,8 +786,44 @@ int64_t Reader::find_function(uint64_t addr) const { return impl_->find_function
 
 // Streams the line program up to the first row past `addr`; the last row at
 // or before it wins (LLVM >= 18).
-Status Reader::Impl::line_lookup(DataCursor c, uint64_t func_start, uint64_t addr,
-                                 uint32_t& file, uint32_t& line) const {
+Status Reader::Impl::line_lookup(DataCursor c, int64_t index, uint64_t func_start,
+                                 uint64_t addr, uint32_t& file, uint32_t& line) const {
+  // Fast path: resume from the last checkpoint at or before addr (if this
+  // function has any), else run from the start.
+  const uint8_t* p = c.position();
+  LineHeader h;
+  if (fast_line_header(p, c.end(), h)) {
+    bool found = false;
+    uint64_t row_addr = func_start;
+    uint32_t row_file = 1, row_line = h.first_line;
+    if (index >= 0 && !checkpoint_begin.empty()) {
+      const LineCheckpoint* first = checkpoints.data() + checkpoint_begin[index];
+      const LineCheckpoint* last = checkpoints.data() + checkpoint_begin[index + 1];
+      const LineCheckpoint* it = std::upper_bound(
+          first, last, addr, [](uint64_t a, const LineCheckpoint& cp) { return a < cp.addr; });
+      if (it != first) {
+        --it;
+        found = true;
+        row_addr = it->addr;
+        row_file = file = it->file;
+        row_line = line = it->line;
+        p = data.data() + it->offset;
+      }
+    }
+    const bool ok = run_line_program(
+        p, c.end(), h, row_addr, row_file, row_line,
+        [&](uint64_t a, uint32_t f, uint32_t l, const uint8_t*) {
+          if (addr < a) return false;
+          found = true;
+          file = f;
+          line = l;
+          return true;
+        });
+    if (ok) {
+      if (!found || file == 0) return Error("address " + hex(addr) + " is not in the line table");
+      return {};
+    }
+  }
   LineProgram lp;
   if (Status st = lp.start(c, func_start); !st) return st;
   bool found = false;
@@ -463,8 +848,8 @@ Status Reader::Impl::line_lookup(DataCursor c, uint64_t func_start, uint64_t add
 // non-containing subtrees without building anything. Fills s.inline_chain
 // (root first). Mirrors LLVM: the first containing sibling wins, a node whose
 // ranges are all empty ends its sibling list.
-Status Reader::Impl::inline_walk(DataCursor c, uint64_t func_start, uint64_t addr,
-                                 LookupScratch& s) const {
+Status Reader::Impl::inline_walk(DataCursor c, int64_t index, uint64_t func_start,
+                                 uint64_t addr, LookupScratch& s) const {
   uint64_t base = func_start;
   bool at_root = true;
   while (true) {
@@ -490,6 +875,12 @@ Status Reader::Impl::inline_walk(DataCursor c, uint64_t func_start, uint64_t add
     if (!c.ok()) return cursor_error(c, "InlineInfo");
     if (!contains) {
       if (at_root) return {};
+      if (has_children) {
+        if (const InlineSkip* k = find_skip(index, c.offset())) {
+          c.skip(k->end - c.offset());
+          continue;  // next sibling
+        }
+      }
       if (has_children) {
         // Skip the whole subtree: count open sibling lists (LLVM ends a list at
         // a raw range count of 0).
@@ -521,6 +912,15 @@ Status Reader::Impl::inline_walk(DataCursor c, uint64_t func_start, uint64_t add
     if (!has_children) return {};
     base = first_start;
     at_root = false;
+    if (const InlineSkip* k = find_skip(index, c.offset()); k && k->table_count) {
+      // Jump straight to the one child holding addr, or stop: none does.
+      const ChildRange* first = child_ranges.data() + k->table_begin;
+      const ChildRange* last = first + k->table_count;
+      const ChildRange* it = std::upper_bound(
+          first, last, addr, [](uint64_t a, const ChildRange& r) { return a < r.start; });
+      if (it == first || addr >= (it - 1)->end) return {};
+      c.skip((it - 1)->child - c.offset());
+    }
   }
 }
 
@@ -551,7 +951,7 @@ Expected<bool> Reader::Impl::lookup(uint64_t addr, const LookupOptions& options,
     if (type == kLineTableInfo) {
       have_line_table = true;
       if (options.line_information) {
-        if (Status st = line_lookup(payload, start, addr, row_file, row_line); !st)
+        if (Status st = line_lookup(payload, index, start, addr, row_file, row_line); !st)
           return st.error();
         have_row = true;
       }
@@ -576,7 +976,7 @@ Expected<bool> Reader::Impl::lookup(uint64_t addr, const LookupOptions& options,
   s.frames.push_back(first);
   // LLVM consults inline info only when the function has a line table.
   if (have_line_table && have_inline && options.inline_frames) {
-    if (Status st = inline_walk(inline_data, start, addr, s); !st) return st.error();
+    if (Status st = inline_walk(inline_data, index, start, addr, s); !st) return st.error();
     for (size_t k = s.inline_chain.size(); k-- > 0;) {
       const LookupScratch::InlineStep& step = s.inline_chain[k];
       uint32_t dir, base;
