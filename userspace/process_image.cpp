@@ -133,9 +133,14 @@ void ProcessTable::note_exec(uint32_t pid) { current_.erase(pid); }
 
 bool ProcessTable::cover(uint32_t id, std::span<const uint64_t> lookup_addrs) {
   Entry& entry = images_[id];
+  // Code runs only from executable mappings: an address inside a data
+  // mapping means that mapping is stale (ld.so maps ld.so.cache, unmaps it,
+  // and dlopen() then maps a library at the same address).
   auto all_covered = [&] {
-    return std::all_of(lookup_addrs.begin(), lookup_addrs.end(),
-                       [&](uint64_t a) { return entry.image.find_map(a) >= 0; });
+    return std::all_of(lookup_addrs.begin(), lookup_addrs.end(), [&](uint64_t a) {
+      int32_t map = entry.image.find_map(a);
+      return map >= 0 && entry.image.maps[static_cast<size_t>(map)].executable();
+    });
   };
   if (all_covered()) return true;
   if (std::chrono::steady_clock::now() - entry.last_read < min_interval) {

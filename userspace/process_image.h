@@ -61,9 +61,9 @@ class ProcessTable {
   uint32_t current_image(uint32_t pid);
   // The process exec'd: its next sample starts a new image.
   void note_exec(uint32_t pid);
-  // Makes sure each address lies in a known mapping of image `id`; reads the
-  // maps again (at most once per `min_interval` per image) if one does not.
-  // Returns whether all addresses are covered afterwards.
+  // Makes sure each address lies in a known executable mapping of image
+  // `id`; reads the maps again (at most once per `min_interval` per image)
+  // if one does not. Returns whether all addresses are covered afterwards.
   bool cover(uint32_t id, std::span<const uint64_t> lookup_addrs);
   // Re-reads every image that saw an uncovered address since its last read
   // (end of session, while the processes may still be alive).

@@ -71,6 +71,24 @@ TEST_CASE("process table: first sight reads maps once; a new address re-reads (d
   CHECK(table.image(id).find_map(0x7f0000000100) == 1);
 }
 
+TEST_CASE("process table: a code address in a data mapping means the mapping is stale") {
+  // ld.so maps ld.so.cache read-only, unmaps it, and dlopen() maps a library
+  // at the same address; the first read saw the cache.
+  FakeProc proc;
+  proc.maps[10] = std::string(kApp) + "7f0000000000-7f0000001000 r--p 00000000 08:01 9 /etc/ld.so.cache\n";
+  ProcessTable table(proc.source());
+  table.min_interval = std::chrono::milliseconds(0);
+  uint32_t id = table.current_image(10);
+  proc.maps[10] = std::string(kApp) + kLib;
+  uint64_t in_lib[] = {0x7f0000000100};
+  CHECK(table.cover(id, in_lib));
+  CHECK(proc.maps_reads == 2);
+  const ProcessImage& image = table.image(id);
+  int32_t map = image.find_map(0x7f0000000100);
+  REQUIRE(map >= 0);
+  CHECK(image.maps[static_cast<size_t>(map)].path == "/lib.so");
+}
+
 TEST_CASE("process table: re-reads are rate limited, and refresh_stale catches up") {
   FakeProc proc;
   proc.maps[10] = kApp;
