@@ -510,7 +510,7 @@ section_profile() {
 
 # Samples in a perf.data file (perf script ends each sample with a blank line).
 perf_sample_count() {
-  perf script -i "$1" -F ip 2>/dev/null | awk 'NF == 0 { if (inside) n++; inside = 0; next } { inside = 1 } END { print n + inside }'
+  perf script -i "$1" -F ip --no-inline 2>/dev/null | awk 'NF == 0 { if (inside) n++; inside = 0; next } { inside = 1 } END { print n + inside }'
 }
 
 # Symbolization of a cppcheck profile: gsymprof record + symbolize (cold:
