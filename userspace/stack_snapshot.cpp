@@ -115,6 +115,7 @@ gsym::Expected<RecordedSnapshot> parse_snapshot(std::span<const uint8_t> bytes) 
   if (version != kVersion)
     return error_at("unsupported version " + std::to_string(version), in.offset() - 4);
   if (!in.read(reserved, 4)) return error_at("truncated header", in.offset());
+  if (reserved != 0) return error_at("reserved field not zero", 12);
 
   RecordedSnapshot s;
   uint64_t stack_size = 0, module_count = 0, mapping_count = 0;
@@ -123,6 +124,7 @@ gsym::Expected<RecordedSnapshot> parse_snapshot(std::span<const uint8_t> bytes) 
       !in.read(stack_size, 4) || !in.read(module_count, 4) || !in.read(mapping_count, 4) ||
       !in.read(reserved, 4))
     return error_at("truncated header", in.offset());
+  if (reserved != 0) return error_at("reserved field not zero", 60);
   if (stack_size > kMaxSnapshotStack) return error_at("stack copy too large", 48);
   if (module_count > kMaxSnapshotModules) return error_at("too many modules", 52);
   if (mapping_count > kMaxSnapshotMappings) return error_at("too many mappings", 56);
@@ -155,6 +157,7 @@ gsym::Expected<RecordedSnapshot> parse_snapshot(std::span<const uint8_t> bytes) 
     uint64_t module = 0;
     if (!in.read(m.start, 8) || !in.read(m.end, 8) || !in.read(module, 4) || !in.read(reserved, 4))
       return error_at("truncated mapping " + std::to_string(i), in.offset());
+    if (reserved != 0) return error_at("reserved field not zero", record + 20);
     if (m.start >= m.end) return error_at("empty mapping", record);
     if (module >= s.modules.size()) return error_at("mapping names a missing module", record + 16);
     if (!s.mappings.empty() && m.start < s.mappings.back().end)

@@ -460,6 +460,12 @@ TEST_CASE("stack snapshot: every truncation and corruption is a clean error") {
   corrupt[48 + 3] = 0x7f;  // stack size 2 GiB
   CHECK(gsymprof::parse_snapshot(corrupt).error().message == "stack snapshot: stack copy too large");
 
+  for (size_t at : {size_t{12}, size_t{60}, bytes->size() - 4}) {
+    corrupt = *bytes;
+    corrupt[at] = 1;
+    CHECK(gsymprof::parse_snapshot(corrupt).error().message == "stack snapshot: reserved field not zero");
+  }
+
   RecordedSnapshot unsorted = s;
   std::swap(unsorted.mappings[0], unsorted.mappings[1]);
   CHECK_FALSE(gsymprof::serialize_snapshot(unsorted).ok());
