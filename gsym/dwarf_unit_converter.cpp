@@ -49,6 +49,8 @@ struct DieAttributes {
   const char* linkage_name = nullptr;
   const char* name = nullptr;
   std::optional<uint64_t> call_file, call_line, decl_file, decl_line;  // call_line: own only
+  Dwarf_Off origin = 0;     // the DIE's own abstract_origin/specification target
+  bool own_names = false;   // the DIE itself has a name or linkage name
 };
 
 struct AttributeScan {
@@ -92,12 +94,16 @@ DieAttributes die_attributes(Dwarf_Die* die) {
     if (!out.linkage_name && (scan.found & 1)) out.linkage_name = string_of(&scan.mips_linkage);
     if (!out.linkage_name && (scan.found & 2)) out.linkage_name = string_of(&scan.linkage);
     if (!out.name && (scan.found & 4)) out.name = string_of(&scan.name);
-    if (hop == 0 && (scan.found & 64)) out.call_line = form_unsigned(&scan.call_line);
+    if (hop == 0) {
+      if (scan.found & 64) out.call_line = form_unsigned(&scan.call_line);
+      out.own_names = (scan.found & 7) != 0;
+    }
     if (!out.call_file && (scan.found & 32)) out.call_file = form_unsigned(&scan.call_file);
     if (!out.decl_file && (scan.found & 128)) out.decl_file = form_unsigned(&scan.decl_file);
     if (!out.decl_line && (scan.found & 256)) out.decl_line = form_unsigned(&scan.decl_line);
     Dwarf_Attribute* next = (scan.found & 8) ? &scan.origin : (scan.found & 16) ? &scan.spec : nullptr;
     if (!next || !dwarf_formref_die(next, &current)) break;
+    if (hop == 0) out.origin = dwarf_dieoffset(&current);
   }
   return out;
 }
@@ -146,6 +152,9 @@ bool is_cplusplus_like(uint64_t language) {
 
 struct RawInline {
   std::vector<AddressRange> ranges;  // the DIE's ranges, normalized
+  Dwarf_Die die;                     // for the name, resolved after the walk
+  DieAttributes attrs;
+  bool name_resolved = false;
   std::string_view name;             // "" = none
   uint64_t call_file = UINT32_MAX;   // LLVM's default when absent (invalid)
   uint32_t call_line = 0;
@@ -154,6 +163,8 @@ struct RawInline {
 
 struct FunctionContext {
   Dwarf_Die die;
+  DieAttributes attrs;
+  bool named = false;
   bool collects = false;  // has at least one valid range
   uint32_t group = 0;
   std::string_view name;
@@ -212,6 +223,7 @@ struct DwarfUnitConverter::Impl {
   UnitOutput out;
   std::vector<std::vector<UnitOp>> groups;
   std::vector<std::unique_ptr<FunctionContext>> function_stack;
+  std::vector<std::unique_ptr<FunctionContext>> pending;  // finished after the walk
   std::optional<DwarfLineTable> line_table;
   std::string comp_dir;
   uint64_t language = 0;
@@ -227,7 +239,22 @@ struct DwarfUnitConverter::Impl {
 
   // Parent links per unit, built on first need (a referenced DIE may live in
   // another unit).
-  std::unordered_map<Dwarf_Off, std::unordered_map<Dwarf_Off, Dwarf_Off>> parent_maps;
+  using ParentLinks = std::vector<std::pair<Dwarf_Off, Dwarf_Off>>;  // (DIE, parent), sorted
+  // The unit being walked records its links as it goes (pre-order = offset
+  // order); another unit, or a DIE ahead of the walk, gets a full index.
+  ParentLinks walk_parents;
+  // Qualified names of inlined subroutines by their abstract origin: an
+  // inlined DIE without names of its own is named exactly like its origin
+  // (LLVM never qualifies it through its own parents), and C++ inlines the
+  // same few hundred functions thousands of times.
+  std::unordered_map<Dwarf_Off, std::string_view> origin_names;
+  // LLVM's qualification walks the same namespaces and classes for every
+  // member: memoize each DIE's declaration context and each context's
+  // "outer::inner" prefix (per unit).
+  std::unordered_map<Dwarf_Off, Dwarf_Off> context_of;  // 0 = none
+  std::unordered_map<Dwarf_Off, std::string> prefix_of;
+  Dwarf_Off walk_unit = 0;
+  std::unordered_map<Dwarf_Off, ParentLinks> other_parents;
 
   Impl(Dwarf* d, const DwarfLineSections& s, const UnitConverterOptions& o)
       : dwarf(d), line_sections(s), options(o) {}
@@ -254,33 +281,45 @@ struct DwarfUnitConverter::Impl {
 
   // --- names -------------------------------------------------------------
 
+  static bool find_parent(const ParentLinks& links, Dwarf_Off off, Dwarf_Off& parent) {
+    auto it = std::lower_bound(links.begin(), links.end(), std::pair<Dwarf_Off, Dwarf_Off>{off, 0});
+    if (it == links.end() || it->first != off || it->second == 0) return false;
+    parent = it->second;
+    return true;
+  }
+
   bool parent_of(Dwarf_Die* die, Dwarf_Die* parent) {
     Dwarf_Die cu;
     if (!dwarf_diecu(die, &cu, nullptr, nullptr)) return false;
-    auto& map = parent_maps[dwarf_dieoffset(&cu)];
-    if (map.empty()) {
-      // One walk of that unit records every DIE's parent.
+    const Dwarf_Off off = dwarf_dieoffset(die), cu_off = dwarf_dieoffset(&cu);
+    Dwarf_Off parent_off = 0;
+    if (cu_off == walk_unit && !walk_parents.empty() && off <= walk_parents.back().first) {
+      if (!find_parent(walk_parents, off, parent_off)) return false;
+      return dwarf_offdie(dwarf, parent_off, parent) != nullptr;
+    }
+    ParentLinks& links = other_parents[cu_off];
+    if (links.empty()) {
       std::vector<Dwarf_Die> stack = {cu};
-      map.emplace(dwarf_dieoffset(&cu), 0);
+      links.emplace_back(cu_off, 0);
       while (!stack.empty()) {
         Dwarf_Die d = stack.back();
         stack.pop_back();
         Dwarf_Die child;
         if (!dwarf_haschildren(&d) || dwarf_child(&d, &child) != 0) continue;
-        const Dwarf_Off parent_off = dwarf_dieoffset(&d);
+        const Dwarf_Off d_off = dwarf_dieoffset(&d);
         Dwarf_Off previous = 0;
         do {
-          const Dwarf_Off off = dwarf_dieoffset(&child);
-          if (off <= previous) break;  // a backwards DW_AT_sibling: stop, never loop
-          previous = off;
-          map.emplace(off, parent_off);
+          const Dwarf_Off c_off = dwarf_dieoffset(&child);
+          if (c_off <= previous) break;  // a backwards DW_AT_sibling: stop, never loop
+          previous = c_off;
+          links.emplace_back(c_off, d_off);
           stack.push_back(child);
         } while (dwarf_siblingof(&child, &child) == 0);
       }
+      std::sort(links.begin(), links.end());
     }
-    auto it = map.find(dwarf_dieoffset(die));
-    if (it == map.end() || it->second == 0) return false;
-    return dwarf_offdie(dwarf, it->second, parent) != nullptr;
+    if (!find_parent(links, off, parent_off)) return false;
+    return dwarf_offdie(dwarf, parent_off, parent) != nullptr;
   }
 
   bool referenced_die(Dwarf_Die* die, unsigned attr, Dwarf_Die* result) {
@@ -289,8 +328,17 @@ struct DwarfUnitConverter::Impl {
     return a && dwarf_formref_die(a, result) != nullptr;
   }
 
-  // LLVM's GetParentDeclContextDIE.
+  // LLVM's GetParentDeclContextDIE (memoized).
   bool parent_decl_context(Dwarf_Die* die, Dwarf_Die* result, int hops) {
+    const Dwarf_Off off = dwarf_dieoffset(die);
+    if (auto it = context_of.find(off); it != context_of.end())
+      return it->second != 0 && dwarf_offdie(dwarf, it->second, result) != nullptr;
+    const bool found = compute_decl_context(die, result, hops);
+    context_of.emplace(off, found ? dwarf_dieoffset(result) : 0);
+    return found;
+  }
+
+  bool compute_decl_context(Dwarf_Die* die, Dwarf_Die* result, int hops) {
     if (hops > kMaxDeclContextHops) return false;
     Dwarf_Die ref;
     if (referenced_die(die, DW_AT_specification, &ref) && parent_decl_context(&ref, result, hops + 1))
@@ -316,6 +364,26 @@ struct DwarfUnitConverter::Impl {
     }
   }
 
+  // The "::"-joined names of `context` and its enclosing contexts, outermost
+  // first; unnamed contexts are skipped, "<lambda>" becomes "{lambda}".
+  const std::string& context_prefix(Dwarf_Die* context, int depth) {
+    const Dwarf_Off off = dwarf_dieoffset(context);
+    if (auto it = prefix_of.find(off); it != prefix_of.end()) return it->second;
+    std::string prefix;
+    Dwarf_Die outer;
+    if (depth < kMaxDeclContextHops && parent_decl_context(context, &outer, 0))
+      prefix = context_prefix(&outer, depth + 1);
+    const char* name = attr_string(context, DW_AT_name, true);
+    if (name && *name) {
+      std::string_view p = name;
+      std::string part = p.size() >= 2 && p.front() == '<' && p.back() == '>'
+                             ? "{" + std::string(p.substr(1, p.size() - 2)) + "}"
+                             : std::string(p);
+      prefix = prefix.empty() ? std::move(part) : prefix + "::" + part;
+    }
+    return prefix_of.emplace(off, std::move(prefix)).first->second;
+  }
+
   // LLVM's getQualifiedNameIndex; "" = no name. The view points into the
   // DWARF data, or into out.owned_strings for composed names.
   std::string_view qualified_name(Dwarf_Die* die) {
@@ -332,20 +400,9 @@ struct DwarfUnitConverter::Impl {
       return plain;
     Dwarf_Die context;
     if (!parent_decl_context(die, &context, 0)) return plain;
-    std::string name(plain);
-    for (int hops = 0; hops < kMaxDeclContextHops; ++hops) {
-      const char* parent_name = attr_string(&context, DW_AT_name, true);
-      if (parent_name && *parent_name) {
-        std::string_view p = parent_name;
-        if (p.size() >= 2 && p.front() == '<' && p.back() == '>')
-          name = "{" + std::string(p.substr(1, p.size() - 2)) + "}::" + name;
-        else
-          name = std::string(p) + "::" + name;
-      }
-      Dwarf_Die next;
-      if (!parent_decl_context(&context, &next, 0)) break;
-      context = next;
-    }
+    const std::string& prefix = context_prefix(&context, 0);
+    if (prefix.empty()) return plain;
+    std::string name = prefix + "::" + std::string(plain);
     out.owned_strings.push_back(std::move(name));
     return out.owned_strings.back();
   }
@@ -435,14 +492,14 @@ struct DwarfUnitConverter::Impl {
   // LLVM's parseInlineInfo below one node, for one function range.
   void build_inline(FunctionContext& ctx, uint32_t raw_index, InlineNode& parent) {
     for (uint32_t child_index : ctx.nodes[raw_index].children) {
-      const RawInline& raw = ctx.nodes[child_index];
+      RawInline& raw = ctx.nodes[child_index];
       InlineNode node;
       for (const AddressRange& r : raw.ranges)
         if (ranges_contain(parent.ranges, r)) insert_range(node.ranges, r);
       if (node.ranges.empty()) continue;
-      if (!raw.name.empty()) {
-        use_string(ctx.group, raw.name);
-        node.name = std::string(raw.name);
+      if (const std::string_view name = inline_name(raw); !name.empty()) {
+        use_string(ctx.group, name);
+        node.name = std::string(name);
       }
       std::optional<uint32_t> call_file = file_index(ctx.group, raw.call_file);
       if (!call_file) continue;  // invalid DW_AT_call_file: LLVM drops the subtree
@@ -475,11 +532,14 @@ struct DwarfUnitConverter::Impl {
     ctx->die = *die;
     std::vector<AddressRange> ranges;
     if (!die_ranges(die, ranges) || ranges.empty()) return ctx;
-    ctx->name = qualified_name(die);
-    if (ctx->name.empty()) return ctx;
+    // Names are composed after the walk, when every parent link of the unit
+    // is known; here only whether there is a name decides.
+    ctx->attrs = die_attributes(die);
+    const bool has_linkage = ctx->attrs.linkage_name && *ctx->attrs.linkage_name;
+    if (!has_linkage && !(ctx->attrs.name && *ctx->attrs.name)) return ctx;
+    ctx->named = true;
     ctx->group = static_cast<uint32_t>(groups.size());
     groups.emplace_back();
-    use_string(ctx->group, ctx->name);
     for (const AddressRange& r : ranges) {
       // LLVM stops at the first dead or out-of-text range (a quirk kept for
       // equal output): later ranges of the same subprogram are dropped too.
@@ -492,7 +552,24 @@ struct DwarfUnitConverter::Impl {
     return ctx;
   }
 
+  std::string_view inline_name(RawInline& raw) {
+    if (!raw.name_resolved) {
+      raw.name_resolved = true;
+      if (raw.attrs.origin && !raw.attrs.own_names) {
+        auto [it, inserted] = origin_names.emplace(raw.attrs.origin, std::string_view());
+        if (inserted) it->second = qualified_name(&raw.die, raw.attrs);
+        raw.name = it->second;
+      } else {
+        raw.name = qualified_name(&raw.die, raw.attrs);
+      }
+    }
+    return raw.name;
+  }
+
   void finish_subprogram(FunctionContext& ctx) {
+    if (!ctx.named) return;
+    ctx.name = qualified_name(&ctx.die, ctx.attrs);
+    use_string(ctx.group, ctx.name);
     if (!ctx.collects) return;
     for (const AddressRange& range : ctx.ranges) {
       Function f;
@@ -516,8 +593,9 @@ struct DwarfUnitConverter::Impl {
     }
   }
 
-  void visit(Dwarf_Die* die, int64_t inline_parent, int depth) {
+  void visit(Dwarf_Die* die, Dwarf_Off parent_offset, int64_t inline_parent, int depth) {
     if (failed) return;
+    walk_parents.emplace_back(dwarf_dieoffset(die), parent_offset);
     if (depth > kMaxDieDepth) {
       fail("DIE nesting deeper than " + std::to_string(kMaxDieDepth));
       return;
@@ -538,10 +616,10 @@ struct DwarfUnitConverter::Impl {
           std::vector<AddressRange> ranges;
           if (die_ranges(die, ranges))
             for (const AddressRange& r : ranges) insert_range(raw.ranges, r);
-          const DieAttributes attrs = die_attributes(die);
-          raw.name = qualified_name(die, attrs);
-          if (attrs.call_file) raw.call_file = *attrs.call_file;
-          raw.call_line = static_cast<uint32_t>(attrs.call_line.value_or(0));
+          raw.die = *die;
+          raw.attrs = die_attributes(die);
+          if (raw.attrs.call_file) raw.call_file = *raw.attrs.call_file;
+          raw.call_line = static_cast<uint32_t>(raw.attrs.call_line.value_or(0));
           const uint32_t index = static_cast<uint32_t>(fn.nodes.size());
           fn.nodes.push_back(std::move(raw));
           fn.nodes[static_cast<size_t>(inline_parent)].children.push_back(index);
@@ -557,7 +635,7 @@ struct DwarfUnitConverter::Impl {
       int rc = dwarf_child(die, &child);
       if (rc < 0) fail("cannot read the children of DIE " + hex(dwarf_dieoffset(die)) + ": " + dwarf_error());
       while (rc == 0 && !failed) {
-        visit(&child, child_inline_parent, depth + 1);
+        visit(&child, dwarf_dieoffset(die), child_inline_parent, depth + 1);
         const Dwarf_Off previous = dwarf_dieoffset(&child);
         rc = dwarf_siblingof(&child, &child);
         if (rc < 0) fail("cannot read a sibling DIE: " + dwarf_error());
@@ -567,7 +645,7 @@ struct DwarfUnitConverter::Impl {
       }
     }
     if (is_subprogram) {
-      if (!failed) finish_subprogram(*function_stack.back());
+      if (function_stack.back()->named) pending.push_back(std::move(function_stack.back()));
       function_stack.pop_back();
     }
   }
@@ -576,13 +654,18 @@ struct DwarfUnitConverter::Impl {
     out = UnitOutput{};
     groups.clear();
     function_stack.clear();
+    pending.clear();
     line_table.reset();
     comp_dir.clear();
     file_cache.clear();
     local_file_by_path.clear();
     string_index.clear();
     file_stamp.clear();
-    parent_maps.clear();  // bounded memory: rebuilt on demand, rarely needed
+    walk_parents.clear();
+    origin_names.clear();
+    context_of.clear();
+    prefix_of.clear();
+    other_parents.clear();  // bounded memory: rebuilt on demand, rarely needed
     failed = false;
     failure.clear();
 
@@ -607,7 +690,11 @@ struct DwarfUnitConverter::Impl {
                                ": line table ignored: " + table.error().message);
       }
     }
-    visit(&cu, -1, 0);
+    walk_unit = dwarf_dieoffset(&cu);
+    visit(&cu, 0, -1, 0);
+    if (!failed)
+      for (auto& ctx : pending) finish_subprogram(*ctx);
+    pending.clear();
     if (failed) {
       UnitOutput skipped;
       skipped.skipped = true;
