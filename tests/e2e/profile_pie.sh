@@ -28,7 +28,7 @@ expect_no_loss "$WORK/lib.err"
 echo "dlopen: a library mapped after the process was first seen"
 profile_run "$WORK/dl.folded" "$WORK/dl.err" -F 999 -- "$FIX" dlopen 2 "$D/libplugin.so"
 expect_dominant "$WORK/dl.folded" profile_fixture \
-  "$ROOT;phase_dlopen;plugin_entry;plugin_inline_[i];plugin_leaf" 60
+  "$ROOT;phase_dlopen;plugin_entry;plugin_inline_[i];plugin_leaf" 60 ';phase_exec;'
 expect_resolved "$WORK/dl.folded" profile_fixture libhot.so libplugin.so
 expect_no_loss "$WORK/dl.err"
 
