@@ -19,6 +19,13 @@ expect_resolved "$WORK/exec.folded" profile_fixture libhot.so
 expect_no_loss "$WORK/exec.err"
 grep -q 'processes seen: 1,' "$WORK/exec.err" || fail "summary: $(cat "$WORK/exec.err")"
 
+echo "exec with --call-graph fp: bpf_get_stack's frame-pointer walk (stops in FP-less libc)"
+profile_run "$WORK/fp.folded" "$WORK/fp.err" -F 999 --call-graph fp -- "$FIX" exec 2
+expect_dominant "$WORK/fp.folded" profile_fixture \
+  "__libc_start_call_main;main;phase_exec;exec_outer_inline_[i];exec_inner_inline_[i];exec_leaf" 60
+expect_resolved "$WORK/fp.folded" profile_fixture libhot.so
+expect_no_loss "$WORK/fp.err"
+
 echo "lib: inlined frames in a linked shared library"
 profile_run "$WORK/lib.folded" "$WORK/lib.err" -F 999 -- "$FIX" lib 2
 expect_dominant "$WORK/lib.folded" profile_fixture "$ROOT;phase_lib;lib_entry;lib_inline_[i];lib_leaf" 60
