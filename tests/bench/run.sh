@@ -106,7 +106,7 @@ section_begin() { SECTION_MD=$TMP/section-$1.md; : > "$SECTION_MD"; }
 md() { printf '%s\n' "$*" | tee -a "$SECTION_MD"; }
 
 machine_line() {
-  md "_$(date -u +%Y-%m-%d) on $(nproc) CPUs, kernel $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg); commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)._"
+  md "_$(date -u +%Y-%m-%d) on $(nproc) CPUs, kernel $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg); tree at commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), gsymprof built $(date -u -r "$GSYMPROF" '+%H:%M UTC' 2>/dev/null || echo "-")._"
 }
 
 gsymprof_ready() { [[ -x $GSYMPROF ]]; }
