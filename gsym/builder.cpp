@@ -2,6 +2,8 @@
 // ordering rules; gsym-format.md §2, §10.7 for LLVM's).
 #include "gsym/builder.h"
 
+#include "gsym/atomic_file.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -496,34 +498,7 @@ Expected<std::vector<uint8_t>> Builder::encode() {
 Status Builder::write_file(const std::string& path) {
   Expected<std::vector<uint8_t>> bytes = encode();
   if (!bytes) return Error(path + ": " + bytes.error().message);
-
-  std::string temp = path + ".tmpXXXXXX";
-  int fd = mkstemp(temp.data());
-  if (fd < 0) return Error(path + ": cannot create a temporary file: " + std::strerror(errno));
-  auto fail = [&](const char* what) {
-    Error e(path + ": " + what + ": " + std::strerror(errno));
-    if (fd >= 0) close(fd);
-    unlink(temp.c_str());
-    return Status(e);
-  };
-  const uint8_t* data = bytes->data();
-  size_t left = bytes->size();
-  while (left > 0) {
-    ssize_t n = write(fd, data, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("write failed");
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (fchmod(fd, 0644) != 0) return fail("cannot set the file mode");
-  if (fsync(fd) != 0) return fail("fsync failed");
-  int rc = close(fd);
-  fd = -1;
-  if (rc != 0) return fail("close failed");
-  if (rename(temp.c_str(), path.c_str()) != 0) return fail("cannot rename the temporary file");
-  return Status::success();
+  return write_file_atomically(path, *bytes, 0644);
 }
 
 }  // namespace gsym

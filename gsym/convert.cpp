@@ -4,6 +4,8 @@
 // functions, as llvm-gsymutil --convert does.
 #include "gsym/convert.h"
 
+#include "gsym/atomic_file.h"
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>
@@ -331,55 +333,7 @@ Status convert_elf_to_file(const std::string& elf_path, const std::string& out_p
                            const ConvertOptions& options, ConvertStats* stats) {
   Expected<std::vector<uint8_t>> bytes = convert_elf(elf_path, options, stats);
   if (!bytes) return bytes.error();
-  // A device or pipe (/dev/null, /dev/stdout) is written in place: renaming a
-  // temporary file over it would replace the device node.
-  struct stat st;
-  if (stat(out_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (S_ISDIR(st.st_mode)) return Error(out_path + ": is a directory");
-    int fd = open(out_path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return Error(out_path + ": cannot open: " + std::strerror(errno));
-    const uint8_t* data = bytes->data();
-    size_t left = bytes->size();
-    while (left > 0) {
-      ssize_t n = write(fd, data, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        Error e(out_path + ": write failed: " + std::strerror(errno));
-        close(fd);
-        return e;
-      }
-      data += n;
-      left -= static_cast<size_t>(n);
-    }
-    close(fd);
-    return Status::success();
-  }
-  std::string temp = out_path + ".tmpXXXXXX";
-  int fd = mkstemp(temp.data());
-  if (fd < 0) return Error(out_path + ": cannot create a temporary file: " + std::strerror(errno));
-  auto fail = [&](const char* what) {
-    Error e(out_path + ": " + what + ": " + std::strerror(errno));
-    if (fd >= 0) close(fd);
-    unlink(temp.c_str());
-    return Status(e);
-  };
-  const uint8_t* data = bytes->data();
-  size_t left = bytes->size();
-  while (left > 0) {
-    ssize_t n = write(fd, data, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("write failed");
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (fchmod(fd, 0644) != 0) return fail("cannot set the file mode");
-  int rc = close(fd);
-  fd = -1;
-  if (rc != 0) return fail("close failed");
-  if (rename(temp.c_str(), out_path.c_str()) != 0) return fail("cannot rename the temporary file");
-  return Status::success();
+  return write_file_atomically(out_path, *bytes, 0644);
 }
 
 }  // namespace gsym

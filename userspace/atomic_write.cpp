@@ -1,5 +1,7 @@
 #include "userspace/atomic_write.h"
 
+#include "gsym/atomic_file.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,35 +27,9 @@ mode_t current_umask() {
 }  // namespace
 
 gsym::Status write_file_atomically(const std::string& path, std::string_view bytes) {
-  std::string temp = path + ".tmp.XXXXXX";
-  int fd = mkstemp(temp.data());
-  if (fd < 0) return errno_error(path, "cannot create temporary file");
-  auto fail = [&](const char* what) {
-    gsym::Error error = errno_error(path, what);
-    close(fd);
-    unlink(temp.c_str());
-    return error;
-  };
-  if (fchmod(fd, 0666 & ~current_umask()) != 0) return fail("cannot set mode");
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("write failed");
-    done += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0) return fail("fsync failed");
-  if (close(fd) != 0) {
-    gsym::Error error = errno_error(path, "close failed");
-    unlink(temp.c_str());
-    return error;
-  }
-  if (rename(temp.c_str(), path.c_str()) != 0) {
-    gsym::Error error = errno_error(path, "cannot rename temporary file into place");
-    unlink(temp.c_str());
-    return error;
-  }
-  return gsym::Status::success();
+  return gsym::write_file_atomically(
+      path, {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()},
+      0666 & ~current_umask());
 }
 
 gsym::Expected<std::string> read_whole_file(const std::string& path, size_t max_bytes) {

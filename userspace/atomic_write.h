@@ -9,9 +9,8 @@
 
 namespace gsymprof {
 
-// Writes `bytes` to `path` atomically (temp file in the same directory +
-// fsync + rename). The file gets mode 0666 & ~umask. On failure no file is
-// left behind and the error names `path`.
+// gsym::write_file_atomically with mode 0666 & ~umask, as open(2) would give
+// (devices and pipes such as /dev/stdout are written in place).
 gsym::Status write_file_atomically(const std::string& path, std::string_view bytes);
 
 // Reads a whole file; the error names `path`. Refuses files larger than
