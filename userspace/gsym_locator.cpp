@@ -1,9 +1,9 @@
 #include "userspace/gsym_locator.h"
 
+#include "userspace/module_identity.h"
+
 #include <dirent.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,7 +17,6 @@
 namespace gsymprof {
 namespace {
 
-constexpr uint32_t kGnuBuildIdNote = 3;  // NT_GNU_BUILD_ID
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -44,64 +43,6 @@ class FileDescriptor {
 };
 
 BuildId build_id_of(const gsym::Reader& reader) { return BuildId(reader.build_id()); }
-
-// Scans the notes in one data chunk for a GNU build ID.
-std::optional<BuildId> find_build_id_note(Elf_Data* data) {
-  if (!data) return std::nullopt;
-  GElf_Nhdr note;
-  size_t name_offset = 0, desc_offset = 0;
-  size_t offset = 0;
-  while (offset < data->d_size) {
-    size_t next = gelf_getnote(data, offset, &note, &name_offset, &desc_offset);
-    if (next == 0 || next <= offset) break;
-    const char* bytes = static_cast<const char*>(data->d_buf);
-    if (note.n_type == kGnuBuildIdNote && note.n_namesz == 4 &&
-        std::memcmp(bytes + name_offset, "GNU", 4) == 0 && note.n_descsz > 0) {
-      auto* desc = reinterpret_cast<const uint8_t*>(bytes + desc_offset);
-      return BuildId(std::span<const uint8_t>(desc, note.n_descsz));
-    }
-    offset = next;
-  }
-  return std::nullopt;
-}
-
-// The ELF's own GNU build ID (empty when it has none): PT_NOTE segments
-// first (what the loader mapped), then SHT_NOTE sections (debug files).
-gsym::Expected<BuildId> read_elf_build_id(const std::string& path) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    int err = errno;
-    if (err == ENOENT || err == ENOTDIR) return gsym::Error("file missing");
-    return gsym::Error("cannot open " + path + ": " + errno_text(err));
-  }
-  if (elf_version(EV_CURRENT) == EV_NONE) return gsym::Error("libelf initialization failed");
-  Elf* elf = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr);
-  if (!elf) return gsym::Error(path + ": not an ELF file");
-  struct ElfCloser {
-    Elf* elf;
-    ~ElfCloser() { elf_end(elf); }
-  } closer{elf};
-  if (elf_kind(elf) != ELF_K_ELF) return gsym::Error(path + ": not an ELF file");
-
-  size_t phnum = 0;
-  if (elf_getphdrnum(elf, &phnum) == 0) {
-    for (size_t i = 0; i < phnum; ++i) {
-      GElf_Phdr phdr;
-      if (!gelf_getphdr(elf, static_cast<int>(i), &phdr) || phdr.p_type != PT_NOTE) continue;
-      Elf_Type type = phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
-      if (auto id = find_build_id_note(
-              elf_getdata_rawchunk(elf, static_cast<int64_t>(phdr.p_offset), phdr.p_filesz, type)))
-        return *id;
-    }
-  }
-  Elf_Scn* section = nullptr;
-  while ((section = elf_nextscn(elf, section)) != nullptr) {
-    GElf_Shdr shdr;
-    if (!gelf_getshdr(section, &shdr) || shdr.sh_type != SHT_NOTE) continue;
-    if (auto id = find_build_id_note(elf_getdata(section, nullptr))) return *id;
-  }
-  return BuildId();
-}
 
 // Opens (creating when missing, mode 0755) every component of `dir` without
 // following symlinks, and checks the final directory: owned by the effective

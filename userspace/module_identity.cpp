@@ -55,6 +55,27 @@ bool find_build_id(Elf_Data* data, BuildId& out) {
   return false;
 }
 
+// The GNU build ID: PT_NOTE segments first (what the loader mapped), then
+// SHT_NOTE sections (files without PT_NOTE, e.g. some debug files).
+BuildId elf_build_id(Elf* elf, size_t phnum) {
+  BuildId id;
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr phdr;
+    if (!gelf_getphdr(elf, static_cast<int>(i), &phdr) || phdr.p_type != PT_NOTE) continue;
+    Elf_Type type = phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
+    if (find_build_id(elf_getdata_rawchunk(elf, static_cast<int64_t>(phdr.p_offset),
+                                           phdr.p_filesz, type),
+                      id))
+      return id;
+  }
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE) continue;
+    if (find_build_id(elf_getdata(scn, nullptr), id)) return id;
+  }
+  return id;
+}
+
 gsym::Expected<ModuleIdentity> read_identity(Elf* elf) {
   if (elf_kind(elf) != ELF_K_ELF) return gsym::Error("not an ELF file");
   GElf_Ehdr ehdr;
@@ -73,24 +94,10 @@ gsym::Expected<ModuleIdentity> read_identity(Elf* elf) {
         return gsym::Error("PT_LOAD segment " + std::to_string(i) + " is malformed");
       identity.segments.push_back({phdr.p_offset, phdr.p_vaddr, phdr.p_filesz, phdr.p_memsz,
                                    (phdr.p_flags & PF_X) != 0});
-    } else if (phdr.p_type == PT_NOTE && identity.build_id.empty()) {
-      Elf_Type type = phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
-      Elf_Data* data = elf_getdata_rawchunk(elf, static_cast<int64_t>(phdr.p_offset),
-                                            phdr.p_filesz, type);
-      find_build_id(data, identity.build_id);
     }
   }
   if (identity.segments.empty()) return gsym::Error("no PT_LOAD segments");
-
-  // Files without PT_NOTE (e.g. some debug files) may still carry the note
-  // in a section.
-  if (identity.build_id.empty()) {
-    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-      GElf_Shdr shdr;
-      if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE) continue;
-      if (find_build_id(elf_getdata(scn, nullptr), identity.build_id)) break;
-    }
-  }
+  identity.build_id = elf_build_id(elf, phnum);
   return identity;
 }
 
@@ -112,6 +119,28 @@ gsym::Expected<ModuleIdentity> read_module_identity_fd(int fd) {
   ElfHandle elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
   if (!elf) return elf_error("not an ELF file");
   return read_identity(elf.get());
+}
+
+gsym::Expected<BuildId> read_elf_build_id(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int error = errno;
+    if (error == ENOENT || error == ENOTDIR) return gsym::Error("file missing");
+    return gsym::Error("cannot open " + path + ": " + errno_text(error));
+  }
+  if (!libelf_ready()) {
+    ::close(fd);
+    return elf_error("libelf");
+  }
+  ElfHandle elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
+  size_t phnum = 0;
+  gsym::Expected<BuildId> result =
+      !elf || elf_kind(elf.get()) != ELF_K_ELF ? gsym::Expected<BuildId>(gsym::Error(path + ": not an ELF file"))
+      : elf_getphdrnum(elf.get(), &phnum) != 0 ? gsym::Expected<BuildId>(gsym::Error(path + ": bad program headers"))
+                                               : gsym::Expected<BuildId>(elf_build_id(elf.get(), phnum));
+  elf.reset();
+  ::close(fd);
+  return result;
 }
 
 gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry& mapping,

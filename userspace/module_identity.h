@@ -33,6 +33,10 @@ gsym::Expected<ModuleIdentity> read_module_identity(std::span<const uint8_t> elf
 // Reads the identity from an open file descriptor (not closed).
 gsym::Expected<ModuleIdentity> read_module_identity_fd(int fd);
 
+// The GNU build ID of the ELF file at `path` (empty: it has none). The error
+// is exactly "file missing" when the path does not exist.
+gsym::Expected<BuildId> read_elf_build_id(const std::string& path);
+
 // Opens the file behind a mapping of process `pid`: first through
 // /proc/PID/map_files/START-END (works for deleted files and other mount
 // namespaces), then /proc/PID/root/PATH, accepted only if its device and
