@@ -59,23 +59,7 @@ int usage_error(const std::string& message) {
 
 void print_summary(const Capture& capture, const SessionStats& stats,
                    const SymbolizeResult& symbolized) {
-  uint64_t lost = 0;
-  for (const auto& [reason, count] : capture.lost)  // unwind_*: kept, only truncated
-    if (!reason.starts_with(kTruncatedByUnwinderPrefix)) lost += count;
-  uint64_t truncated = 0;
-  for (const CaptureStack& stack : capture.stacks)
-    if (stack.truncated) truncated += stack.count;
-  std::fprintf(stderr,
-               "gsymprof: %" PRIu64 " samples taken, %" PRIu64 " recorded, %" PRIu64
-               " lost (%.2f s at %u Hz, stopped: %s)\n",
-               stats.counters.samples, capture.samples, lost,
-               static_cast<double>(capture.duration_ns) / 1e9, capture.frequency_hz,
-               stats.stop_reason.c_str());
-  std::string reasons;
-  for (const auto& [reason, count] : capture.lost)
-    reasons += (reasons.empty() ? "" : ", ") + reason + " " + std::to_string(count);
-  std::fprintf(stderr, "gsymprof: lost by reason: %s; truncated stacks: %" PRIu64 "\n",
-               reasons.c_str(), truncated);
+  print_sampling_summary(capture, stats);
   std::fprintf(stderr, "gsymprof: processes seen: %zu, unique stacks: %zu\n",
                capture.processes.size(), symbolized.stacks.size());
   size_t unresolved = 0;

@@ -62,23 +62,7 @@ class SignalsHeld {
 };
 
 void print_summary(const Capture& capture, const SessionStats& stats, const std::string& path) {
-  uint64_t lost = 0;
-  std::string reasons;
-  for (const auto& [reason, count] : capture.lost) {
-    if (!reason.starts_with(kTruncatedByUnwinderPrefix)) lost += count;  // unwind_*: kept
-    reasons += (reasons.empty() ? "" : ", ") + reason + " " + std::to_string(count);
-  }
-  std::fprintf(stderr,
-               "gsymprof: %" PRIu64 " samples taken, %" PRIu64 " recorded, %" PRIu64
-               " lost (%.2f s at %u Hz, stopped: %s)\n",
-               stats.counters.samples, capture.samples, lost,
-               static_cast<double>(capture.duration_ns) / 1e9, capture.frequency_hz,
-               stats.stop_reason.c_str());
-  uint64_t truncated = 0;
-  for (const CaptureStack& stack : capture.stacks)
-    if (stack.truncated) truncated += stack.count;
-  std::fprintf(stderr, "gsymprof: lost by reason: %s; truncated stacks: %" PRIu64 "\n",
-               reasons.c_str(), truncated);
+  print_sampling_summary(capture, stats);
   std::fprintf(stderr, "gsymprof: wrote %s: %zu processes, %zu modules, %zu unique stacks\n",
                path.c_str(), capture.processes.size(), capture.modules.size(),
                capture.stacks.size());

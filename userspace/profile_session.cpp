@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -290,6 +292,30 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
     stats->command_exit_status = command ? command->status() : -1;
   }
   return capture;
+}
+
+void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
+  uint64_t lost = 0;
+  std::string lost_reasons, truncation_reasons;
+  for (const auto& [reason, count] : capture.lost) {
+    std::string& list =
+        reason.starts_with(kTruncatedByUnwinderPrefix) ? truncation_reasons : lost_reasons;
+    list += (list.empty() ? "" : ", ") + reason + " " + std::to_string(count);
+    if (!reason.starts_with(kTruncatedByUnwinderPrefix)) lost += count;  // unwind_*: kept
+  }
+  uint64_t truncated = 0;
+  for (const CaptureStack& stack : capture.stacks)
+    if (stack.truncated) truncated += stack.count;
+  std::fprintf(stderr,
+               "gsymprof: %" PRIu64 " samples taken, %" PRIu64 " recorded, %" PRIu64
+               " lost (%.2f s at %u Hz, stopped: %s)\n",
+               stats.counters.samples, capture.samples, lost,
+               static_cast<double>(capture.duration_ns) / 1e9, capture.frequency_hz,
+               stats.stop_reason.c_str());
+  std::fprintf(stderr, "gsymprof: lost by reason: %s\n", lost_reasons.c_str());
+  std::fprintf(stderr, "gsymprof: truncated stacks: %" PRIu64 "%s%s%s\n", truncated,
+               truncation_reasons.empty() ? "" : " (", truncation_reasons.c_str(),
+               truncation_reasons.empty() ? "" : ")");
 }
 
 }  // namespace gsymprof

@@ -42,4 +42,9 @@ inline constexpr const char* kLostBadRecords = "bad_records";
 // samples kept, but whose stack the CFI unwinder had to cut short.
 inline constexpr const char* kTruncatedByUnwinderPrefix = "unwind_";
 
+// Prints the sampling part of the end-of-run summary on stderr, the same for
+// profile and record: samples taken, recorded and lost, losses by reason,
+// truncated stacks.
+void print_sampling_summary(const Capture& capture, const SessionStats& stats);
+
 }  // namespace gsymprof
