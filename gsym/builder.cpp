@@ -40,9 +40,25 @@ std::string range_text(const AddressRange& r) {
   return "[" + hex(r.start) + ", " + hex(r.end) + ")";
 }
 
+// Cheaper than std::hash (murmur over bytes) on the long mangled names every
+// function and inline node looks up at least twice; tables keyed by it are
+// never iterated, so the hash has no effect on the output.
 struct StringHash {
   using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  size_t operator()(std::string_view s) const {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+    size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      uint64_t word;
+      std::memcpy(&word, s.data() + i, 8);
+      h = (h ^ word) * 0xBF58476D1CE4E5B9ull;
+      h ^= h >> 31;
+    }
+    uint64_t tail = 0;
+    if (i < s.size()) std::memcpy(&tail, s.data() + i, s.size() - i);
+    h = (h ^ tail) * 0x94D049BB133111EBull;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
 };
 
 // Strings in first-insertion order; offsets as they will be in the table
@@ -116,7 +132,7 @@ class EncodeStrings final : public StringOffsets {
   }
 
   const StringTable& base_;
-  std::unordered_map<std::string_view, uint64_t> extra_;
+  std::unordered_map<std::string_view, uint64_t, StringHash> extra_;
   std::vector<std::string_view> extra_order_;
   uint64_t size_;
 };
@@ -124,16 +140,19 @@ class EncodeStrings final : public StringOffsets {
 // LLVM's AddressRanges: sorted, empty ranges dropped, intersecting and
 // touching ranges merged.
 std::vector<AddressRange> normalize_ranges(std::vector<AddressRange> ranges) {
+  // In place: this runs for every inline node, whose ranges are nearly
+  // always normalized already.
   std::erase_if(ranges, [](const AddressRange& r) { return r.end <= r.start; });
-  std::sort(ranges.begin(), ranges.end());
-  std::vector<AddressRange> out;
-  for (const AddressRange& r : ranges) {
-    if (!out.empty() && r.start <= out.back().end)
-      out.back().end = std::max(out.back().end, r.end);
+  if (!std::is_sorted(ranges.begin(), ranges.end())) std::sort(ranges.begin(), ranges.end());
+  size_t kept = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (kept > 0 && ranges[i].start <= ranges[kept - 1].end)
+      ranges[kept - 1].end = std::max(ranges[kept - 1].end, ranges[i].end);
     else
-      out.push_back(r);
+      ranges[kept++] = ranges[i];
   }
-  return out;
+  ranges.resize(kept);
+  return ranges;
 }
 
 bool intersects(const AddressRange& a, const AddressRange& b) {
