@@ -14,6 +14,7 @@
 #include <compare>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <numeric>
 #include <string>
@@ -64,25 +65,60 @@ struct StringHash {
 // Strings in first-insertion order; offsets as they will be in the table
 // (offset 0 is the leading NUL = ""). Offsets are kept 64-bit so that the
 // 4 GiB limit of version 1 is reported by encode() instead of wrapping.
+// Open addressing with the hash, view and offset in the slot: a lookup (one
+// per function and inline node, twice) touches one slot and the key's bytes.
 class StringTable {
  public:
   uint64_t intern(std::string_view s) {
     if (s.empty()) return 0;
-    if (auto it = offsets_.find(s); it != offsets_.end()) return it->second;
-    auto [it, inserted] = offsets_.emplace(std::string(s), size_);
-    order_.push_back(it->first);  // node-based map: the key never moves
+    if ((count_ + 1) * 2 > slots_.size()) grow();
+    const size_t hash = StringHash{}(s);
+    Slot& slot = slots_[slot_for(s, hash)];
+    if (slot.data) return slot.offset;
+    const std::string& stored = storage_.emplace_back(s);  // a deque: never moves
+    slot = {hash, stored.data(), stored.size(), size_};
+    ++count_;
+    order_.push_back(stored);
     size_ += s.size() + 1;
-    return it->second;
+    return slot.offset;
   }
   const uint64_t* find(std::string_view s) const {
-    auto it = offsets_.find(s);
-    return it == offsets_.end() ? nullptr : &it->second;
+    const Slot& slot = slots_[slot_for(s, StringHash{}(s))];
+    return slot.data ? &slot.offset : nullptr;
   }
   uint64_t size() const { return size_; }
   const std::vector<std::string_view>& order() const { return order_; }
 
  private:
-  std::unordered_map<std::string, uint64_t, StringHash, std::equal_to<>> offsets_;
+  struct Slot {
+    size_t hash = 0;
+    const char* data = nullptr;  // nullptr = empty slot
+    size_t size = 0;
+    uint64_t offset = 0;
+  };
+  size_t slot_for(std::string_view s, size_t hash) const {
+    const size_t mask = slots_.size() - 1;
+    size_t i = hash & mask;
+    while (slots_[i].data && !(slots_[i].hash == hash && slots_[i].size == s.size() &&
+                               std::memcmp(slots_[i].data, s.data(), s.size()) == 0))
+      i = (i + 1) & mask;
+    return i;
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.size() * 2, Slot{});
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& slot : old) {
+      if (!slot.data) continue;
+      size_t i = slot.hash & mask;
+      while (slots_[i].data) i = (i + 1) & mask;
+      slots_[i] = slot;
+    }
+  }
+
+  std::vector<Slot> slots_ = std::vector<Slot>(64);
+  size_t count_ = 0;
+  std::deque<std::string> storage_;
   std::vector<std::string_view> order_;
   uint64_t size_ = 1;
 };

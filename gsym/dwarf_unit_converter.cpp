@@ -233,6 +233,7 @@ struct DwarfUnitConverter::Impl {
   PointerIndex string_index;  // by address: each DWARF string has one
   std::vector<uint32_t> file_stamp;  // per local file: last group that interned it
   std::vector<uint32_t> row_indexes;
+  std::vector<AddressRange> range_scratch;  // one DIE's raw ranges, reused
   std::string path_buffer;
   bool failed = false;
   std::string failure;
@@ -494,6 +495,7 @@ struct DwarfUnitConverter::Impl {
     for (uint32_t child_index : ctx.nodes[raw_index].children) {
       RawInline& raw = ctx.nodes[child_index];
       InlineNode node;
+      if (raw.ranges.size() > 1) node.ranges.reserve(raw.ranges.size());
       for (const AddressRange& r : raw.ranges)
         if (ranges_contain(parent.ranges, r)) insert_range(node.ranges, r);
       if (node.ranges.empty()) continue;
@@ -530,7 +532,7 @@ struct DwarfUnitConverter::Impl {
   std::unique_ptr<FunctionContext> start_subprogram(Dwarf_Die* die) {
     auto ctx = std::make_unique<FunctionContext>();
     ctx->die = *die;
-    std::vector<AddressRange> ranges;
+    std::vector<AddressRange>& ranges = range_scratch;
     if (!die_ranges(die, ranges) || ranges.empty()) return ctx;
     // Names are composed after the walk, when every parent link of the unit
     // is known; here only whether there is a name decides.
@@ -613,9 +615,8 @@ struct DwarfUnitConverter::Impl {
         fn.has_inline = true;
         if (inline_parent >= 0 && fn.collects && options.inline_info) {
           RawInline raw;
-          std::vector<AddressRange> ranges;
-          if (die_ranges(die, ranges))
-            for (const AddressRange& r : ranges) insert_range(raw.ranges, r);
+          if (die_ranges(die, range_scratch))
+            for (const AddressRange& r : range_scratch) insert_range(raw.ranges, r);
           raw.die = *die;
           raw.attrs = die_attributes(die);
           if (raw.attrs.call_file) raw.call_file = *raw.attrs.call_file;
