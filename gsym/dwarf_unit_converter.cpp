@@ -84,10 +84,16 @@ std::optional<uint64_t> form_unsigned(Dwarf_Attribute* a) {
 
 // Like dwarf_attr_integrate for each attribute: the first DIE of the chain
 // (the DIE, then its abstract_origin, else its specification, ...) that has it.
-DieAttributes die_attributes(Dwarf_Die* die) {
+// `max_hops` DIEs are scanned at most; when the chain goes on past them and
+// `unscanned` is given, it receives the next DIE (and true is stored in
+// `*has_unscanned`), so a caller can continue from a memoized result.
+DieAttributes die_attributes(Dwarf_Die* die, int max_hops = 16, Dwarf_Die* unscanned = nullptr,
+                             bool* has_unscanned = nullptr) {
   DieAttributes out;
   Dwarf_Die current = *die;
-  for (int hop = 0; hop < 16; ++hop) {
+  bool followed = false;
+  for (int hop = 0; hop < max_hops; ++hop) {
+    followed = false;
     AttributeScan scan;
     if (dwarf_getattrs(&current, collect_attribute, &scan, 0) != 1) break;
     auto string_of = [](Dwarf_Attribute* a) { return dwarf_formstring(a); };
@@ -103,7 +109,12 @@ DieAttributes die_attributes(Dwarf_Die* die) {
     if (!out.decl_line && (scan.found & 256)) out.decl_line = form_unsigned(&scan.decl_line);
     Dwarf_Attribute* next = (scan.found & 8) ? &scan.origin : (scan.found & 16) ? &scan.spec : nullptr;
     if (!next || !dwarf_formref_die(next, &current)) break;
+    followed = true;
     if (hop == 0) out.origin = dwarf_dieoffset(&current);
+  }
+  if (unscanned && followed) {
+    *unscanned = current;
+    *has_unscanned = true;
   }
   return out;
 }
@@ -249,6 +260,9 @@ struct DwarfUnitConverter::Impl {
   // (LLVM never qualifies it through its own parents), and C++ inlines the
   // same few hundred functions thousands of times.
   std::unordered_map<Dwarf_Off, std::string_view> origin_names;
+  // The rest of an abstract_origin/specification chain, by its first DIE:
+  // every inlined copy of a function scans the same origin chain.
+  std::unordered_map<Dwarf_Off, DieAttributes> origin_attributes;
   // LLVM's qualification walks the same namespaces and classes for every
   // member: memoize each DIE's declaration context and each context's
   // "outer::inner" prefix (per unit).
@@ -388,7 +402,7 @@ struct DwarfUnitConverter::Impl {
   // LLVM's getQualifiedNameIndex; "" = no name. The view points into the
   // DWARF data, or into out.owned_strings for composed names.
   std::string_view qualified_name(Dwarf_Die* die) {
-    return qualified_name(die, die_attributes(die));
+    return qualified_name(die, attributes(die));
   }
   std::string_view qualified_name(Dwarf_Die* die, const DieAttributes& attrs) {
     if (attrs.linkage_name && *attrs.linkage_name) return attrs.linkage_name;
@@ -418,6 +432,24 @@ struct DwarfUnitConverter::Impl {
       file_stamp.push_back(UINT32_MAX);
     }
     return it->second;
+  }
+
+  // die_attributes(die), with the chain past the DIE's own attributes
+  // memoized (same first-found-wins merge, same 16-DIE limit).
+  DieAttributes attributes(Dwarf_Die* die) {
+    Dwarf_Die origin_die;
+    bool has_origin = false;
+    DieAttributes out = die_attributes(die, 1, &origin_die, &has_origin);
+    if (!has_origin) return out;
+    auto [it, inserted] = origin_attributes.try_emplace(out.origin);
+    if (inserted) it->second = die_attributes(&origin_die, 15);
+    const DieAttributes& rest = it->second;
+    if (!out.linkage_name) out.linkage_name = rest.linkage_name;
+    if (!out.name) out.name = rest.name;
+    if (!out.call_file) out.call_file = rest.call_file;
+    if (!out.decl_file) out.decl_file = rest.decl_file;
+    if (!out.decl_line) out.decl_line = rest.decl_line;
+    return out;
   }
 
   void use_file(uint32_t group, uint32_t local) {
@@ -453,7 +485,7 @@ struct DwarfUnitConverter::Impl {
     const DwarfLineTable& table = *line_table;
     const uint64_t start = f.range.start, end = f.range.end;
     if (!table.lookup_address_range(start, end - start, row_indexes)) {
-      const DieAttributes attrs = die_attributes(&ctx.die);
+      const DieAttributes attrs = attributes(&ctx.die);
       const auto& decl_file = attrs.decl_file;
       if (!decl_file || !table.file_path(*decl_file, comp_dir, path_buffer) || path_buffer.empty())
         return;
@@ -492,6 +524,9 @@ struct DwarfUnitConverter::Impl {
 
   // LLVM's parseInlineInfo below one node, for one function range.
   void build_inline(FunctionContext& ctx, uint32_t raw_index, InlineNode& parent) {
+    // One allocation instead of a doubling chain that moves whole subtrees.
+    if (ctx.nodes[raw_index].children.size() > 1)
+      parent.children.reserve(ctx.nodes[raw_index].children.size());
     for (uint32_t child_index : ctx.nodes[raw_index].children) {
       RawInline& raw = ctx.nodes[child_index];
       InlineNode node;
@@ -536,7 +571,7 @@ struct DwarfUnitConverter::Impl {
     if (!die_ranges(die, ranges) || ranges.empty()) return ctx;
     // Names are composed after the walk, when every parent link of the unit
     // is known; here only whether there is a name decides.
-    ctx->attrs = die_attributes(die);
+    ctx->attrs = attributes(die);
     const bool has_linkage = ctx->attrs.linkage_name && *ctx->attrs.linkage_name;
     if (!has_linkage && !(ctx->attrs.name && *ctx->attrs.name)) return ctx;
     ctx->named = true;
@@ -618,7 +653,7 @@ struct DwarfUnitConverter::Impl {
           if (die_ranges(die, range_scratch))
             for (const AddressRange& r : range_scratch) insert_range(raw.ranges, r);
           raw.die = *die;
-          raw.attrs = die_attributes(die);
+          raw.attrs = attributes(die);
           if (raw.attrs.call_file) raw.call_file = *raw.attrs.call_file;
           raw.call_line = static_cast<uint32_t>(raw.attrs.call_line.value_or(0));
           const uint32_t index = static_cast<uint32_t>(fn.nodes.size());
@@ -664,6 +699,7 @@ struct DwarfUnitConverter::Impl {
     file_stamp.clear();
     walk_parents.clear();
     origin_names.clear();
+    origin_attributes.clear();
     context_of.clear();
     prefix_of.clear();
     other_parents.clear();  // bounded memory: rebuilt on demand, rarely needed
