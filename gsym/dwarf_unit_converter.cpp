@@ -6,6 +6,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <unordered_map>
 
 namespace gsym {
@@ -161,15 +162,20 @@ bool is_cplusplus_like(uint64_t language) {
   }
 }
 
+// Inline DIEs of all the unit's functions live in one pool (no per-node
+// vectors to allocate and free): ranges in a shared range pool, children as
+// an ordered sibling list.
+constexpr uint32_t kNoNode = UINT32_MAX;
+
 struct RawInline {
-  std::vector<AddressRange> ranges;  // the DIE's ranges, normalized
+  uint32_t ranges_begin = 0, ranges_count = 0;  // the DIE's ranges, normalized
   Dwarf_Die die;                     // for the name, resolved after the walk
   DieAttributes attrs;
   bool name_resolved = false;
   std::string_view name;             // "" = none
   uint64_t call_file = UINT32_MAX;   // LLVM's default when absent (invalid)
   uint32_t call_line = 0;
-  std::vector<uint32_t> children;
+  uint32_t first_child = kNoNode, last_child = kNoNode, next_sibling = kNoNode;
 };
 
 struct FunctionContext {
@@ -181,7 +187,7 @@ struct FunctionContext {
   std::string_view name;
   std::vector<AddressRange> ranges;  // valid ranges, DWARF order
   bool has_inline = false;
-  std::vector<RawInline> nodes;  // [0] = the subprogram itself
+  uint32_t root = kNoNode;  // the subprogram itself, in Impl::raw_nodes
 };
 
 // Open-addressing map from a string's address to its index in the unit's
@@ -245,6 +251,9 @@ struct DwarfUnitConverter::Impl {
   std::vector<uint32_t> file_stamp;  // per local file: last group that interned it
   std::vector<uint32_t> row_indexes;
   std::vector<AddressRange> range_scratch;  // one DIE's raw ranges, reused
+  std::vector<AddressRange> normalized_scratch;
+  std::vector<RawInline> raw_nodes;       // per unit
+  std::vector<AddressRange> raw_ranges;   // per unit
   std::string path_buffer;
   bool failed = false;
   std::string failure;
@@ -525,13 +534,18 @@ struct DwarfUnitConverter::Impl {
   // LLVM's parseInlineInfo below one node, for one function range.
   void build_inline(FunctionContext& ctx, uint32_t raw_index, InlineNode& parent) {
     // One allocation instead of a doubling chain that moves whole subtrees.
-    if (ctx.nodes[raw_index].children.size() > 1)
-      parent.children.reserve(ctx.nodes[raw_index].children.size());
-    for (uint32_t child_index : ctx.nodes[raw_index].children) {
-      RawInline& raw = ctx.nodes[child_index];
+    size_t child_count = 0;
+    for (uint32_t c = raw_nodes[raw_index].first_child; c != kNoNode; c = raw_nodes[c].next_sibling)
+      ++child_count;
+    if (child_count > 1) parent.children.reserve(child_count);
+    for (uint32_t child_index = raw_nodes[raw_index].first_child; child_index != kNoNode;
+         child_index = raw_nodes[child_index].next_sibling) {
+      RawInline& raw = raw_nodes[child_index];
       InlineNode node;
-      if (raw.ranges.size() > 1) node.ranges.reserve(raw.ranges.size());
-      for (const AddressRange& r : raw.ranges)
+      if (raw.ranges_count > 1) node.ranges.reserve(raw.ranges_count);
+      const std::span<const AddressRange> raw_range_list(raw_ranges.data() + raw.ranges_begin,
+                                                         raw.ranges_count);
+      for (const AddressRange& r : raw_range_list)
         if (ranges_contain(parent.ranges, r)) insert_range(node.ranges, r);
       if (node.ranges.empty()) continue;
       if (const std::string_view name = inline_name(raw); !name.empty()) {
@@ -585,7 +599,8 @@ struct DwarfUnitConverter::Impl {
       ctx->ranges.push_back(r);
     }
     ctx->collects = !ctx->ranges.empty();
-    ctx->nodes.emplace_back();
+    ctx->root = static_cast<uint32_t>(raw_nodes.size());
+    raw_nodes.emplace_back();
     return ctx;
   }
 
@@ -617,7 +632,7 @@ struct DwarfUnitConverter::Impl {
         InlineNode root;
         root.ranges = {range};
         root.name = std::string(ctx.name);
-        build_inline(ctx, 0, root);
+        build_inline(ctx, ctx.root, root);
         if (!root.children.empty()) {
           out.inline_nodes += count_nodes(root);
           f.inline_tree = std::move(root);
@@ -643,22 +658,31 @@ struct DwarfUnitConverter::Impl {
     if (tag == DW_TAG_subprogram) {
       function_stack.push_back(start_subprogram(die));
       is_subprogram = true;
-      if (function_stack.back()->collects) child_inline_parent = 0;
+      if (function_stack.back()->collects) child_inline_parent = function_stack.back()->root;
     } else if (tag == DW_TAG_inlined_subroutine) {
       if (!function_stack.empty()) {
         FunctionContext& fn = *function_stack.back();
         fn.has_inline = true;
         if (inline_parent >= 0 && fn.collects && options.inline_info) {
           RawInline raw;
+          normalized_scratch.clear();
           if (die_ranges(die, range_scratch))
-            for (const AddressRange& r : range_scratch) insert_range(raw.ranges, r);
+            for (const AddressRange& r : range_scratch) insert_range(normalized_scratch, r);
+          raw.ranges_begin = static_cast<uint32_t>(raw_ranges.size());
+          raw.ranges_count = static_cast<uint32_t>(normalized_scratch.size());
+          raw_ranges.insert(raw_ranges.end(), normalized_scratch.begin(), normalized_scratch.end());
           raw.die = *die;
           raw.attrs = attributes(die);
           if (raw.attrs.call_file) raw.call_file = *raw.attrs.call_file;
           raw.call_line = static_cast<uint32_t>(raw.attrs.call_line.value_or(0));
-          const uint32_t index = static_cast<uint32_t>(fn.nodes.size());
-          fn.nodes.push_back(std::move(raw));
-          fn.nodes[static_cast<size_t>(inline_parent)].children.push_back(index);
+          const uint32_t index = static_cast<uint32_t>(raw_nodes.size());
+          raw_nodes.push_back(raw);
+          RawInline& parent = raw_nodes[static_cast<size_t>(inline_parent)];
+          if (parent.last_child == kNoNode)
+            parent.first_child = index;
+          else
+            raw_nodes[parent.last_child].next_sibling = index;
+          parent.last_child = index;
           child_inline_parent = index;
         }
       }
@@ -700,6 +724,8 @@ struct DwarfUnitConverter::Impl {
     walk_parents.clear();
     origin_names.clear();
     origin_attributes.clear();
+    raw_nodes.clear();
+    raw_ranges.clear();
     context_of.clear();
     prefix_of.clear();
     other_parents.clear();  // bounded memory: rebuilt on demand, rarely needed
