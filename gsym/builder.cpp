@@ -200,6 +200,8 @@ bool intersects(const AddressRange& a, const AddressRange& b) {
 struct Validator {
   size_t file_count;
   const std::string* function_name = nullptr;
+  size_t inline_nodes = 0;      // nodes below the roots of all trees validated
+  size_t top_inline_nodes = 0;  // below the top-level function's root
 
   std::string where() const { return " in function \"" + *function_name + "\""; }
 
@@ -226,6 +228,7 @@ struct Validator {
                    std::to_string(node.call_file) + " but the file table has " +
                    std::to_string(file_count) + " entries" + where());
     for (InlineNode& child : node.children) {
+      ++inline_nodes;
       Status s = inline_node(child, node.ranges, depth + 1);
       if (!s) return s;
     }
@@ -257,9 +260,11 @@ struct Validator {
                      std::to_string(file_count) + " entries" + where());
     }
     if (f.inline_tree) {
+      const size_t before = inline_nodes;
       Status s = inline_node(*f.inline_tree, {f.range}, 1);
       if (!s) return s;
       function_name = &f.name;
+      if (merged_depth == 0) top_inline_nodes = inline_nodes - before;
     }
     for (const CallSite& cs : f.call_sites)
       if (cs.return_offset >= size)
@@ -362,6 +367,10 @@ struct Builder::State {
   std::vector<std::pair<uint64_t, uint64_t>> files{{0, 0}};  // string offsets
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> file_index{{{0, 0}, 0}};
   std::vector<Function> functions;
+  // Per function while functions are in insertion order: its inline
+  // descendant count (LLVM's sort key), -1 = no tree; counted while
+  // validating, when the tree is still in cache.
+  std::vector<int64_t> inline_sizes;
   bool finalized = false;
 
   void sort_functions();
@@ -407,6 +416,7 @@ Status Builder::add_function(Function function) {
   Validator validator{state_->files.size()};
   Status s = validator.function(function, 0);
   if (!s) return s;
+  state_->inline_sizes.push_back(function.inline_tree ? int64_t(validator.top_inline_nodes) : -1);
   state_->functions.push_back(std::move(function));
   state_->finalized = false;
   return Status::success();
@@ -424,7 +434,10 @@ void Builder::State::sort_functions() {
   std::vector<Key> keys(functions.size());
   for (size_t i = 0; i < functions.size(); ++i) {
     const Function& f = functions[i];
-    keys[i] = {i, f.inline_tree ? int64_t(descendant_count(*f.inline_tree)) : -1};
+    if (inline_sizes.size() == functions.size())
+      keys[i] = {i, inline_sizes[i]};
+    else
+      keys[i] = {i, f.inline_tree ? int64_t(descendant_count(*f.inline_tree)) : -1};
   }
   std::stable_sort(keys.begin(), keys.end(), [&](const Key& ka, const Key& kb) {
     const Function& a = functions[ka.index];
@@ -438,6 +451,7 @@ void Builder::State::sort_functions() {
   sorted.reserve(functions.size());
   for (const Key& k : keys) sorted.push_back(std::move(functions[k.index]));
   functions = std::move(sorted);
+  inline_sizes.clear();  // no longer aligned: recounted if sorted again
 }
 
 void Builder::State::prune_functions() {
