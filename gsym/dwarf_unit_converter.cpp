@@ -531,8 +531,10 @@ struct DwarfUnitConverter::Impl {
     }
   }
 
-  // LLVM's parseInlineInfo below one node, for one function range.
-  void build_inline(FunctionContext& ctx, uint32_t raw_index, InlineNode& parent) {
+  // LLVM's parseInlineInfo below one node, for one function range. Returns
+  // the number of nodes added below `parent`.
+  uint64_t build_inline(FunctionContext& ctx, uint32_t raw_index, InlineNode& parent) {
+    uint64_t added = 0;
     // One allocation instead of a doubling chain that moves whole subtrees.
     size_t child_count = 0;
     for (uint32_t c = raw_nodes[raw_index].first_child; c != kNoNode; c = raw_nodes[c].next_sibling)
@@ -556,15 +558,10 @@ struct DwarfUnitConverter::Impl {
       if (!call_file) continue;  // invalid DW_AT_call_file: LLVM drops the subtree
       node.call_file = *call_file;
       node.call_line = raw.call_line;
-      build_inline(ctx, child_index, node);
+      added += 1 + build_inline(ctx, child_index, node);
       parent.children.push_back(std::move(node));
     }
-  }
-
-  static uint64_t count_nodes(const InlineNode& n) {
-    uint64_t c = 1;
-    for (const InlineNode& child : n.children) c += count_nodes(child);
-    return c;
+    return added;
   }
 
   bool die_ranges(Dwarf_Die* die, std::vector<AddressRange>& ranges) {
@@ -632,9 +629,9 @@ struct DwarfUnitConverter::Impl {
         InlineNode root;
         root.ranges = {range};
         root.name = std::string(ctx.name);
-        build_inline(ctx, ctx.root, root);
+        const uint64_t below_root = build_inline(ctx, ctx.root, root);
         if (!root.children.empty()) {
-          out.inline_nodes += count_nodes(root);
+          out.inline_nodes += 1 + below_root;
           f.inline_tree = std::move(root);
         }
       }
