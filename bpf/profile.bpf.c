@@ -21,6 +21,11 @@ const volatile bool follow_forks = false;
  * PROFILE_MAX_STACK_COPY). A frozen rodata constant, so the verifier knows
  * the record size. */
 const volatile __u32 stack_copy_bytes = 8192;
+/* Wake the reader only once this many bytes wait in the ring buffer (user
+ * space sets a quarter of its size): a wakeup per sample costs the sampled
+ * CPU an extra interrupt and the reader a context switch, and user space
+ * reads the buffer every 10 ms anyway (Sampler::poll). */
+const volatile __u64 wakeup_bytes = 1 << 20;
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -35,6 +40,15 @@ struct {
   __type(value, __u8);
 } target_tgids SEC(".maps");
 
+/* tgids already sent: the first sample of a process wakes the reader at once,
+ * so it reads /proc/PID/maps while the process still exists. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32);
+  __type(value, __u8);
+} seen_tgids SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, PROFILE_COUNTER_COUNT);
@@ -45,6 +59,17 @@ struct {
 static __always_inline void count(__u32 counter) {
   __u64* value = bpf_map_lookup_elem(&counters, &counter);
   if (value) *value += 1; /* per-CPU slot: no other writer */
+}
+
+/* Ring-buffer submit flags for a sample of `tgid` (see wakeup_bytes). */
+static __always_inline __u64 sample_wakeup(__u32 tgid) {
+  if (!bpf_map_lookup_elem(&seen_tgids, &tgid)) {
+    __u8 one = 1;
+    bpf_map_update_elem(&seen_tgids, &tgid, &one, BPF_ANY);
+    return BPF_RB_FORCE_WAKEUP;
+  }
+  return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+                                                                         : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline bool is_target(__u32 tgid) {
@@ -101,7 +126,7 @@ static __always_inline int send_stack_copy(struct task_struct* task, __u64 pid_t
   event->stack_size = err == 0 ? size : 0;
   if (event->flags & PROFILE_STACK_TRUNCATED) count(PROFILE_COUNTER_STACK_COPY_SHORT);
   fill_header(&event->header, PROFILE_EVENT_STACK_COPY, record_size, pid_tgid);
-  bpf_ringbuf_submit(event, 0);
+  bpf_ringbuf_submit(event, sample_wakeup(pid_tgid >> 32));
   return 0;
 }
 
@@ -142,7 +167,7 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
     event->flags |= PROFILE_STACK_TRUNCATED;
     count(PROFILE_COUNTER_TRUNCATED);
   }
-  bpf_ringbuf_submit(event, 0);
+  bpf_ringbuf_submit(event, sample_wakeup(pid_tgid >> 32));
   return 0;
 }
 
@@ -172,6 +197,9 @@ int BPF_PROG(note_exec, struct task_struct* task, pid_t old_pid, struct linux_bi
     return 0;
   }
   fill_header(&event->header, PROFILE_EVENT_EXEC, sizeof(*event), pid_tgid);
-  bpf_ringbuf_submit(event, 0);
+  /* The new image's first sample must wake the reader again. */
+  __u32 tgid = pid_tgid >> 32;
+  bpf_map_delete_elem(&seen_tgids, &tgid);
+  bpf_ringbuf_submit(event, BPF_RB_FORCE_WAKEUP);
   return 0;
 }

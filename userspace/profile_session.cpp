@@ -255,8 +255,10 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
         stop_reason = "targets exited";
       if (!stop_reason.empty()) break;
     }
+    // Short waits: samples arrive without wakeups (see Sampler::poll), and a
+    // short-lived process must be read (maps, unwinding) while it exists.
     auto wait = std::min<std::chrono::steady_clock::duration>(deadline - now,
-                                                              std::chrono::milliseconds(100));
+                                                              std::chrono::milliseconds(10));
     int timeout_ms = static_cast<int>(
         std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
     auto polled = (*sampler)->poll(std::max(timeout_ms, 1));

@@ -184,6 +184,7 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
   state->skel->rodata->sample_mode =
       options.stack_copy_bytes ? PROFILE_MODE_STACK_COPY : PROFILE_MODE_FRAME_POINTER;
   state->skel->rodata->stack_copy_bytes = options.stack_copy_bytes;
+  state->skel->rodata->wakeup_bytes = options.ring_buffer_bytes / 4;
   state->skel->rodata->filter_by_tgid = options.filter_by_tgid;
   state->skel->rodata->follow_forks = options.follow_forks;
   int err = bpf_map__set_max_entries(state->skel->maps.events,
@@ -252,9 +253,14 @@ gsym::Status Sampler::add_target(uint32_t tgid) {
 
 gsym::Expected<int> Sampler::poll(int timeout_ms) {
   int n = ring_buffer__poll(state_->ring, timeout_ms);
-  if (n == -EINTR) return 0;
+  if (n == -EINTR) n = 0;
   if (n < 0) return bpf_error("ring buffer poll", n);
-  return n;
+  // Most records are submitted without a wakeup (wakeup_bytes in
+  // profile.bpf.c), so epoll does not report them: read them after the wait.
+  int more = ring_buffer__consume(state_->ring);
+  if (more == -EINTR) more = 0;
+  if (more < 0) return bpf_error("ring buffer read", more);
+  return n + more;
 }
 
 gsym::Expected<int> Sampler::drain() {
