@@ -17,8 +17,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "cfi_snapshot_unwind: FAIL: $*"; exit 1; }
 
-g++ -std=c++20 -O2 -g -I. -I"$BUILD" tests/e2e/cfi_snapshot_tool.cpp "$BUILD/libgsymprof.a" \
-  "$BUILD/libgsym.a" -lbpf -ldw -lelf -lz -pthread -o "$tmp/tool" || fail "cannot build the tool"
+# A sanitizer build's libraries (make sanitize) need the sanitizer runtimes.
+build_tool() {
+  g++ -std=c++20 -O2 -g -I. -I"$BUILD" "$@" tests/e2e/cfi_snapshot_tool.cpp "$BUILD/libgsymprof.a" \
+    "$BUILD/libgsym.a" -lbpf -ldw -lelf -lz -pthread -o "$tmp/tool"
+}
+build_tool 2> "$tmp/tool.log" || build_tool -fsanitize=address,undefined 2>> "$tmp/tool.log" ||
+  { cat "$tmp/tool.log"; fail "cannot build the tool"; }
 
 cat > "$tmp/qsort_fixture.c" <<'EOF'
 #include <stdlib.h>

@@ -59,6 +59,11 @@ if [[ -z $ranges ]]; then  # mawk has no strtonum
   done)
 fi
 [[ $(wc -l <<< "$ranges") == 2 ]] || fail "cannot find lib_entry/lib_leaf in the old library"
+# lib_entry calls lib_leaf through the library's PLT, where the CFI unwinder
+# can be sampled too: the PLT sections count as inside (file offset ranges).
+while read -r name _ _ off size _; do
+  [[ $name == .plt* ]] && ranges+=$'\n'"$((0x$off)) $((0x$off + 0x$size))"
+done < <(readelf -SW "$WORK/libhot.old.so" | sed -n 's/^ *\[ *[0-9]*\] *//p')
 # Only the phase_lib stacks: a rare sample elsewhere (e.g. in the library's
 # PLT while the dynamic loader binds a symbol) is legitimately outside both.
 offsets=$(grep -F "profile_fixture;$ROOT;phase_lib;" "$WORK/out.folded" |
