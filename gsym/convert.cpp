@@ -231,16 +231,6 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
   return Status::success();
 }
 
-std::string hex(const std::vector<uint8_t>& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : bytes) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
-  }
-  return out;
-}
-
 }  // namespace
 
 Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
@@ -257,8 +247,8 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
     if (!d) return Error(options.debug_file + ": " + d.error().message);
     const std::vector<uint8_t> want = image.build_id(), have = d->build_id();
     if (!want.empty() && !have.empty() && want != have)
-      return Error(options.debug_file + ": build ID " + hex(have) + " does not match " +
-                   elf_path + " (" + hex(want) + ")");
+      return Error(options.debug_file + ": build ID " + build_id_hex(have) + " does not match " +
+                   elf_path + " (" + build_id_hex(want) + ")");
     if (!d->has_dwarf()) return Error(options.debug_file + ": has no DWARF");
     debug_image = std::move(*d);
   } else if (!image.has_dwarf() && options.search_debug_file) {

@@ -22,16 +22,6 @@ std::string directory_of(const std::string& path) {
   return path.substr(0, slash);
 }
 
-std::string hex(const std::vector<uint8_t>& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : bytes) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
-  }
-  return out;
-}
-
 std::string real_path(const std::string& path) {
   char buffer[PATH_MAX];
   if (realpath(path.c_str(), buffer)) return buffer;
@@ -47,7 +37,8 @@ Status check_debug_file(const ElfImage& image, const ElfImage& candidate,
   const std::vector<uint8_t> have = candidate.build_id();
   if (!want.empty() && !have.empty()) {
     if (want != have)
-      return Error(candidate_path + ": build ID " + hex(have) + " differs from " + hex(want));
+      return Error(candidate_path + ": build ID " + build_id_hex(have) + " differs from " +
+                   build_id_hex(want));
     return Status::success();
   }
   std::optional<DebugLink> link = image.debug_link();
@@ -63,7 +54,7 @@ std::string find_debug_file(const ElfImage& image, const DebugFileSearch& search
   std::vector<std::string> candidates;
   const std::vector<uint8_t> id = image.build_id();
   if (id.size() >= 2) {
-    const std::string h = hex(id);
+    const std::string h = build_id_hex(id);
     for (const std::string& dir : search.debug_directories)
       candidates.push_back(dir + "/.build-id/" + h.substr(0, 2) + "/" + h.substr(2) + ".debug");
   }
@@ -94,6 +85,16 @@ std::string find_debug_file(const ElfImage& image, const DebugFileSearch& search
     if (rejected) rejected->push_back(ok.error().message);
   }
   return "";
+}
+
+std::string build_id_hex(const std::vector<uint8_t>& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : bytes) {
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 15]);
+  }
+  return out;
 }
 
 }  // namespace gsym

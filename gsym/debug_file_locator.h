@@ -27,4 +27,7 @@ std::string find_debug_file(const ElfImage& image, const DebugFileSearch& search
 Status check_debug_file(const ElfImage& image, const ElfImage& candidate,
                         const std::string& candidate_path);
 
+// Lower-case hex of a build ID, for messages.
+std::string build_id_hex(const std::vector<uint8_t>& bytes);
+
 }  // namespace gsym

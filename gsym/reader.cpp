@@ -296,6 +296,9 @@ struct Reader::Impl {
   Status line_lookup(DataCursor c, int64_t index, uint64_t func_start, uint64_t addr,
                      uint32_t& file, uint32_t& line) const;
   void build_line_checkpoints();
+  // The payload of function i's only record of `type`, or nullopt when it has
+  // none, several, or a malformed record list (the plain path reports those).
+  std::optional<DataCursor> single_record(uint64_t i, uint32_t type) const;
 
   // Acceleration built at open: for functions with long line programs, the
   // decoder state every ~kCheckpointBytes of program, so a lookup resumes
@@ -445,6 +448,26 @@ Status Reader::Impl::parse_layout() {
   return {};
 }
 
+std::optional<DataCursor> Reader::Impl::single_record(uint64_t i, uint32_t type) const {
+  DataCursor c = cursor_at(info_offset(i));
+  c.skip(8);
+  std::optional<DataCursor> found;
+  int count = 0;
+  while (c.ok()) {
+    const uint32_t record_type = c.u32();
+    const uint32_t length = c.u32();
+    if (!c.ok() || length > c.remaining()) break;
+    DataCursor payload = c.sub(length);
+    if (record_type == kEndOfList) break;
+    if (record_type == type) {
+      found = payload;
+      ++count;
+    }
+  }
+  if (count != 1) return std::nullopt;
+  return found;
+}
+
 // Only well-formed programs with a single line table record get checkpoints;
 // anything unusual keeps the plain path (and its exact errors).
 void Reader::Impl::build_line_checkpoints() {
@@ -452,22 +475,9 @@ void Reader::Impl::build_line_checkpoints() {
   std::vector<uint32_t> begin(n + 1, 0);
   for (uint64_t i = 0; i < n; ++i) {
     begin[i] = static_cast<uint32_t>(checkpoints.size());
-    DataCursor c = cursor_at(info_offset(i));
-    c.skip(8);
-    DataCursor line_data;
-    int line_tables = 0;
-    while (c.ok()) {
-      const uint32_t type = c.u32();
-      const uint32_t length = c.u32();
-      if (!c.ok() || length > c.remaining()) break;
-      DataCursor payload = c.sub(length);
-      if (type == kEndOfList) break;
-      if (type == kLineTableInfo) {
-        line_data = payload;
-        ++line_tables;
-      }
-    }
-    if (line_tables != 1 || line_data.remaining() < 2 * kCheckpointBytes) continue;
+    std::optional<DataCursor> found = single_record(i, kLineTableInfo);
+    if (!found || found->remaining() < 2 * kCheckpointBytes) continue;
+    DataCursor line_data = *found;
     const size_t mark = checkpoints.size();
     const uint8_t* p = line_data.position();
     const uint8_t* const program_start = p;
@@ -509,22 +519,9 @@ void Reader::Impl::build_inline_skips() {
   std::vector<uint32_t> begin(n + 1, 0);
   for (uint64_t i = 0; i < n; ++i) {
     begin[i] = static_cast<uint32_t>(skips.size());
-    DataCursor c = cursor_at(info_offset(i));
-    c.skip(8);
-    DataCursor tree;
-    int inline_records = 0;
-    while (c.ok()) {
-      const uint32_t type = c.u32();
-      const uint32_t length = c.u32();
-      if (!c.ok() || length > c.remaining()) break;
-      DataCursor payload = c.sub(length);
-      if (type == kEndOfList) break;
-      if (type == kInlineInfo) {
-        tree = payload;
-        ++inline_records;
-      }
-    }
-    if (inline_records != 1 || tree.remaining() < 2 * kSkipMinBytes) continue;
+    std::optional<DataCursor> found = single_record(i, kInlineInfo);
+    if (!found || found->remaining() < 2 * kSkipMinBytes) continue;
+    DataCursor tree = *found;
     const size_t mark = skips.size();
     const size_t table_mark = child_ranges.size();
     struct Level {
