@@ -79,8 +79,17 @@ class StringTable {
     slot = {hash, stored.data(), stored.size(), size_};
     ++count_;
     order_.push_back(stored);
+    offsets_.push_back(size_);
     size_ += s.size() + 1;
     return slot.offset;
+  }
+  // The string starting at `offset`, if an interned string starts there
+  // ("" for 0).
+  std::optional<std::string_view> at_offset(uint64_t offset) const {
+    if (offset == 0) return std::string_view();
+    auto it = std::lower_bound(offsets_.begin(), offsets_.end(), offset);
+    if (it == offsets_.end() || *it != offset) return std::nullopt;
+    return order_[static_cast<size_t>(it - offsets_.begin())];
   }
   const uint64_t* find(std::string_view s) const {
     const Slot& slot = slots_[slot_for(s, StringHash{}(s))];
@@ -120,6 +129,7 @@ class StringTable {
   size_t count_ = 0;
   std::deque<std::string> storage_;
   std::vector<std::string_view> order_;
+  std::vector<uint64_t> offsets_;  // of order_'s strings: ascending
   uint64_t size_ = 1;
 };
 
@@ -175,9 +185,9 @@ class EncodeStrings final : public StringOffsets {
 
 // LLVM's AddressRanges: sorted, empty ranges dropped, intersecting and
 // touching ranges merged.
-std::vector<AddressRange> normalize_ranges(std::vector<AddressRange> ranges) {
-  // In place: this runs for every inline node, whose ranges are nearly
-  // always normalized already.
+void normalize_ranges_in_place(std::vector<AddressRange>& ranges) {
+  // Runs for every inline node, whose ranges are nearly always normalized
+  // already.
   std::erase_if(ranges, [](const AddressRange& r) { return r.end <= r.start; });
   if (!std::is_sorted(ranges.begin(), ranges.end())) std::sort(ranges.begin(), ranges.end());
   size_t kept = 0;
@@ -188,6 +198,10 @@ std::vector<AddressRange> normalize_ranges(std::vector<AddressRange> ranges) {
       ranges[kept++] = ranges[i];
   }
   ranges.resize(kept);
+}
+
+std::vector<AddressRange> normalize_ranges(std::vector<AddressRange> ranges) {
+  normalize_ranges_in_place(ranges);
   return ranges;
 }
 
@@ -294,8 +308,8 @@ size_t descendant_count(const InlineNode& node) {
   return n;
 }
 
-std::strong_ordering compare_lines_by_address(const std::vector<LineEntry>& a,
-                                              const std::vector<LineEntry>& b) {
+std::strong_ordering compare_lines_by_address(std::span<const LineEntry> a,
+                                              std::span<const LineEntry> b) {
   if (a.size() != b.size()) return a.size() <=> b.size();
   for (size_t i = 0; i < a.size(); ++i)
     if (a[i].address != b[i].address) return a[i].address <=> b[i].address;
@@ -366,17 +380,205 @@ struct Builder::State {
   StringTable strings;
   std::vector<std::pair<uint64_t, uint64_t>> files{{0, 0}};  // string offsets
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> file_index{{{0, 0}, 0}};
-  std::vector<Function> functions;
-  // Per function while functions are in insertion order: its inline
-  // descendant count (LLVM's sort key), -1 = no tree; counted while
-  // validating, when the tree is still in cache.
-  std::vector<int64_t> inline_sizes;
+
+  // A stored function: either a Function ("rich": add_function) or a flat
+  // function whose rows, nodes and node ranges live in the pools below.
+  static constexpr uint32_t kFlat = UINT32_MAX;
+  struct Record {
+    AddressRange range;
+    int64_t inline_size = -1;  // LLVM's sort key: nodes below the root; -1 = no tree
+    uint32_t rich = kFlat;     // index into `rich`
+    uint32_t name = 0;         // flat: string offset
+    uint32_t lines_begin = 0, lines_count = 0;
+    uint32_t nodes_begin = 0, nodes_count = 0;
+  };
+  std::vector<Record> records;
+  std::vector<Function> rich;
+  std::vector<LineEntry> line_pool;
+  std::vector<FlatInlineNode> node_pool;  // ranges_begin index range_pool
+  std::vector<AddressRange> range_pool;
+  std::vector<Function> materialized;  // finalize()'s copy
+  bool materialized_valid = false;
   bool finalized = false;
+
+  std::span<const LineEntry> lines_of(const Record& r) const {
+    if (r.rich != kFlat) return rich[r.rich].lines;
+    return std::span<const LineEntry>(line_pool).subspan(r.lines_begin, r.lines_count);
+  }
+  std::span<const FlatInlineNode> nodes_of(const Record& r) const {
+    return std::span<const FlatInlineNode>(node_pool).subspan(r.nodes_begin, r.nodes_count);
+  }
+  std::string_view string_at(uint32_t offset) const {
+    return strings.at_offset(offset).value_or(std::string_view());
+  }
+  InlineNode materialize_node(std::span<const FlatInlineNode> nodes, size_t& i) const;
+  Function materialize(const Record& r) const;
+  std::strong_ordering compare_content(const Record& a, const Record& b) const;
+  bool llvm_equal(const Record& a, const Record& b) const;
+  Status add_flat(const FlatFunction& f);
 
   void sort_functions();
   void prune_functions();
   void extend_trailing_zero_size();
+  void finalize_records();
 };
+
+InlineNode Builder::State::materialize_node(std::span<const FlatInlineNode> nodes, size_t& i) const {
+  const FlatInlineNode& flat = nodes[i++];
+  InlineNode node;
+  node.ranges.assign(range_pool.begin() + flat.ranges_begin,
+                     range_pool.begin() + flat.ranges_begin + flat.ranges_count);
+  node.name = std::string(string_at(flat.name));
+  node.call_file = flat.call_file;
+  node.call_line = flat.call_line;
+  node.children.reserve(flat.child_count);
+  for (uint32_t c = 0; c < flat.child_count; ++c) node.children.push_back(materialize_node(nodes, i));
+  return node;
+}
+
+Function Builder::State::materialize(const Record& r) const {
+  if (r.rich != kFlat) return rich[r.rich];
+  Function f;
+  f.range = r.range;
+  f.name = std::string(string_at(r.name));
+  std::span<const LineEntry> lines = lines_of(r);
+  f.lines.assign(lines.begin(), lines.end());
+  if (r.nodes_count) {
+    size_t i = 0;
+    f.inline_tree = materialize_node(nodes_of(r), i);
+  }
+  return f;
+}
+
+// The content tiebreak, on records: only reached for equal LLVM keys (same
+// range, tree size and row addresses), which is rare, so flat records are
+// simply copied out.
+std::strong_ordering Builder::State::compare_content(const Record& a, const Record& b) const {
+  if (a.rich != kFlat && b.rich != kFlat) return gsym::compare_content(rich[a.rich], rich[b.rich]);
+  return gsym::compare_content(materialize(a), materialize(b));
+}
+
+bool Builder::State::llvm_equal(const Record& a, const Record& b) const {
+  if (a.rich != kFlat && b.rich != kFlat) return gsym::llvm_equal(rich[a.rich], rich[b.rich]);
+  if (a.rich != kFlat || b.rich != kFlat) return gsym::llvm_equal(materialize(a), materialize(b));
+  if (a.range != b.range || a.name != b.name || a.nodes_count != b.nodes_count) return false;
+  const std::span<const LineEntry> la = lines_of(a), lb = lines_of(b);
+  if (!std::equal(la.begin(), la.end(), lb.begin(), lb.end())) return false;
+  const std::span<const FlatInlineNode> na = nodes_of(a), nb = nodes_of(b);
+  for (size_t i = 0; i < na.size(); ++i) {
+    const FlatInlineNode &x = na[i], &y = nb[i];
+    if (x.name != y.name || x.call_file != y.call_file || x.call_line != y.call_line ||
+        x.child_count != y.child_count || x.ranges_count != y.ranges_count ||
+        !std::equal(range_pool.begin() + x.ranges_begin,
+                    range_pool.begin() + x.ranges_begin + x.ranges_count,
+                    range_pool.begin() + y.ranges_begin))
+      return false;
+  }
+  return true;
+}
+
+Status Builder::State::add_flat(const FlatFunction& f) {
+  const std::optional<std::string_view> name = f.name ? strings.at_offset(f.name) : std::nullopt;
+  if (f.name == 0) return Error("function at " + hex(f.range.start) + " has an empty name");
+  if (!name)
+    return Error("function at " + hex(f.range.start) + " has name offset " + std::to_string(f.name) +
+                 ", which is not a string added with add_string");
+  const std::string name_text(*name);
+  const std::string where = " in function \"" + name_text + "\"";  // per function, not per node
+  if (f.range.end < f.range.start)
+    return Error("function \"" + name_text + "\" has a reversed range " + range_text(f.range));
+  const uint64_t size = f.range.size();
+  if (size > UINT32_MAX)
+    return Error("function \"" + name_text + "\" is larger than 4 GiB - 1 (size " + hex(size) + ")");
+  for (size_t i = 0; i < f.lines.size(); ++i) {
+    const LineEntry& row = f.lines[i];
+    const bool inside = f.range.contains(row.address) || (size == 0 && row.address == f.range.start);
+    if (!inside)
+      return Error("line row at " + hex(row.address) + " is outside the function range " +
+                   range_text(f.range) + where);
+    if (i > 0 && row.address < f.lines[i - 1].address)
+      return Error("line rows are not in ascending address order (" + hex(row.address) + " after " +
+                   hex(f.lines[i - 1].address) + ")" + where);
+    if (row.file >= files.size())
+      return Error("line row at " + hex(row.address) + " uses file " + std::to_string(row.file) +
+                   " but the file table has " + std::to_string(files.size()) + " entries" + where);
+  }
+  const uint64_t pool_limit = UINT32_MAX;
+  if (line_pool.size() + f.lines.size() > pool_limit ||
+      node_pool.size() + f.inline_nodes.size() > pool_limit ||
+      range_pool.size() + f.inline_ranges.size() > pool_limit)
+    return Error("too many line rows or inline nodes for one builder" + where);
+
+  Record record;
+  record.range = f.range;
+  record.name = f.name;
+  const size_t ranges_before = range_pool.size();
+  const size_t nodes_before = node_pool.size();
+  auto fail = [&](std::string message) -> Status {
+    range_pool.resize(ranges_before);
+    node_pool.resize(nodes_before);
+    return Error(std::move(message) + where);
+  };
+  // Pre-order walk: `open` holds, per ancestor, its node index and how many
+  // of its children are still to come.
+  struct Open {
+    size_t node;
+    uint32_t children_left;
+  };
+  std::vector<Open> open;
+  std::vector<AddressRange> ranges;  // one node's, reused
+  for (size_t i = 0; i < f.inline_nodes.size(); ++i) {
+    FlatInlineNode node = f.inline_nodes[i];
+    if (i > 0 && open.empty()) return fail("inline nodes follow the end of the tree");
+    const size_t depth = open.size() + 1;
+    if (depth > Builder::kMaxInlineDepth)
+      return fail("inline tree deeper than " + std::to_string(Builder::kMaxInlineDepth) + " levels");
+    auto node_name = [&] { return std::string(string_at(node.name)); };
+    if (node.name && !strings.at_offset(node.name))
+      return fail("inline node name offset " + std::to_string(node.name) + " is not an added string");
+    if (uint64_t(node.ranges_begin) + node.ranges_count > f.inline_ranges.size())
+      return fail("inline node \"" + node_name() + "\" has ranges outside the range list");
+    ranges.assign(f.inline_ranges.begin() + node.ranges_begin,
+                  f.inline_ranges.begin() + node.ranges_begin + node.ranges_count);
+    for (const AddressRange& r : ranges)
+      if (r.end < r.start)
+        return fail("inline node \"" + node_name() + "\" has a reversed range " + range_text(r));
+    normalize_ranges_in_place(ranges);
+    if (ranges.empty()) return fail("inline node \"" + node_name() + "\" has no non-empty range");
+    const std::span<const AddressRange> parent =
+        open.empty() ? std::span<const AddressRange>(&f.range, 1)
+                     : std::span<const AddressRange>(range_pool).subspan(
+                           node_pool[open.back().node].ranges_begin,
+                           node_pool[open.back().node].ranges_count);
+    for (const AddressRange& r : ranges) {
+      const bool contained =
+          std::any_of(parent.begin(), parent.end(), [&](const AddressRange& p) { return p.contains(r); });
+      if (!contained)
+        return fail("inline range " + range_text(r) + " of \"" + node_name() + "\" is outside its parent");
+    }
+    if (node.call_file >= files.size())
+      return fail("inline node \"" + node_name() + "\" has call file " + std::to_string(node.call_file) +
+                  " but the file table has " + std::to_string(files.size()) + " entries");
+    node.ranges_begin = static_cast<uint32_t>(range_pool.size());
+    node.ranges_count = static_cast<uint32_t>(ranges.size());
+    range_pool.insert(range_pool.end(), ranges.begin(), ranges.end());
+    if (!open.empty()) --open.back().children_left;
+    node_pool.push_back(node);
+    if (node.child_count) open.push_back({node_pool.size() - 1, node.child_count});
+    while (!open.empty() && open.back().children_left == 0) open.pop_back();
+  }
+  if (!open.empty()) return fail("an inline node declares more children than follow it");
+  if (!f.inline_nodes.empty()) {
+    record.nodes_begin = static_cast<uint32_t>(nodes_before);
+    record.nodes_count = static_cast<uint32_t>(f.inline_nodes.size());
+    record.inline_size = int64_t(f.inline_nodes.size()) - 1;
+  }
+  record.lines_begin = static_cast<uint32_t>(line_pool.size());
+  record.lines_count = static_cast<uint32_t>(f.lines.size());
+  line_pool.insert(line_pool.end(), f.lines.begin(), f.lines.end());
+  records.push_back(record);
+  return Status::success();
+}
 
 Builder::Builder(BuilderOptions options) : state_(std::make_unique<State>()) {
   state_->options = std::move(options);
@@ -416,116 +618,145 @@ Status Builder::add_function(Function function) {
   Validator validator{state_->files.size()};
   Status s = validator.function(function, 0);
   if (!s) return s;
-  state_->inline_sizes.push_back(function.inline_tree ? int64_t(validator.top_inline_nodes) : -1);
-  state_->functions.push_back(std::move(function));
+  if (state_->rich.size() >= State::kFlat) return Error("too many functions for one builder");
+  State::Record record;
+  record.range = function.range;
+  record.inline_size = function.inline_tree ? int64_t(validator.top_inline_nodes) : -1;
+  record.rich = static_cast<uint32_t>(state_->rich.size());
+  state_->rich.push_back(std::move(function));
+  state_->records.push_back(record);
   state_->finalized = false;
+  state_->materialized_valid = false;
   return Status::success();
 }
 
-size_t Builder::function_count() const { return state_->functions.size(); }
+Status Builder::add_flat_function(const FlatFunction& function) {
+  Status s = state_->add_flat(function);
+  if (!s) return s;
+  state_->finalized = false;
+  state_->materialized_valid = false;
+  return Status::success();
+}
+
+size_t Builder::function_count() const { return state_->records.size(); }
 
 void Builder::State::sort_functions() {
-  // LLVM's key (range, inline descendant count, line table) precomputed, then
-  // the content tiebreak; ties left after that are identical records.
-  struct Key {
-    size_t index;
-    int64_t inline_size;  // -1 = no inline tree
-  };
-  std::vector<Key> keys(functions.size());
-  for (size_t i = 0; i < functions.size(); ++i) {
-    const Function& f = functions[i];
-    if (inline_sizes.size() == functions.size())
-      keys[i] = {i, inline_sizes[i]};
-    else
-      keys[i] = {i, f.inline_tree ? int64_t(descendant_count(*f.inline_tree)) : -1};
-  }
-  std::stable_sort(keys.begin(), keys.end(), [&](const Key& ka, const Key& kb) {
-    const Function& a = functions[ka.index];
-    const Function& b = functions[kb.index];
+  // LLVM's key (range, inline descendant count, line table), then the
+  // content tiebreak; ties left after that are identical records.
+  std::vector<uint32_t> order(records.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t ia, uint32_t ib) {
+    const Record& a = records[ia];
+    const Record& b = records[ib];
     if (auto c = a.range <=> b.range; c != 0) return c < 0;
-    if (ka.inline_size != kb.inline_size) return ka.inline_size < kb.inline_size;
-    if (auto c = compare_lines_by_address(a.lines, b.lines); c != 0) return c < 0;
+    if (a.inline_size != b.inline_size) return a.inline_size < b.inline_size;
+    if (auto c = compare_lines_by_address(lines_of(a), lines_of(b)); c != 0) return c < 0;
     return !options.insertion_order_ties && compare_content(a, b) < 0;
   });
-  std::vector<Function> sorted;
-  sorted.reserve(functions.size());
-  for (const Key& k : keys) sorted.push_back(std::move(functions[k.index]));
-  functions = std::move(sorted);
-  inline_sizes.clear();  // no longer aligned: recounted if sorted again
+  std::vector<Record> sorted;
+  sorted.reserve(records.size());
+  for (uint32_t i : order) sorted.push_back(records[i]);
+  records = std::move(sorted);
 }
 
 void Builder::State::prune_functions() {
-  if (functions.size() < 2) return;
-  std::vector<Function> kept;
-  kept.reserve(functions.size());
-  kept.push_back(std::move(functions.front()));
-  for (size_t i = 1; i < functions.size(); ++i) {
-    Function& prev = kept.back();
-    Function& curr = functions[i];
+  if (records.size() < 2) return;
+  std::vector<Record> kept;
+  kept.reserve(records.size());
+  kept.push_back(records.front());
+  for (size_t i = 1; i < records.size(); ++i) {
+    Record& prev = kept.back();
+    const Record& curr = records[i];
     if (prev.range == curr.range) {
-      if (!llvm_equal(prev, curr)) prev = std::move(curr);  // the later, richer one wins
+      if (!llvm_equal(prev, curr)) prev = curr;  // the later, richer one wins
     } else if (intersects(prev.range, curr.range)) {
-      kept.push_back(std::move(curr));  // overlapping: LLVM keeps both
+      kept.push_back(curr);  // overlapping: LLVM keeps both
     } else if (prev.range.size() == 0 && curr.range.contains(prev.range.start)) {
-      prev = std::move(curr);  // a sized record swallows a zero-size one at its start
+      prev = curr;  // a sized record swallows a zero-size one at its start
     } else {
-      kept.push_back(std::move(curr));
+      kept.push_back(curr);
     }
   }
-  functions = std::move(kept);
+  records = std::move(kept);
 }
 
 void Builder::State::extend_trailing_zero_size() {
-  if (functions.empty() || functions.back().range.size() != 0) return;
-  Function& last = functions.back();
+  if (records.empty() || records.back().range.size() != 0) return;
+  Record& last = records.back();
   for (const AddressRange& text : normalize_ranges(options.text_ranges)) {
     if (text.contains(last.range.start)) {
       // Capped so the record stays encodable (sizes are u32 in version 1).
       last.range.end = last.range.start + std::min<uint64_t>(text.end - last.range.start, UINT32_MAX);
-      for (Function& merged : last.merged) merged.range = last.range;
+      if (last.rich != kFlat) {
+        Function& f = rich[last.rich];
+        f.range = last.range;
+        for (Function& merged : f.merged) merged.range = last.range;
+      }
       return;
     }
   }
 }
 
+void Builder::State::finalize_records() {
+  if (finalized) return;
+  sort_functions();
+  if (options.deduplicate) prune_functions();
+  extend_trailing_zero_size();
+  finalized = true;
+  materialized_valid = false;
+}
+
 const std::vector<Function>& Builder::finalize() {
   State& st = *state_;
-  if (!st.finalized) {
-    st.sort_functions();
-    if (st.options.deduplicate) st.prune_functions();
-    st.extend_trailing_zero_size();
-    st.finalized = true;
+  st.finalize_records();
+  if (!st.materialized_valid) {
+    st.materialized.clear();
+    st.materialized.reserve(st.records.size());
+    for (const State::Record& r : st.records) st.materialized.push_back(st.materialize(r));
+    st.materialized_valid = true;
   }
-  return st.functions;
+  return st.materialized;
+}
+
+size_t Builder::finalized_count() {
+  state_->finalize_records();
+  return state_->records.size();
 }
 
 Expected<std::vector<uint8_t>> Builder::encode() {
-  const std::vector<Function>& functions = finalize();
-  const BuilderOptions& opt = state_->options;
-  if (functions.empty()) return Error("no functions to encode");
+  State& st = *state_;
+  st.finalize_records();
+  const std::vector<State::Record>& records = st.records;
+  const BuilderOptions& opt = st.options;
+  if (records.empty()) return Error("no functions to encode");
   if (opt.build_id.size() > kMaxBuildIdSize)
     return Error("invalid build ID size " + std::to_string(opt.build_id.size()) +
                  " (GSYM version 1 allows at most 20 bytes)");
-  if (functions.size() > UINT32_MAX) return Error("too many functions for GSYM version 1");
-  const uint64_t first_start = functions.front().range.start;
+  if (records.size() > UINT32_MAX) return Error("too many functions for GSYM version 1");
+  const uint64_t first_start = records.front().range.start;
   const uint64_t base = opt.base_address.value_or(first_start);
   if (base > first_start)
     return Error("base address " + hex(base) + " is above the first function start " +
                  hex(first_start));
-  const uint8_t offset_size = address_offset_size(functions.back().range.start - base);
+  const uint8_t offset_size = address_offset_size(records.back().range.start - base);
 
-  EncodeStrings strings(state_->strings);
-  for (const Function& f : functions) strings.intern_function(f);
+  // Flat functions' strings were all added explicitly: only rich functions
+  // can bring strings first met here.
+  EncodeStrings strings(st.strings);
+  for (const State::Record& r : records)
+    if (r.rich != State::kFlat) strings.intern_function(st.rich[r.rich]);
   if (strings.size() > UINT32_MAX)
     return Error("string table exceeds 4 GiB (GSYM version 1 limit)");
 
   ByteWriter out(opt.endian);
+  out.reserve(records.size() * 64 + st.strings.size() + st.line_pool.size() * 2 +
+              st.node_pool.size() * 12);
   out.u32(kMagic);
   out.u16(kVersion);
   out.u8(offset_size);
   out.u8(static_cast<uint8_t>(opt.build_id.size()));
   out.u64(base);
-  out.u32(static_cast<uint32_t>(functions.size()));
+  out.u32(static_cast<uint32_t>(records.size()));
   const uint64_t strtab_fields = out.tell();
   out.u32(0);  // StrtabOffset, patched below
   out.u32(0);  // StrtabSize
@@ -533,13 +764,13 @@ Expected<std::vector<uint8_t>> Builder::encode() {
   out.zeros(kMaxBuildIdSize - opt.build_id.size());
 
   out.align_to(offset_size);
-  for (const Function& f : functions) out.uint(f.range.start - base, offset_size);
+  for (const State::Record& r : records) out.uint(r.range.start - base, offset_size);
   out.align_to(4);
   const uint64_t info_offsets = out.tell();
-  out.zeros(4 * functions.size());
+  out.zeros(4 * records.size());
 
-  out.u32(static_cast<uint32_t>(state_->files.size()));
-  for (const auto& [dir, basename] : state_->files) {
+  out.u32(static_cast<uint32_t>(st.files.size()));
+  for (const auto& [dir, basename] : st.files) {
     out.u32(static_cast<uint32_t>(dir));
     out.u32(static_cast<uint32_t>(basename));
   }
@@ -551,13 +782,16 @@ Expected<std::vector<uint8_t>> Builder::encode() {
   out.fixup_u32(strtab_fields, static_cast<uint32_t>(strtab_offset));
   out.fixup_u32(strtab_fields + 4, static_cast<uint32_t>(strings.size()));
 
-  for (size_t i = 0; i < functions.size(); ++i) {
+  for (size_t i = 0; i < records.size(); ++i) {
+    const State::Record& r = records[i];
     out.align_to(4);
     const uint64_t offset = out.tell();
     if (offset > UINT32_MAX)
-      return Error("address info offset exceeded 32-bit max (function \"" + functions[i].name +
-                   "\")");
-    Status s = encode_function_info(out, functions[i], strings, /*pad=*/true);
+      return Error("address info offset exceeded 32-bit max (function at " + hex(r.range.start) + ")");
+    Status s = r.rich != State::kFlat
+                   ? encode_function_info(out, st.rich[r.rich], strings, /*pad=*/true)
+                   : encode_flat_function_info(out, r.range, r.name, st.lines_of(r), st.nodes_of(r),
+                                               st.range_pool);
     if (!s) return s.error();
     out.fixup_u32(info_offsets + 4 * i, static_cast<uint32_t>(offset));
   }

@@ -90,12 +90,21 @@ class Builder {
   // ones dropped, intersecting and touching ones merged.
   Status add_function(Function function);
 
+  // The same for a function in flat form (see FlatFunction in model.h):
+  // copied into the builder's pools, no allocation per inline node. Names
+  // must be offsets returned by add_string. Same checks and normalization as
+  // add_function, plus the tree's shape (child counts must match the nodes).
+  Status add_flat_function(const FlatFunction& function);
+
   size_t function_count() const;
 
   // Applies the finalize rules (sort, de-duplicate, prune, extend a trailing
   // zero-size function) and returns the functions that will be encoded, in
-  // file order. Idempotent; encode() calls it.
+  // file order, as Function values (flat functions are copied out: meant
+  // for tests and tools, not for millions of functions). Idempotent.
   const std::vector<Function>& finalize();
+  // Applies the finalize rules and returns how many functions will be encoded.
+  size_t finalized_count();
 
   // Finalizes and encodes. Errors: no functions, build ID over 20 bytes, base
   // address above a function start, limits of version 1 exceeded.

@@ -46,9 +46,19 @@ struct DwarfHandle {
   }
 };
 
-// Unit DIE offsets of the compile units in .debug_info, in section order.
-Expected<std::vector<Dwarf_Off>> list_units(Dwarf* dwarf, uint64_t* bad_units) {
-  std::vector<Dwarf_Off> units;
+// The compile units in .debug_info, in section order: unit DIE offsets from
+// libdw's unit list (which tells type units apart), unit ends from the unit
+// headers.
+Expected<std::vector<UnitLocation>> list_units(Dwarf* dwarf, uint64_t* bad_units) {
+  std::vector<std::pair<Dwarf_Off, Dwarf_Off>> extents;  // (unit DIE offset, unit end)
+  for (Dwarf_Off off = 0, next = 0;; off = next) {
+    size_t header_size = 0;
+    if (dwarf_next_unit(dwarf, off, &next, &header_size, nullptr, nullptr, nullptr, nullptr, nullptr,
+                        nullptr) != 0)
+      break;
+    extents.emplace_back(off + header_size, next);
+  }
+  std::vector<UnitLocation> units;
   Dwarf_CU* cu = nullptr;
   Dwarf_CU* next = nullptr;
   Dwarf_Half version = 0;
@@ -65,7 +75,13 @@ Expected<std::vector<Dwarf_Off>> list_units(Dwarf* dwarf, uint64_t* bad_units) {
     }
     cu = next;
     if (unit_type == DW_UT_type || unit_type == DW_UT_split_type) continue;
-    units.push_back(dwarf_dieoffset(&cudie));
+    const Dwarf_Off die_offset = dwarf_dieoffset(&cudie);
+    auto it = std::lower_bound(extents.begin(), extents.end(), std::pair<Dwarf_Off, Dwarf_Off>{die_offset, 0});
+    if (it == extents.end() || it->first != die_offset) {
+      ++*bad_units;
+      break;
+    }
+    units.push_back({die_offset, it->second});
   }
   return units;
 }
@@ -82,56 +98,69 @@ class Replayer {
       ++stats_.skipped_units;
       return;
     }
-    remap_.assign(unit.files.size() + 1, UINT32_MAX);
-    remap_[0] = 0;
+    file_remap_.assign(unit.files.size() + 1, UINT32_MAX);
+    file_remap_[0] = 0;
+    string_offsets_.assign(unit.strings.size(), UINT32_MAX);
     for (const UnitOp& op : unit.ops) {
       switch (op.kind) {
         case UnitOp::String:
-          builder_.add_string(unit.strings[op.index]);
+          string_offsets_[op.index] = builder_.add_string(unit.strings[op.index]);
           break;
         case UnitOp::File:
-          remap_[op.index] = builder_.add_file(unit.files[op.index - 1]);
+          file_remap_[op.index] = builder_.add_file(unit.files[op.index - 1]);
           break;
         case UnitOp::Function:
-          add(unit, std::move(unit.functions[op.index]));
+          add(unit, unit.functions[op.index]);
           break;
       }
     }
     stats_.line_rows += unit.line_rows;
-    stats_.inline_nodes += unit.inline_nodes;
+    stats_.inline_nodes += unit.inline_nodes_total;
   }
 
  private:
   uint32_t global_file(const UnitOutput& unit, uint32_t local) {
-    if (local >= remap_.size()) return 0;
-    if (remap_[local] == UINT32_MAX) remap_[local] = builder_.add_file(unit.files[local - 1]);
-    return remap_[local];
+    if (local >= file_remap_.size()) return 0;
+    if (file_remap_[local] == UINT32_MAX) file_remap_[local] = builder_.add_file(unit.files[local - 1]);
+    return file_remap_[local];
   }
 
-  void remap_inline(const UnitOutput& unit, InlineNode& node) {
-    node.call_file = global_file(unit, node.call_file);
-    for (InlineNode& child : node.children) remap_inline(unit, child);
+  uint32_t string_offset(const UnitOutput& unit, uint32_t local) {
+    if (local >= string_offsets_.size()) return 0;
+    if (string_offsets_[local] == UINT32_MAX) string_offsets_[local] = builder_.add_string(unit.strings[local]);
+    return string_offsets_[local];
   }
 
-  void add(const UnitOutput& unit, Function f) {
-    for (LineEntry& row : f.lines) row.file = global_file(unit, row.file);
-    if (f.inline_tree) remap_inline(unit, *f.inline_tree);
-    const std::string name = f.name;
-    const AddressRange range = f.range;
-    Status s = builder_.add_function(std::move(f));
+  // Local string and file indexes -> the builder's, in place (each unit
+  // function is replayed once).
+  void add(UnitOutput& unit, const UnitOutput::Function& f) {
+    std::span<LineEntry> lines(unit.lines.data() + f.lines_begin, f.lines_count);
+    for (LineEntry& row : lines) row.file = global_file(unit, row.file);
+    std::span<FlatInlineNode> nodes(unit.inline_nodes.data() + f.nodes_begin, f.nodes_count);
+    for (FlatInlineNode& node : nodes) {
+      node.name = node.name ? string_offset(unit, node.name - 1) : 0;
+      node.call_file = global_file(unit, node.call_file);
+    }
+    FlatFunction flat;
+    flat.range = f.range;
+    flat.name = string_offset(unit, f.name);
+    flat.lines = lines;
+    flat.inline_nodes = nodes;
+    flat.inline_ranges = unit.inline_ranges;
+    Status s = builder_.add_flat_function(flat);
     if (!s) {
       if (options_.warning)
-        options_.warning("function " + name + " dropped: " + s.error().message);
+        options_.warning("function " + std::string(unit.strings[f.name]) + " dropped: " + s.error().message);
       return;
     }
     ++stats_.dwarf_functions;
-    (void)range;
   }
 
   Builder& builder_;
   const ConvertOptions& options_;
   ConvertStats& stats_;
-  std::vector<uint32_t> remap_;
+  std::vector<uint32_t> file_remap_;
+  std::vector<uint32_t> string_offsets_;
 };
 
 Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& unit_options,
@@ -141,9 +170,9 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
   main_handle.dwarf = dwarf_begin_elf(dwarf_image.elf(), DWARF_C_READ, nullptr);
   if (!main_handle.dwarf) return Error(path + ": cannot read DWARF: " + dwarf_error());
   uint64_t bad_units = 0;
-  Expected<std::vector<Dwarf_Off>> listed = list_units(main_handle.dwarf, &bad_units);
+  Expected<std::vector<UnitLocation>> listed = list_units(main_handle.dwarf, &bad_units);
   if (!listed) return Error(path + ": " + listed.error().message);
-  const std::vector<Dwarf_Off>& units = *listed;
+  const std::vector<UnitLocation>& units = *listed;
   if (bad_units) {
     if (units.empty()) return Error(path + ": corrupt DWARF: cannot read the first unit header: " + dwarf_error());
     stats.skipped_units += bad_units;
@@ -163,6 +192,14 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
     *target = *bytes;
   }
 
+  UnitConverterOptions tree_options = unit_options;
+  for (auto [name, target] : {std::pair{".debug_info", &tree_options.debug_info},
+                              std::pair{".debug_abbrev", &tree_options.debug_abbrev}}) {
+    Expected<std::span<const uint8_t>> bytes = dwarf_image.section_bytes(name);
+    if (!bytes) return Error(path + ": " + bytes.error().message);
+    *target = *bytes;
+  }
+
   Replayer replayer(builder, options, stats);
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<size_t>(threads, units.size()));
@@ -172,7 +209,7 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
   };
 
   if (threads <= 1) {
-    DwarfUnitConverter converter(main_handle.dwarf, sections, unit_options);
+    DwarfUnitConverter converter(main_handle.dwarf, sections, tree_options);
     for (size_t i = 0; i < units.size(); ++i) {
       UnitOutput out = converter.convert(units[i]);
       replayer.replay(out);
@@ -201,7 +238,7 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   auto worker = [&](Dwarf* dwarf) {
-    DwarfUnitConverter converter(dwarf, sections, unit_options);
+    DwarfUnitConverter converter(dwarf, sections, tree_options);
     for (;;) {
       if (stop) return;
       const size_t i = next.fetch_add(1);
@@ -300,11 +337,10 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
   for (const ElfSymbol& sym : symbols) {
     if (sym.name.empty() || !in_text(sym.value)) continue;
     if (sym.size > UINT32_MAX || sym.value > UINT64_MAX - sym.size) continue;
-    builder.add_string(sym.name);
-    Function f;
+    FlatFunction f;
     f.range = {sym.value, sym.value + sym.size};
-    f.name = std::string(sym.name);
-    if (builder.add_function(std::move(f))) ++stats.symbol_functions;
+    f.name = builder.add_string(sym.name);
+    if (builder.add_flat_function(f)) ++stats.symbol_functions;
   }
 
   if (builder.function_count() == 0)
@@ -314,7 +350,7 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
                  ")");
   Expected<std::vector<uint8_t>> bytes = builder.encode();
   if (!bytes) return Error(elf_path + ": " + bytes.error().message);
-  stats.functions_written = builder.finalize().size();
+  stats.functions_written = builder.finalized_count();
   if (stats_out) *stats_out = stats;
   return bytes;
 }

@@ -1,8 +1,11 @@
 #include "gsym/dwarf_unit_converter.h"
 
+#include "gsym/dwarf_die_walker.h"
+
 #include <dwarf.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cinttypes>
 #include <cstdio>
 #include <optional>
@@ -139,7 +142,7 @@ void insert_range(std::vector<AddressRange>& ranges, AddressRange r) {
   ranges.insert(it, r);
 }
 
-bool ranges_contain(const std::vector<AddressRange>& ranges, const AddressRange& r) {
+bool ranges_contain(std::span<const AddressRange> ranges, const AddressRange& r) {
   if (r.start >= r.end) return false;
   auto it = std::partition_point(ranges.begin(), ranges.end(),
                                  [&](const AddressRange& x) { return x.start <= r.start; });
@@ -467,10 +470,12 @@ struct DwarfUnitConverter::Impl {
     groups[group].push_back({UnitOp::File, local});
   }
 
-  void use_string(uint32_t group, std::string_view s) {
+  // Returns the string's local index.
+  uint32_t use_string(uint32_t group, std::string_view s) {
     auto [index, inserted] = string_index.emplace(s.data(), static_cast<uint32_t>(out.strings.size()));
     if (inserted) out.strings.push_back(s);
     groups[group].push_back({UnitOp::String, index});
+    return index;
   }
 
   // LLVM's CUInfo::DWARFToGSYMFileIndex, on local indexes.
@@ -489,10 +494,12 @@ struct DwarfUnitConverter::Impl {
 
   // --- functions -------------------------------------------------------------
 
-  // LLVM's convertFunctionLineTable.
-  void convert_lines(FunctionContext& ctx, Function& f) {
+  // LLVM's convertFunctionLineTable: appends the rows of [start, end) to
+  // out.lines.
+  void convert_lines(FunctionContext& ctx, uint64_t start, uint64_t end) {
     const DwarfLineTable& table = *line_table;
-    const uint64_t start = f.range.start, end = f.range.end;
+    std::vector<LineEntry>& lines = out.lines;
+    const size_t first = lines.size();
     if (!table.lookup_address_range(start, end - start, row_indexes)) {
       const DieAttributes attrs = attributes(&ctx.die);
       const auto& decl_file = attrs.decl_file;
@@ -502,11 +509,10 @@ struct DwarfUnitConverter::Impl {
       if (!decl_line) return;
       const uint32_t local = local_file_for_path(path_buffer);
       use_file(ctx.group, local);
-      f.lines.push_back({start, local, static_cast<uint32_t>(*decl_line)});
+      lines.push_back({start, local, static_cast<uint32_t>(*decl_line)});
       return;
     }
     uint64_t prev_address = 0;
-    f.lines.reserve(row_indexes.size());
     for (uint32_t index : row_indexes) {
       const DwarfLineRow& row = table.rows[index];
       std::optional<uint32_t> file = file_index(ctx.group, row.file);
@@ -520,46 +526,49 @@ struct DwarfUnitConverter::Impl {
       }
       LineEntry entry{address, *file, row.line};
       if (index != row_indexes[0] && row.address < prev_address) break;
-      if (!f.lines.empty() && f.lines.back().file == *file && f.lines.back().line == row.line)
+      if (lines.size() > first && lines.back().file == *file && lines.back().line == row.line)
         continue;
       if (row.end_sequence) {
         prev_address = 0;
       } else {
-        f.lines.push_back(entry);
+        lines.push_back(entry);
         prev_address = row.address;
       }
     }
   }
 
-  // LLVM's parseInlineInfo below one node, for one function range. Returns
-  // the number of nodes added below `parent`.
-  uint64_t build_inline(FunctionContext& ctx, uint32_t raw_index, InlineNode& parent) {
+  // LLVM's parseInlineInfo below one node, for one function range: appends
+  // the children of raw node `raw_index` (and their subtrees, pre-order) to
+  // out.inline_nodes below flat node `parent`. Returns the nodes added.
+  uint64_t build_inline(FunctionContext& ctx, uint32_t raw_index, uint32_t parent) {
     uint64_t added = 0;
-    // One allocation instead of a doubling chain that moves whole subtrees.
-    size_t child_count = 0;
-    for (uint32_t c = raw_nodes[raw_index].first_child; c != kNoNode; c = raw_nodes[c].next_sibling)
-      ++child_count;
-    if (child_count > 1) parent.children.reserve(child_count);
     for (uint32_t child_index = raw_nodes[raw_index].first_child; child_index != kNoNode;
          child_index = raw_nodes[child_index].next_sibling) {
       RawInline& raw = raw_nodes[child_index];
-      InlineNode node;
-      if (raw.ranges_count > 1) node.ranges.reserve(raw.ranges_count);
-      const std::span<const AddressRange> raw_range_list(raw_ranges.data() + raw.ranges_begin,
-                                                         raw.ranges_count);
-      for (const AddressRange& r : raw_range_list)
-        if (ranges_contain(parent.ranges, r)) insert_range(node.ranges, r);
-      if (node.ranges.empty()) continue;
-      if (const std::string_view name = inline_name(raw); !name.empty()) {
-        use_string(ctx.group, name);
-        node.name = std::string(name);
+      const std::span<const AddressRange> parent_ranges(
+          out.inline_ranges.data() + out.inline_nodes[parent].ranges_begin,
+          out.inline_nodes[parent].ranges_count);
+      std::vector<AddressRange>& ranges = normalized_scratch;
+      ranges.clear();
+      for (uint32_t r = 0; r < raw.ranges_count; ++r) {
+        const AddressRange& range = raw_ranges[raw.ranges_begin + r];
+        if (ranges_contain(parent_ranges, range)) insert_range(ranges, range);
       }
+      if (ranges.empty()) continue;
+      FlatInlineNode node;
+      if (const std::string_view name = inline_name(raw); !name.empty())
+        node.name = use_string(ctx.group, name) + 1;
       std::optional<uint32_t> call_file = file_index(ctx.group, raw.call_file);
       if (!call_file) continue;  // invalid DW_AT_call_file: LLVM drops the subtree
       node.call_file = *call_file;
       node.call_line = raw.call_line;
-      added += 1 + build_inline(ctx, child_index, node);
-      parent.children.push_back(std::move(node));
+      node.ranges_begin = static_cast<uint32_t>(out.inline_ranges.size());
+      node.ranges_count = static_cast<uint32_t>(ranges.size());
+      out.inline_ranges.insert(out.inline_ranges.end(), ranges.begin(), ranges.end());
+      const uint32_t index = static_cast<uint32_t>(out.inline_nodes.size());
+      out.inline_nodes.push_back(node);
+      ++out.inline_nodes[parent].child_count;
+      added += 1 + build_inline(ctx, child_index, index);
     }
     return added;
   }
@@ -618,96 +627,168 @@ struct DwarfUnitConverter::Impl {
   void finish_subprogram(FunctionContext& ctx) {
     if (!ctx.named) return;
     ctx.name = qualified_name(&ctx.die, ctx.attrs);
-    use_string(ctx.group, ctx.name);
+    const uint32_t name = use_string(ctx.group, ctx.name);
     if (!ctx.collects) return;
     for (const AddressRange& range : ctx.ranges) {
-      Function f;
+      UnitOutput::Function f;
       f.range = range;
-      f.name = std::string(ctx.name);
-      if (line_table) convert_lines(ctx, f);
+      f.name = name;
+      f.lines_begin = static_cast<uint32_t>(out.lines.size());
+      if (line_table) convert_lines(ctx, range.start, range.end);
+      f.lines_count = static_cast<uint32_t>(out.lines.size() - f.lines_begin);
       if (options.inline_info && ctx.has_inline) {
-        InlineNode root;
-        root.ranges = {range};
-        root.name = std::string(ctx.name);
+        const uint32_t root = static_cast<uint32_t>(out.inline_nodes.size());
+        const size_t ranges_before = out.inline_ranges.size();
+        FlatInlineNode node;
+        node.ranges_begin = static_cast<uint32_t>(ranges_before);
+        node.ranges_count = 1;
+        node.name = name + 1;
+        out.inline_ranges.push_back(range);
+        out.inline_nodes.push_back(node);
         const uint64_t below_root = build_inline(ctx, ctx.root, root);
-        if (!root.children.empty()) {
-          out.inline_nodes += 1 + below_root;
-          f.inline_tree = std::move(root);
+        if (out.inline_nodes[root].child_count == 0) {
+          out.inline_nodes.resize(root);
+          out.inline_ranges.resize(ranges_before);
+        } else {
+          out.inline_nodes_total += 1 + below_root;
+          f.nodes_begin = root;
+          f.nodes_count = static_cast<uint32_t>(out.inline_nodes.size() - root);
         }
       }
-      out.line_rows += f.lines.size();
-      out.functions.push_back(std::move(f));
+      out.line_rows += f.lines_count;
+      out.functions.push_back(f);
       groups[ctx.group].push_back(
           {UnitOp::Function, static_cast<uint32_t>(out.functions.size() - 1)});
     }
   }
 
-  void visit(Dwarf_Die* die, Dwarf_Off parent_offset, int64_t inline_parent, int depth) {
-    if (failed) return;
-    walk_parents.emplace_back(dwarf_dieoffset(die), parent_offset);
-    if (depth > kMaxDieDepth) {
-      fail("DIE nesting deeper than " + std::to_string(kMaxDieDepth));
-      return;
+  // A Dwarf_Die for the DIE at `offset` of the unit being walked, for libdw
+  // to read its attributes. When libdw's unit DIE lies in the same bytes the
+  // walker reads (always, short of a libdw change), the handle is made the
+  // way libdw makes its own (address + unit), without a unit lookup.
+  Dwarf_Die die_at(Dwarf_Off offset) {
+    Dwarf_Die die;
+    if (direct_dies) {
+      std::memset(&die, 0, sizeof die);
+      die.addr = const_cast<uint8_t*>(options.debug_info.data() + offset);
+      die.cu = unit_cu;
+      return die;
     }
-    const int tag = dwarf_tag(die);
-    int64_t child_inline_parent = -1;
-    bool is_subprogram = false;
-    if (tag == DW_TAG_subprogram) {
-      function_stack.push_back(start_subprogram(die));
-      is_subprogram = true;
-      if (function_stack.back()->collects) child_inline_parent = function_stack.back()->root;
-    } else if (tag == DW_TAG_inlined_subroutine) {
-      if (!function_stack.empty()) {
-        FunctionContext& fn = *function_stack.back();
-        fn.has_inline = true;
-        if (inline_parent >= 0 && fn.collects && options.inline_info) {
-          RawInline raw;
-          normalized_scratch.clear();
-          if (die_ranges(die, range_scratch))
-            for (const AddressRange& r : range_scratch) insert_range(normalized_scratch, r);
-          raw.ranges_begin = static_cast<uint32_t>(raw_ranges.size());
-          raw.ranges_count = static_cast<uint32_t>(normalized_scratch.size());
-          raw_ranges.insert(raw_ranges.end(), normalized_scratch.begin(), normalized_scratch.end());
-          raw.die = *die;
-          raw.attrs = attributes(die);
-          if (raw.attrs.call_file) raw.call_file = *raw.attrs.call_file;
-          raw.call_line = static_cast<uint32_t>(raw.attrs.call_line.value_or(0));
-          const uint32_t index = static_cast<uint32_t>(raw_nodes.size());
-          raw_nodes.push_back(raw);
-          RawInline& parent = raw_nodes[static_cast<size_t>(inline_parent)];
-          if (parent.last_child == kNoNode)
-            parent.first_child = index;
-          else
-            raw_nodes[parent.last_child].next_sibling = index;
-          parent.last_child = index;
-          child_inline_parent = index;
-        }
-      }
-    } else if (tag == DW_TAG_lexical_block) {
-      child_inline_parent = inline_parent;
-    }
-
-    if (dwarf_haschildren(die)) {
-      Dwarf_Die child;
-      int rc = dwarf_child(die, &child);
-      if (rc < 0) fail("cannot read the children of DIE " + hex(dwarf_dieoffset(die)) + ": " + dwarf_error());
-      while (rc == 0 && !failed) {
-        visit(&child, dwarf_dieoffset(die), child_inline_parent, depth + 1);
-        const Dwarf_Off previous = dwarf_dieoffset(&child);
-        rc = dwarf_siblingof(&child, &child);
-        if (rc < 0) fail("cannot read a sibling DIE: " + dwarf_error());
-        // A DW_AT_sibling pointing backwards would loop forever.
-        if (rc == 0 && dwarf_dieoffset(&child) <= previous)
-          fail("DIE " + hex(previous) + " has a sibling that does not follow it");
-      }
-    }
-    if (is_subprogram) {
-      if (function_stack.back()->named) pending.push_back(std::move(function_stack.back()));
-      function_stack.pop_back();
-    }
+    if (!dwarf_offdie(dwarf, offset, &die)) fail("cannot read DIE " + hex(offset) + ": " + dwarf_error());
+    return die;
   }
 
-  UnitOutput convert(Dwarf_Off unit_die_offset) {
+  // What the walk knows of each DIE whose child list is open.
+  struct OpenDie {
+    Dwarf_Off offset;
+    int64_t child_inline_parent;  // raw inline node of the DIEs below, -1 = none
+    bool is_subprogram;
+  };
+  std::vector<OpenDie> open_dies;
+  DwarfDieWalker walker;
+  Dwarf_CU* unit_cu = nullptr;
+  bool direct_dies = false;
+
+  void end_subprogram() {
+    if (function_stack.back()->named) pending.push_back(std::move(function_stack.back()));
+    function_stack.pop_back();
+  }
+
+  // Pre-order over the unit's DIEs (LLVM's handleDie recursion): collects
+  // subprograms and the inlined subroutines below them.
+  void walk(Dwarf_Die* cu, const UnitLocation& unit) {
+    Dwarf_Half version = 0;
+    Dwarf_Off abbrev_offset = 0;
+    uint8_t addr_size = 0, offset_size = 0;
+    Dwarf_Die unit_die;
+    if (!dwarf_cu_die(cu->cu, &unit_die, &version, &abbrev_offset, &addr_size, &offset_size, nullptr,
+                      nullptr))
+      return fail("cannot read the unit header: " + dwarf_error());
+    const std::span<const uint8_t> info = options.debug_info;
+    if (unit.end_offset > info.size() || unit.die_offset >= unit.end_offset)
+      return fail("unit bounds " + hex(unit.die_offset) + ".." + hex(unit.end_offset) +
+                  " are outside .debug_info");
+    DwarfUnitShape shape;
+    shape.version = version;
+    shape.address_size = addr_size;
+    shape.offset_size = offset_size;
+    shape.little_endian = line_sections.little_endian;
+    unit_cu = cu->cu;
+    direct_dies = cu->addr == info.data() + unit.die_offset;
+    if (!walker.start(options.debug_abbrev, abbrev_offset,
+                      info.subspan(unit.die_offset, unit.end_offset - unit.die_offset), unit.die_offset,
+                      shape))
+      return fail(walker.error());
+    open_dies.clear();
+    while (!failed) {
+      const DwarfDieWalker::Step step = walker.next();
+      if (step.kind == DwarfDieWalker::Step::End) break;
+      if (step.kind == DwarfDieWalker::Step::EndOfChildren) {
+        const bool was_subprogram = open_dies.back().is_subprogram;
+        open_dies.pop_back();
+        if (was_subprogram) end_subprogram();
+        continue;
+      }
+      const Dwarf_Off parent_offset = open_dies.empty() ? 0 : open_dies.back().offset;
+      const int64_t inline_parent = open_dies.empty() ? -1 : open_dies.back().child_inline_parent;
+      walk_parents.emplace_back(step.offset, parent_offset);
+      if (open_dies.size() > size_t(kMaxDieDepth))
+        return fail("DIE nesting deeper than " + std::to_string(kMaxDieDepth));
+      int64_t child_inline_parent = -1;
+      bool is_subprogram = false;
+      if (step.tag == DW_TAG_subprogram) {
+        Dwarf_Die die = die_at(step.offset);
+        if (failed) break;
+        function_stack.push_back(start_subprogram(&die));
+        is_subprogram = true;
+        if (function_stack.back()->collects) child_inline_parent = function_stack.back()->root;
+      } else if (step.tag == DW_TAG_inlined_subroutine) {
+        if (!function_stack.empty()) {
+          FunctionContext& fn = *function_stack.back();
+          fn.has_inline = true;
+          if (inline_parent >= 0 && fn.collects && options.inline_info) {
+            Dwarf_Die die = die_at(step.offset);
+            if (failed) break;
+            child_inline_parent = add_raw_inline(&die, inline_parent);
+          }
+        }
+      } else if (step.tag == DW_TAG_lexical_block) {
+        child_inline_parent = inline_parent;
+      }
+      if (step.has_children)
+        open_dies.push_back({step.offset, child_inline_parent, is_subprogram});
+      else if (is_subprogram)
+        end_subprogram();
+    }
+    if (!walker.ok()) fail(walker.error());
+  }
+
+  // Records an inlined subroutine below raw node `parent`; returns its index.
+  int64_t add_raw_inline(Dwarf_Die* die, int64_t parent_index) {
+    RawInline raw;
+    normalized_scratch.clear();
+    if (die_ranges(die, range_scratch))
+      for (const AddressRange& r : range_scratch) insert_range(normalized_scratch, r);
+    raw.ranges_begin = static_cast<uint32_t>(raw_ranges.size());
+    raw.ranges_count = static_cast<uint32_t>(normalized_scratch.size());
+    raw_ranges.insert(raw_ranges.end(), normalized_scratch.begin(), normalized_scratch.end());
+    raw.die = *die;
+    raw.attrs = attributes(die);
+    if (raw.attrs.call_file) raw.call_file = *raw.attrs.call_file;
+    raw.call_line = static_cast<uint32_t>(raw.attrs.call_line.value_or(0));
+    const uint32_t index = static_cast<uint32_t>(raw_nodes.size());
+    raw_nodes.push_back(raw);
+    RawInline& parent = raw_nodes[static_cast<size_t>(parent_index)];
+    if (parent.last_child == kNoNode)
+      parent.first_child = index;
+    else
+      raw_nodes[parent.last_child].next_sibling = index;
+    parent.last_child = index;
+    return index;
+  }
+
+  UnitOutput convert(const UnitLocation& unit) {
+    const Dwarf_Off unit_die_offset = unit.die_offset;
     out = UnitOutput{};
     groups.clear();
     function_stack.clear();
@@ -751,7 +832,7 @@ struct DwarfUnitConverter::Impl {
       }
     }
     walk_unit = dwarf_dieoffset(&cu);
-    visit(&cu, 0, -1, 0);
+    walk(&cu, unit);
     if (!failed)
       for (auto& ctx : pending) finish_subprogram(*ctx);
     pending.clear();
@@ -789,8 +870,8 @@ DwarfUnitConverter::DwarfUnitConverter(Dwarf* dwarf, const DwarfLineSections& li
 
 DwarfUnitConverter::~DwarfUnitConverter() = default;
 
-UnitOutput DwarfUnitConverter::convert(Dwarf_Off unit_die_offset) {
-  return impl_->convert(unit_die_offset);
+UnitOutput DwarfUnitConverter::convert(const UnitLocation& unit) {
+  return impl_->convert(unit);
 }
 
 }  // namespace gsym

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,9 +40,21 @@ struct UnitOutput {
   // Local file table: local index i refers to files[i - 1]; 0 is the empty
   // entry. Functions' line rows and inline call files use local indexes.
   std::vector<FileEntry> files;
+  // Functions in flat form (see FlatFunction), over the unit's pools, with
+  // local indexes: names index `strings`; inline node names are string index
+  // + 1 (0 = no name); line rows' files and call files are local files.
+  struct Function {
+    AddressRange range;
+    uint32_t name = 0;
+    uint32_t lines_begin = 0, lines_count = 0;
+    uint32_t nodes_begin = 0, nodes_count = 0;  // 0 = no inline tree
+  };
   std::vector<Function> functions;
+  std::vector<LineEntry> lines;
+  std::vector<FlatInlineNode> inline_nodes;
+  std::vector<AddressRange> inline_ranges;
   uint64_t line_rows = 0;
-  uint64_t inline_nodes = 0;
+  uint64_t inline_nodes_total = 0;  // nodes in the functions' trees
   std::vector<std::string> warnings;
   bool skipped = false;  // malformed unit: nothing of it is used
 };
@@ -49,6 +62,16 @@ struct UnitOutput {
 struct UnitConverterOptions {
   std::vector<AddressRange> text_ranges;  // sorted, merged
   bool inline_info = true;
+  // The sections the DIE tree is walked over (see dwarf_die_walker.h); the
+  // same decompressed bytes libdw reads.
+  std::span<const uint8_t> debug_info;
+  std::span<const uint8_t> debug_abbrev;
+};
+
+// Where a compile unit is in .debug_info.
+struct UnitLocation {
+  Dwarf_Off die_offset = 0;  // its unit DIE
+  uint64_t end_offset = 0;   // where the next unit's header starts
 };
 
 class DwarfUnitConverter {
@@ -59,8 +82,8 @@ class DwarfUnitConverter {
                      const UnitConverterOptions& options);
   ~DwarfUnitConverter();
 
-  // Converts the unit whose unit DIE is at `unit_die_offset` in .debug_info.
-  UnitOutput convert(Dwarf_Off unit_die_offset);
+  // Converts one compile unit.
+  UnitOutput convert(const UnitLocation& unit);
 
  private:
   struct Impl;

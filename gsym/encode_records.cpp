@@ -156,6 +156,38 @@ Status encode_inline_tree(ByteWriter& out, const InlineNode& node, uint64_t base
   return Status::success();
 }
 
+namespace {
+
+// Encodes nodes[i] and its subtree; returns the index after the subtree.
+// Recursion depth is bounded by the builder's inline depth limit.
+size_t encode_flat_node(ByteWriter& out, std::span<const FlatInlineNode> nodes,
+                        std::span<const AddressRange> ranges, size_t i, uint64_t base) {
+  const FlatInlineNode& node = nodes[i++];
+  const std::span<const AddressRange> own = ranges.subspan(node.ranges_begin, node.ranges_count);
+  out.uleb(own.size());
+  for (const AddressRange& r : own) {
+    out.uleb(r.start - base);
+    out.uleb(r.size());
+  }
+  out.u8(node.child_count ? 1 : 0);
+  out.u32(node.name);
+  out.uleb(node.call_file);
+  out.uleb(node.call_line);
+  if (node.child_count) {
+    for (uint32_t c = 0; c < node.child_count; ++c)
+      i = encode_flat_node(out, nodes, ranges, i, own.front().start);
+    out.uleb(0);  // ends the sibling list
+  }
+  return i;
+}
+
+}  // namespace
+
+void encode_flat_inline_tree(ByteWriter& out, std::span<const FlatInlineNode> nodes,
+                             std::span<const AddressRange> ranges, uint64_t base) {
+  if (!nodes.empty()) encode_flat_node(out, nodes, ranges, 0, base);
+}
+
 void encode_call_sites(ByteWriter& out, std::span<const CallSite> call_sites,
                        const StringOffsets& strings) {
   out.u32(static_cast<uint32_t>(call_sites.size()));
@@ -220,6 +252,33 @@ Status encode_function_info(ByteWriter& out, const Function& function,
   if (!function.call_sites.empty()) {
     uint64_t at = begin_info(out, InfoType::CallSites);
     encode_call_sites(out, function.call_sites, strings);
+    end_info(out, at);
+  }
+  out.u32(static_cast<uint32_t>(InfoType::EndOfList));
+  out.u32(0);
+  return Status::success();
+}
+
+Status encode_flat_function_info(ByteWriter& out, AddressRange range, uint32_t name,
+                                 std::span<const LineEntry> lines,
+                                 std::span<const FlatInlineNode> nodes,
+                                 std::span<const AddressRange> ranges) {
+  const uint64_t size = range.size();
+  if (range.end < range.start || size > UINT32_MAX)
+    return Error("function at " + hex(range.start) + " has an unencodable range");
+  if (name == 0) return Error("function at " + hex(range.start) + " has an empty name");
+  out.align_to(4);
+  out.u32(static_cast<uint32_t>(size));
+  out.u32(name);
+  if (!lines.empty()) {
+    uint64_t at = begin_info(out, InfoType::LineTable);
+    Status s = encode_line_table(out, lines, range.start);
+    if (!s) return s;
+    end_info(out, at);
+  }
+  if (!nodes.empty()) {
+    uint64_t at = begin_info(out, InfoType::Inline);
+    encode_flat_inline_tree(out, nodes, ranges, range.start);
     end_info(out, at);
   }
   out.u32(static_cast<uint32_t>(InfoType::EndOfList));

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,30 @@ struct Function {
   std::vector<Function> merged;            // MergedFunctionsInfo (same range)
   std::vector<CallSite> call_sites;        // CallSiteInfo
   bool operator==(const Function&) const = default;
+};
+
+// The flat form of a function, for producers that add millions of inline
+// nodes (the DWARF converter): no allocation per node, no strings copied.
+// Names are string-table offsets returned by Builder::add_string, so every
+// name is added first; 0 means no name (allowed for inline nodes only).
+// Inline nodes are in pre-order, each followed by its subtree; node 0 is the
+// function itself (its ranges lie inside the function's range).
+struct FlatInlineNode {
+  uint32_t ranges_begin = 0;  // into FlatFunction::inline_ranges
+  uint32_t ranges_count = 0;
+  uint32_t name = 0;
+  uint32_t call_file = 0;
+  uint32_t call_line = 0;
+  uint32_t child_count = 0;  // direct children
+  bool operator==(const FlatInlineNode&) const = default;
+};
+
+struct FlatFunction {
+  AddressRange range;
+  uint32_t name = 0;
+  std::span<const LineEntry> lines;                // as Function::lines
+  std::span<const FlatInlineNode> inline_nodes;    // empty = no inline tree
+  std::span<const AddressRange> inline_ranges;
 };
 
 }  // namespace gsym

@@ -42,6 +42,11 @@ Status encode_line_table(ByteWriter& out, std::span<const LineEntry> lines,
 Status encode_inline_tree(ByteWriter& out, const InlineNode& node, uint64_t base,
                           const StringOffsets& strings);
 
+// The same for a flat pre-order tree (see FlatInlineNode): nodes[0] and its
+// subtree; names are string offsets already. Validated input expected.
+void encode_flat_inline_tree(ByteWriter& out, std::span<const FlatInlineNode> nodes,
+                             std::span<const AddressRange> ranges, uint64_t base);
+
 // CallSiteInfo payload (§6.2).
 void encode_call_sites(ByteWriter& out, std::span<const CallSite> call_sites,
                        const StringOffsets& strings);
@@ -50,5 +55,12 @@ void encode_call_sites(ByteWriter& out, std::span<const CallSite> call_sites,
 // first (`pad`); records nested in MergedFunctionsInfo are not.
 Status encode_function_info(ByteWriter& out, const Function& function,
                             const StringOffsets& strings, bool pad);
+
+// A complete top-level FunctionInfo record of a flat function (name, line
+// table, inline tree; ranges_begin of the nodes index `ranges`).
+Status encode_flat_function_info(ByteWriter& out, AddressRange range, uint32_t name,
+                                 std::span<const LineEntry> lines,
+                                 std::span<const FlatInlineNode> nodes,
+                                 std::span<const AddressRange> ranges);
 
 }  // namespace gsym

@@ -1,0 +1,280 @@
+#include "gsym/dwarf_die_walker.h"
+
+#include <dwarf.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace gsym {
+
+namespace {
+
+// Codes above this are kept out of the code-indexed table (a hostile table
+// could name code 2^63); real producers number their abbreviations 1, 2, ...
+constexpr uint64_t kMaxAbbrevCode = 1u << 16;
+constexpr size_t kMaxForms = 1u << 24;
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+// LEB128 readers over [p, end): false on truncation or overlong encodings.
+bool read_uleb(const uint8_t*& p, const uint8_t* end, uint64_t& value) {
+  value = 0;
+  for (unsigned shift = 0; p < end; shift += 7) {
+    const uint8_t byte = *p++;
+    if (shift < 64) value |= uint64_t(byte & 0x7f) << shift;
+    if (!(byte & 0x80)) return true;
+    if (shift > 70) return false;
+  }
+  return false;
+}
+
+bool skip_leb(const uint8_t*& p, const uint8_t* end) {
+  for (unsigned n = 0; p < end && n < 11; ++n)
+    if (!(*p++ & 0x80)) return true;
+  return false;
+}
+
+}  // namespace
+
+void DwarfDieWalker::fail(std::string message) {
+  if (error_.empty()) error_ = std::move(message);
+  finished_ = true;
+}
+
+int DwarfDieWalker::fixed_form_size(uint64_t form) const {
+  switch (form) {
+    case DW_FORM_flag_present:
+    case DW_FORM_implicit_const:
+      return 0;
+    case DW_FORM_data1:
+    case DW_FORM_ref1:
+    case DW_FORM_flag:
+    case DW_FORM_strx1:
+    case DW_FORM_addrx1:
+      return 1;
+    case DW_FORM_data2:
+    case DW_FORM_ref2:
+    case DW_FORM_strx2:
+    case DW_FORM_addrx2:
+      return 2;
+    case DW_FORM_strx3:
+    case DW_FORM_addrx3:
+      return 3;
+    case DW_FORM_data4:
+    case DW_FORM_ref4:
+    case DW_FORM_strx4:
+    case DW_FORM_addrx4:
+    case DW_FORM_ref_sup4:
+      return 4;
+    case DW_FORM_data8:
+    case DW_FORM_ref8:
+    case DW_FORM_ref_sig8:
+    case DW_FORM_ref_sup8:
+      return 8;
+    case DW_FORM_data16:
+      return 16;
+    case DW_FORM_addr:
+      return shape_.address_size;
+    case DW_FORM_ref_addr:
+      return shape_.version <= 2 ? shape_.address_size : shape_.offset_size;
+    case DW_FORM_strp:
+    case DW_FORM_line_strp:
+    case DW_FORM_sec_offset:
+    case DW_FORM_strp_sup:
+    case DW_FORM_GNU_ref_alt:
+    case DW_FORM_GNU_strp_alt:
+      return shape_.offset_size;
+    default:
+      return -1;
+  }
+}
+
+bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t offset) {
+  abbrevs_.clear();
+  forms_.clear();
+  if (offset >= section.size()) {
+    fail("abbreviation offset " + hex(offset) + " is outside .debug_abbrev");
+    return false;
+  }
+  const uint8_t* p = section.data() + offset;
+  const uint8_t* const end = section.data() + section.size();
+  for (;;) {
+    uint64_t code, tag, name, form;
+    if (!read_uleb(p, end, code)) break;
+    if (code == 0) return true;
+    if (!read_uleb(p, end, tag) || p >= end) break;
+    const bool has_children = *p++ != 0;
+    if (code > kMaxAbbrevCode) {
+      fail("abbreviation code " + std::to_string(code) + " is too large");
+      return false;
+    }
+    if (code >= abbrevs_.size()) abbrevs_.resize(code + 1);
+    Abbrev& a = abbrevs_[code];
+    if (a.defined) {
+      fail("abbreviation code " + std::to_string(code) + " is defined twice");
+      return false;
+    }
+    a.defined = true;
+    a.tag = static_cast<uint32_t>(tag);
+    a.has_children = has_children;
+    a.forms_begin = static_cast<uint32_t>(forms_.size());
+    int64_t fixed = 0;
+    for (;;) {
+      if (!read_uleb(p, end, name) || !read_uleb(p, end, form)) {
+        fail("truncated abbreviation " + std::to_string(code));
+        return false;
+      }
+      if (name == 0 && form == 0) break;
+      if (form == DW_FORM_implicit_const && !skip_leb(p, end)) {
+        fail("truncated abbreviation " + std::to_string(code));
+        return false;
+      }
+      if (form > UINT16_MAX || forms_.size() >= kMaxForms) {
+        fail("abbreviation " + std::to_string(code) + " has an unknown form " + hex(form));
+        return false;
+      }
+      forms_.push_back(static_cast<uint16_t>(form));
+      const int size = fixed_form_size(form);
+      fixed = size < 0 || fixed < 0 ? -1 : fixed + size;
+    }
+    a.forms_count = static_cast<uint32_t>(forms_.size() - a.forms_begin);
+    a.fixed_size = fixed >= 0 && fixed < INT32_MAX ? static_cast<int32_t>(fixed) : -1;
+  }
+  fail("truncated abbreviation table at " + hex(offset));
+  return false;
+}
+
+bool DwarfDieWalker::start(std::span<const uint8_t> debug_abbrev, uint64_t abbrev_offset,
+                           std::span<const uint8_t> unit, uint64_t first_die_offset,
+                           const DwarfUnitShape& shape) {
+  shape_ = shape;
+  error_.clear();
+  finished_ = false;
+  started_ = false;
+  depth_ = 0;
+  begin_ = pos_ = unit.data();
+  end_ = unit.data() + unit.size();
+  first_offset_ = first_die_offset;
+  if (shape.offset_size != 4 && shape.offset_size != 8) {
+    fail("unit offset size " + std::to_string(shape.offset_size));
+    return false;
+  }
+  return parse_abbrevs(debug_abbrev, abbrev_offset);
+}
+
+bool DwarfDieWalker::skip_value(uint64_t form, const uint8_t*& p, int indirections) {
+  const int fixed = fixed_form_size(form);
+  if (fixed >= 0) {
+    if (end_ - p < fixed) return false;
+    p += fixed;
+    return true;
+  }
+  uint64_t length = 0;
+  switch (form) {
+    case DW_FORM_udata:
+    case DW_FORM_sdata:
+    case DW_FORM_ref_udata:
+    case DW_FORM_strx:
+    case DW_FORM_addrx:
+    case DW_FORM_loclistx:
+    case DW_FORM_rnglistx:
+    case DW_FORM_GNU_addr_index:
+    case DW_FORM_GNU_str_index:
+      return skip_leb(p, end_);
+    case DW_FORM_string: {
+      const void* nul = std::memchr(p, 0, static_cast<size_t>(end_ - p));
+      if (!nul) return false;
+      p = static_cast<const uint8_t*>(nul) + 1;
+      return true;
+    }
+    case DW_FORM_block1:
+      if (end_ - p < 1) return false;
+      length = *p++;
+      break;
+    case DW_FORM_block2:
+    case DW_FORM_block4: {
+      const int width = form == DW_FORM_block2 ? 2 : 4;
+      if (end_ - p < width) return false;
+      for (int i = 0; i < width; ++i) {
+        const int shift = shape_.little_endian ? 8 * i : 8 * (width - 1 - i);
+        length |= uint64_t(p[i]) << shift;
+      }
+      p += width;
+      break;
+    }
+    case DW_FORM_block:
+    case DW_FORM_exprloc:
+      if (!read_uleb(p, end_, length)) return false;
+      break;
+    case DW_FORM_indirect: {
+      uint64_t actual;
+      if (indirections > 4 || !read_uleb(p, end_, actual) || actual == DW_FORM_implicit_const)
+        return false;
+      return skip_value(actual, p, indirections + 1);
+    }
+    default:
+      return false;
+  }
+  if (length > static_cast<uint64_t>(end_ - p)) return false;
+  p += length;
+  return true;
+}
+
+DwarfDieWalker::Step DwarfDieWalker::next() {
+  Step step;
+  if (finished_) return step;
+  if (started_ && depth_ == 0) {  // the unit DIE had no children, or they ended
+    finished_ = true;
+    return step;
+  }
+  const uint64_t offset = first_offset_ + static_cast<uint64_t>(pos_ - begin_);
+  uint64_t code;
+  if (!read_uleb(pos_, end_, code)) {
+    fail("unit ends inside its DIE tree at " + hex(offset));
+    return step;
+  }
+  if (code == 0) {
+    if (!started_) {
+      fail("the unit has no unit DIE");
+      return step;
+    }
+    --depth_;
+    step.kind = Step::EndOfChildren;
+    step.offset = offset;
+    return step;
+  }
+  const Abbrev* a = code < abbrevs_.size() ? &abbrevs_[code] : nullptr;
+  if (!a || !a->defined) {
+    fail("DIE at " + hex(offset) + " uses undefined abbreviation " + std::to_string(code));
+    return step;
+  }
+  if (a->fixed_size >= 0) {
+    if (end_ - pos_ < a->fixed_size) {
+      fail("DIE at " + hex(offset) + " runs past the end of its unit");
+      return step;
+    }
+    pos_ += a->fixed_size;
+  } else {
+    for (uint32_t i = 0; i < a->forms_count; ++i) {
+      if (!skip_value(forms_[a->forms_begin + i], pos_, 0)) {
+        fail("DIE at " + hex(offset) + ": cannot read an attribute of form " +
+             hex(forms_[a->forms_begin + i]));
+        return step;
+      }
+    }
+  }
+  started_ = true;
+  if (a->has_children) ++depth_;
+  step.kind = Step::Die;
+  step.offset = offset;
+  step.tag = a->tag;
+  step.has_children = a->has_children;
+  return step;
+}
+
+}  // namespace gsym

@@ -1,0 +1,83 @@
+// gsym/dwarf_die_walker.h - the structure of one unit's DIE tree, read
+// straight from .debug_info and .debug_abbrev: each DIE's offset, tag and
+// whether it has children, in pre-order, with the ends of child lists.
+//
+// Why not libdw's dwarf_child/dwarf_siblingof: they look every DIE's
+// abbreviation up again in a locked hash table and scan its attributes once
+// more for the sibling; on C++ DWARF, where most DIEs are types, members and
+// parameters the converter never reads, that was most of the conversion time.
+// Here a unit's abbreviations are parsed once into a table indexed by code,
+// and DIEs whose attributes are all of fixed size are skipped in one step.
+// The converter still reads the attributes of the DIEs it needs with libdw.
+//
+// Like LLVM's DWARF parser, the walk is linear (DW_AT_sibling is not used).
+// Input is untrusted: every read is bounds-checked, and malformed input ends
+// the walk with an error message, never reads outside the unit.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace gsym {
+
+struct DwarfUnitShape {
+  uint16_t version = 4;
+  uint8_t address_size = 8;
+  uint8_t offset_size = 4;  // 4 = DWARF32, 8 = DWARF64
+  bool little_endian = true;
+};
+
+class DwarfDieWalker {
+ public:
+  // One step of the walk.
+  struct Step {
+    enum Kind : uint8_t { Die, EndOfChildren, End } kind = End;
+    uint64_t offset = 0;  // of the DIE in .debug_info (Die)
+    uint32_t tag = 0;
+    bool has_children = false;
+  };
+
+  // Reads the abbreviation table at `abbrev_offset` of `debug_abbrev`.
+  // `unit` is the unit's DIE bytes: from its first DIE (at .debug_info
+  // offset `first_die_offset`) to the end of the unit.
+  bool start(std::span<const uint8_t> debug_abbrev, uint64_t abbrev_offset,
+             std::span<const uint8_t> unit, uint64_t first_die_offset, const DwarfUnitShape& shape);
+
+  // The next step: a DIE (its attributes are skipped, so the following step
+  // is its first child if it has children, else its next sibling), the end
+  // of the current child list, or End (the unit DIE's children are done, or
+  // an error: check ok()).
+  Step next();
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Abbrev {
+    uint32_t tag = 0;
+    bool has_children = false;
+    bool defined = false;
+    int32_t fixed_size = -1;  // all attribute values' total size, -1 = varies
+    uint32_t forms_begin = 0, forms_count = 0;
+  };
+  bool parse_abbrevs(std::span<const uint8_t> section, uint64_t offset);
+  bool skip_value(uint64_t form, const uint8_t*& p, int indirections);
+  int fixed_form_size(uint64_t form) const;  // -1 = not fixed
+  void fail(std::string message);
+
+  std::vector<Abbrev> abbrevs_;  // by code (codes are small and dense in practice)
+  std::vector<uint16_t> forms_;
+  DwarfUnitShape shape_;
+  const uint8_t* begin_ = nullptr;
+  const uint8_t* pos_ = nullptr;
+  const uint8_t* end_ = nullptr;
+  uint64_t first_offset_ = 0;
+  uint32_t depth_ = 0;  // open child lists
+  bool started_ = false;
+  bool finished_ = false;
+  std::string error_;
+};
+
+}  // namespace gsym
