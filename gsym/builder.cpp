@@ -80,8 +80,15 @@ class StringTable {
     ++count_;
     order_.push_back(stored);
     offsets_.push_back(size_);
+    if (size_ / 64 >= starts_.size()) starts_.resize(size_ / 64 + 1 + starts_.size() / 2);
+    starts_[size_ / 64] |= uint64_t{1} << (size_ % 64);
     size_ += s.size() + 1;
     return slot.offset;
+  }
+  // Whether an interned string starts at `offset` (0, "", always does): one
+  // bit test, for validating the offsets in flat functions.
+  bool is_string_start(uint64_t offset) const {
+    return offset == 0 || (offset / 64 < starts_.size() && (starts_[offset / 64] >> (offset % 64) & 1));
   }
   // The string starting at `offset`, if an interned string starts there
   // ("" for 0).
@@ -130,6 +137,7 @@ class StringTable {
   std::deque<std::string> storage_;
   std::vector<std::string_view> order_;
   std::vector<uint64_t> offsets_;  // of order_'s strings: ascending
+  std::vector<uint64_t> starts_;   // bit per table offset: a string starts there
   uint64_t size_ = 1;
 };
 
@@ -478,12 +486,11 @@ bool Builder::State::llvm_equal(const Record& a, const Record& b) const {
 }
 
 Status Builder::State::add_flat(const FlatFunction& f) {
-  const std::optional<std::string_view> name = f.name ? strings.at_offset(f.name) : std::nullopt;
   if (f.name == 0) return Error("function at " + hex(f.range.start) + " has an empty name");
-  if (!name)
+  if (!strings.is_string_start(f.name))
     return Error("function at " + hex(f.range.start) + " has name offset " + std::to_string(f.name) +
                  ", which is not a string added with add_string");
-  const std::string name_text(*name);
+  const std::string name_text(string_at(f.name));
   const std::string where = " in function \"" + name_text + "\"";  // per function, not per node
   if (f.range.end < f.range.start)
     return Error("function \"" + name_text + "\" has a reversed range " + range_text(f.range));
@@ -534,7 +541,7 @@ Status Builder::State::add_flat(const FlatFunction& f) {
     if (depth > Builder::kMaxInlineDepth)
       return fail("inline tree deeper than " + std::to_string(Builder::kMaxInlineDepth) + " levels");
     auto node_name = [&] { return std::string(string_at(node.name)); };
-    if (node.name && !strings.at_offset(node.name))
+    if (!strings.is_string_start(node.name))
       return fail("inline node name offset " + std::to_string(node.name) + " is not an added string");
     if (uint64_t(node.ranges_begin) + node.ranges_count > f.inline_ranges.size())
       return fail("inline node \"" + node_name() + "\" has ranges outside the range list");

@@ -96,7 +96,7 @@ int DwarfDieWalker::fixed_form_size(uint64_t form) const {
 
 bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t offset) {
   abbrevs_.clear();
-  forms_.clear();
+  ops_.clear();
   if (offset >= section.size()) {
     fail("abbreviation offset " + hex(offset) + " is outside .debug_abbrev");
     return false;
@@ -122,7 +122,7 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
     a.defined = true;
     a.tag = static_cast<uint32_t>(tag);
     a.has_children = has_children;
-    a.forms_begin = static_cast<uint32_t>(forms_.size());
+    a.ops_begin = static_cast<uint32_t>(ops_.size());
     int64_t fixed = 0;
     for (;;) {
       if (!read_uleb(p, end, name) || !read_uleb(p, end, form)) {
@@ -134,15 +134,20 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
         fail("truncated abbreviation " + std::to_string(code));
         return false;
       }
-      if (form > UINT16_MAX || forms_.size() >= kMaxForms) {
+      if (form == 0 || form > UINT16_MAX || ops_.size() >= kMaxForms) {
         fail("abbreviation " + std::to_string(code) + " has an unknown form " + hex(form));
         return false;
       }
-      forms_.push_back(static_cast<uint16_t>(form));
       const int size = fixed_form_size(form);
       fixed = size < 0 || fixed < 0 ? -1 : fixed + size;
+      if (size == 0) continue;
+      if (size > 0 && ops_.size() > a.ops_begin && ops_.back().form == 0 && ops_.back().size < 0x7fff)
+        ops_.back().size = static_cast<uint16_t>(ops_.back().size + size);
+      else
+        ops_.push_back(size > 0 ? SkipOp{0, static_cast<uint16_t>(size)}
+                                : SkipOp{static_cast<uint16_t>(form), 0});
     }
-    a.forms_count = static_cast<uint32_t>(forms_.size() - a.forms_begin);
+    a.ops_count = static_cast<uint32_t>(ops_.size() - a.ops_begin);
     a.fixed_size = fixed >= 0 && fixed < INT32_MAX ? static_cast<int32_t>(fixed) : -1;
   }
   fail("truncated abbreviation table at " + hex(offset));
@@ -260,10 +265,16 @@ DwarfDieWalker::Step DwarfDieWalker::next() {
     }
     pos_ += a->fixed_size;
   } else {
-    for (uint32_t i = 0; i < a->forms_count; ++i) {
-      if (!skip_value(forms_[a->forms_begin + i], pos_, 0)) {
-        fail("DIE at " + hex(offset) + ": cannot read an attribute of form " +
-             hex(forms_[a->forms_begin + i]));
+    for (uint32_t i = 0; i < a->ops_count; ++i) {
+      const SkipOp op = ops_[a->ops_begin + i];
+      if (op.form == 0) {
+        if (end_ - pos_ < op.size) {
+          fail("DIE at " + hex(offset) + " runs past the end of its unit");
+          return step;
+        }
+        pos_ += op.size;
+      } else if (!skip_value(op.form, pos_, 0)) {
+        fail("DIE at " + hex(offset) + ": cannot read an attribute of form " + hex(op.form));
         return step;
       }
     }

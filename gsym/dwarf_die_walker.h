@@ -60,7 +60,13 @@ class DwarfDieWalker {
     bool has_children = false;
     bool defined = false;
     int32_t fixed_size = -1;  // all attribute values' total size, -1 = varies
-    uint32_t forms_begin = 0, forms_count = 0;
+    uint32_t ops_begin = 0, ops_count = 0;
+  };
+  // How to skip the attribute values: runs of fixed-size values merged into
+  // one op (form 0, `size` bytes), other forms one op each.
+  struct SkipOp {
+    uint16_t form = 0;
+    uint16_t size = 0;
   };
   bool parse_abbrevs(std::span<const uint8_t> section, uint64_t offset);
   bool skip_value(uint64_t form, const uint8_t*& p, int indirections);
@@ -68,7 +74,7 @@ class DwarfDieWalker {
   void fail(std::string message);
 
   std::vector<Abbrev> abbrevs_;  // by code (codes are small and dense in practice)
-  std::vector<uint16_t> forms_;
+  std::vector<SkipOp> ops_;
   DwarfUnitShape shape_;
   const uint8_t* begin_ = nullptr;
   const uint8_t* pos_ = nullptr;

@@ -55,11 +55,14 @@ struct DieAttributes {
   std::optional<uint64_t> call_file, call_line, decl_file, decl_line;  // call_line: own only
   Dwarf_Off origin = 0;     // the DIE's own abstract_origin/specification target
   bool own_names = false;   // the DIE itself has a name or linkage name
+  // The DIE's own address attributes (valid while the DWARF data lives).
+  Dwarf_Attribute low_pc, high_pc;
+  bool own_low_high = false;  // both present
 };
 
 struct AttributeScan {
   Dwarf_Attribute mips_linkage, linkage, name, origin, spec, call_file, call_line, decl_file,
-      decl_line;
+      decl_line, low_pc, high_pc;
   unsigned found = 0;  // bit per member above, in order
 };
 
@@ -75,6 +78,8 @@ int collect_attribute(Dwarf_Attribute* attr, void* arg) {
     case DW_AT_call_line: scan->call_line = *attr; scan->found |= 64; break;
     case DW_AT_decl_file: scan->decl_file = *attr; scan->found |= 128; break;
     case DW_AT_decl_line: scan->decl_line = *attr; scan->found |= 256; break;
+    case DW_AT_low_pc: scan->low_pc = *attr; scan->found |= 512; break;
+    case DW_AT_high_pc: scan->high_pc = *attr; scan->found |= 1024; break;
     default: break;
   }
   return DWARF_CB_OK;
@@ -107,6 +112,11 @@ DieAttributes die_attributes(Dwarf_Die* die, int max_hops = 16, Dwarf_Die* unsca
     if (hop == 0) {
       if (scan.found & 64) out.call_line = form_unsigned(&scan.call_line);
       out.own_names = (scan.found & 7) != 0;
+      if ((scan.found & 1536) == 1536) {
+        out.low_pc = scan.low_pc;
+        out.high_pc = scan.high_pc;
+        out.own_low_high = true;
+      }
     }
     if (!out.call_file && (scan.found & 32)) out.call_file = form_unsigned(&scan.call_file);
     if (!out.decl_file && (scan.found & 128)) out.decl_file = form_unsigned(&scan.decl_file);
@@ -573,6 +583,40 @@ struct DwarfUnitConverter::Impl {
     return added;
   }
 
+  // die_ranges from attributes already scanned: a DIE's own low_pc/high_pc
+  // pair is read here, as dwarf_highpc does (a constant-class high_pc is an
+  // offset from low_pc); anything else takes libdw's dwarf_ranges.
+  bool die_ranges(Dwarf_Die* die, DieAttributes& attrs, std::vector<AddressRange>& ranges) {
+    if (attrs.own_low_high) {
+      Dwarf_Addr low, high;
+      if (dwarf_formaddr(&attrs.low_pc, &low) == 0) {
+        bool ok = false;
+        switch (dwarf_whatform(&attrs.high_pc)) {
+          case DW_FORM_addr:
+          case DW_FORM_addrx:
+          case DW_FORM_addrx1:
+          case DW_FORM_addrx2:
+          case DW_FORM_addrx3:
+          case DW_FORM_addrx4:
+          case DW_FORM_GNU_addr_index:
+            ok = dwarf_formaddr(&attrs.high_pc, &high) == 0;
+            break;
+          default: {
+            Dwarf_Word offset;
+            ok = dwarf_formudata(&attrs.high_pc, &offset) == 0;
+            high = low + offset;
+          }
+        }
+        if (ok) {
+          ranges.clear();
+          ranges.push_back({low, high});
+          return true;
+        }
+      }
+    }
+    return die_ranges(die, ranges);
+  }
+
   bool die_ranges(Dwarf_Die* die, std::vector<AddressRange>& ranges) {
     ranges.clear();
     Dwarf_Addr base, start, end;
@@ -766,14 +810,14 @@ struct DwarfUnitConverter::Impl {
   // Records an inlined subroutine below raw node `parent`; returns its index.
   int64_t add_raw_inline(Dwarf_Die* die, int64_t parent_index) {
     RawInline raw;
+    raw.die = *die;
+    raw.attrs = attributes(die);
     normalized_scratch.clear();
-    if (die_ranges(die, range_scratch))
+    if (die_ranges(die, raw.attrs, range_scratch))
       for (const AddressRange& r : range_scratch) insert_range(normalized_scratch, r);
     raw.ranges_begin = static_cast<uint32_t>(raw_ranges.size());
     raw.ranges_count = static_cast<uint32_t>(normalized_scratch.size());
     raw_ranges.insert(raw_ranges.end(), normalized_scratch.begin(), normalized_scratch.end());
-    raw.die = *die;
-    raw.attrs = attributes(die);
     if (raw.attrs.call_file) raw.call_file = *raw.attrs.call_file;
     raw.call_line = static_cast<uint32_t>(raw.attrs.call_line.value_or(0));
     const uint32_t index = static_cast<uint32_t>(raw_nodes.size());
