@@ -50,13 +50,16 @@ struct DwarfHandle {
 // libdw's unit list (which tells type units apart), unit ends from the unit
 // headers.
 Expected<std::vector<UnitLocation>> list_units(Dwarf* dwarf, uint64_t* bad_units) {
-  std::vector<std::pair<Dwarf_Off, Dwarf_Off>> extents;  // (unit DIE offset, unit end)
+  struct Extent {
+    Dwarf_Off die_offset, header_offset, end_offset;
+  };
+  std::vector<Extent> extents;
   for (Dwarf_Off off = 0, next = 0;; off = next) {
     size_t header_size = 0;
     if (dwarf_next_unit(dwarf, off, &next, &header_size, nullptr, nullptr, nullptr, nullptr, nullptr,
                         nullptr) != 0)
       break;
-    extents.emplace_back(off + header_size, next);
+    extents.push_back({off + header_size, off, next});
   }
   std::vector<UnitLocation> units;
   Dwarf_CU* cu = nullptr;
@@ -76,12 +79,13 @@ Expected<std::vector<UnitLocation>> list_units(Dwarf* dwarf, uint64_t* bad_units
     cu = next;
     if (unit_type == DW_UT_type || unit_type == DW_UT_split_type) continue;
     const Dwarf_Off die_offset = dwarf_dieoffset(&cudie);
-    auto it = std::lower_bound(extents.begin(), extents.end(), std::pair<Dwarf_Off, Dwarf_Off>{die_offset, 0});
-    if (it == extents.end() || it->first != die_offset) {
+    auto it = std::partition_point(extents.begin(), extents.end(),
+                                   [&](const Extent& e) { return e.die_offset < die_offset; });
+    if (it == extents.end() || it->die_offset != die_offset) {
       ++*bad_units;
       break;
     }
-    units.push_back({die_offset, it->second});
+    units.push_back({it->header_offset, die_offset, it->end_offset});
   }
   return units;
 }

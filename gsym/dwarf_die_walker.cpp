@@ -33,6 +33,21 @@ bool read_uleb(const uint8_t*& p, const uint8_t* end, uint64_t& value) {
   return false;
 }
 
+bool read_sleb(const uint8_t*& p, const uint8_t* end, int64_t& value) {
+  uint64_t result = 0;
+  unsigned shift = 0;
+  for (; p < end && shift < 71; shift += 7) {
+    const uint8_t byte = *p++;
+    if (shift < 64) result |= uint64_t(byte & 0x7f) << shift;
+    if (!(byte & 0x80)) {
+      if (shift + 7 < 64 && (byte & 0x40)) result |= ~uint64_t{0} << (shift + 7);
+      value = static_cast<int64_t>(result);
+      return true;
+    }
+  }
+  return false;
+}
+
 bool skip_leb(const uint8_t*& p, const uint8_t* end) {
   for (unsigned n = 0; p < end && n < 11; ++n)
     if (!(*p++ & 0x80)) return true;
@@ -97,6 +112,7 @@ int DwarfDieWalker::fixed_form_size(uint64_t form) const {
 bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t offset) {
   abbrevs_.clear();
   ops_.clear();
+  specs_.clear();
   if (offset >= section.size()) {
     fail("abbreviation offset " + hex(offset) + " is outside .debug_abbrev");
     return false;
@@ -123,6 +139,7 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
     a.tag = static_cast<uint32_t>(tag);
     a.has_children = has_children;
     a.ops_begin = static_cast<uint32_t>(ops_.size());
+    a.specs_begin = static_cast<uint32_t>(specs_.size());
     int64_t fixed = 0;
     for (;;) {
       if (!read_uleb(p, end, name) || !read_uleb(p, end, form)) {
@@ -130,7 +147,8 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
         return false;
       }
       if (name == 0 && form == 0) break;
-      if (form == DW_FORM_implicit_const && !skip_leb(p, end)) {
+      int64_t implicit_const = 0;
+      if (form == DW_FORM_implicit_const && !read_sleb(p, end, implicit_const)) {
         fail("truncated abbreviation " + std::to_string(code));
         return false;
       }
@@ -138,6 +156,8 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
         fail("abbreviation " + std::to_string(code) + " has an unknown form " + hex(form));
         return false;
       }
+      specs_.push_back({static_cast<uint16_t>(name <= UINT16_MAX ? name : 0), static_cast<uint16_t>(form),
+                        implicit_const});
       const int size = fixed_form_size(form);
       fixed = size < 0 || fixed < 0 ? -1 : fixed + size;
       if (size == 0) continue;
@@ -148,6 +168,7 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
                                 : SkipOp{static_cast<uint16_t>(form), 0});
     }
     a.ops_count = static_cast<uint32_t>(ops_.size() - a.ops_begin);
+    a.specs_count = static_cast<uint32_t>(specs_.size() - a.specs_begin);
     a.fixed_size = fixed >= 0 && fixed < INT32_MAX ? static_cast<int32_t>(fixed) : -1;
   }
   fail("truncated abbreviation table at " + hex(offset));
@@ -172,7 +193,7 @@ bool DwarfDieWalker::start(std::span<const uint8_t> debug_abbrev, uint64_t abbre
   return parse_abbrevs(debug_abbrev, abbrev_offset);
 }
 
-bool DwarfDieWalker::skip_value(uint64_t form, const uint8_t*& p, int indirections) {
+bool DwarfDieWalker::skip_value(uint64_t form, const uint8_t*& p, int indirections) const {
   const int fixed = fixed_form_size(form);
   if (fixed >= 0) {
     if (end_ - p < fixed) return false;
@@ -258,6 +279,7 @@ DwarfDieWalker::Step DwarfDieWalker::next() {
     fail("DIE at " + hex(offset) + " uses undefined abbreviation " + std::to_string(code));
     return step;
   }
+  const uint8_t* const attributes = pos_;
   if (a->fixed_size >= 0) {
     if (end_ - pos_ < a->fixed_size) {
       fail("DIE at " + hex(offset) + " runs past the end of its unit");
@@ -279,6 +301,8 @@ DwarfDieWalker::Step DwarfDieWalker::next() {
       }
     }
   }
+  step.abbrev = static_cast<uint32_t>(code);
+  step.attributes = attributes;
   started_ = true;
   if (a->has_children) ++depth_;
   step.kind = Step::Die;
@@ -286,6 +310,50 @@ DwarfDieWalker::Step DwarfDieWalker::next() {
   step.tag = a->tag;
   step.has_children = a->has_children;
   return step;
+}
+
+bool DwarfDieWalker::unsigned_value(const Attribute& attr, uint64_t& value) const {
+  auto fixed = [&](int width) {
+    value = 0;
+    for (int i = 0; i < width; ++i) {
+      const int shift = shape_.little_endian ? 8 * i : 8 * (width - 1 - i);
+      value |= uint64_t(attr.value[i]) << shift;
+    }
+    return true;
+  };
+  switch (attr.form) {
+    case DW_FORM_flag_present:
+      value = 1;
+      return true;
+    case DW_FORM_implicit_const:
+      value = static_cast<uint64_t>(attr.implicit_const);
+      return true;
+    case DW_FORM_data1:
+    case DW_FORM_ref1:
+    case DW_FORM_flag:
+      return fixed(1);
+    case DW_FORM_data2:
+    case DW_FORM_ref2:
+      return fixed(2);
+    case DW_FORM_data4:
+    case DW_FORM_ref4:
+      return fixed(4);
+    case DW_FORM_data8:
+    case DW_FORM_ref8:
+      return fixed(8);
+    case DW_FORM_addr:
+      return shape_.address_size <= 8 && fixed(shape_.address_size);
+    case DW_FORM_sec_offset:
+    case DW_FORM_ref_addr:
+      return fixed(fixed_form_size(attr.form));
+    case DW_FORM_udata:
+    case DW_FORM_ref_udata: {
+      const uint8_t* p = attr.value;
+      return read_uleb(p, end_, value);
+    }
+    default:
+      return false;
+  }
 }
 
 }  // namespace gsym

@@ -37,7 +37,38 @@ class DwarfDieWalker {
     uint64_t offset = 0;  // of the DIE in .debug_info (Die)
     uint32_t tag = 0;
     bool has_children = false;
+    uint32_t abbrev = 0;                // its abbreviation code
+    const uint8_t* attributes = nullptr;  // its attribute values
   };
+
+  // One attribute of a DIE: its name, form and where its value is.
+  struct Attribute {
+    uint16_t name = 0;
+    uint16_t form = 0;
+    const uint8_t* value = nullptr;
+    int64_t implicit_const = 0;  // DW_FORM_implicit_const's value
+  };
+
+  // Calls `f(const Attribute&)` for each attribute of the DIE `step` returned
+  // (by the latest next(): the unit's bytes must still be there).
+  template <class F>
+  bool for_each_attribute(const Step& step, F&& f) const {
+    if (step.kind != Step::Die || step.abbrev >= abbrevs_.size()) return false;
+    const Abbrev& a = abbrevs_[step.abbrev];
+    const uint8_t* p = step.attributes;
+    for (uint32_t i = 0; i < a.specs_count; ++i) {
+      const Spec& spec = specs_[a.specs_begin + i];
+      Attribute attr{spec.name, spec.form, p, spec.implicit_const};
+      if (!skip_value(spec.form, p, 0)) return false;
+      f(attr);
+    }
+    return true;
+  }
+
+  // The value of a constant, reference (unit-relative as stored), address,
+  // flag or section-offset attribute; false for other forms (strings,
+  // blocks, indexed forms, indirect).
+  bool unsigned_value(const Attribute& attr, uint64_t& value) const;
 
   // Reads the abbreviation table at `abbrev_offset` of `debug_abbrev`.
   // `unit` is the unit's DIE bytes: from its first DIE (at .debug_info
@@ -61,6 +92,7 @@ class DwarfDieWalker {
     bool defined = false;
     int32_t fixed_size = -1;  // all attribute values' total size, -1 = varies
     uint32_t ops_begin = 0, ops_count = 0;
+    uint32_t specs_begin = 0, specs_count = 0;
   };
   // How to skip the attribute values: runs of fixed-size values merged into
   // one op (form 0, `size` bytes), other forms one op each.
@@ -68,13 +100,19 @@ class DwarfDieWalker {
     uint16_t form = 0;
     uint16_t size = 0;
   };
+  struct Spec {
+    uint16_t name = 0;
+    uint16_t form = 0;
+    int64_t implicit_const = 0;
+  };
   bool parse_abbrevs(std::span<const uint8_t> section, uint64_t offset);
-  bool skip_value(uint64_t form, const uint8_t*& p, int indirections);
+  bool skip_value(uint64_t form, const uint8_t*& p, int indirections) const;
   int fixed_form_size(uint64_t form) const;  // -1 = not fixed
   void fail(std::string message);
 
   std::vector<Abbrev> abbrevs_;  // by code (codes are small and dense in practice)
   std::vector<SkipOp> ops_;
+  std::vector<Spec> specs_;
   DwarfUnitShape shape_;
   const uint8_t* begin_ = nullptr;
   const uint8_t* pos_ = nullptr;

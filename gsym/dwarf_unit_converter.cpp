@@ -58,6 +58,9 @@ struct DieAttributes {
   // The DIE's own address attributes (valid while the DWARF data lives).
   Dwarf_Attribute low_pc, high_pc;
   bool own_low_high = false;  // both present
+  // Or the [low_pc, high_pc) they give, when read without libdw.
+  AddressRange pc_range;
+  bool pc_range_known = false;
 };
 
 struct AttributeScan {
@@ -587,6 +590,11 @@ struct DwarfUnitConverter::Impl {
   // pair is read here, as dwarf_highpc does (a constant-class high_pc is an
   // offset from low_pc); anything else takes libdw's dwarf_ranges.
   bool die_ranges(Dwarf_Die* die, DieAttributes& attrs, std::vector<AddressRange>& ranges) {
+    if (attrs.pc_range_known) {
+      ranges.clear();
+      ranges.push_back(attrs.pc_range);
+      return true;
+    }
     if (attrs.own_low_high) {
       Dwarf_Addr low, high;
       if (dwarf_formaddr(&attrs.low_pc, &low) == 0) {
@@ -731,6 +739,7 @@ struct DwarfUnitConverter::Impl {
   std::vector<OpenDie> open_dies;
   DwarfDieWalker walker;
   Dwarf_CU* unit_cu = nullptr;
+  Dwarf_Off unit_header_offset = 0, unit_die_offset = 0, unit_end_offset = 0;
   bool direct_dies = false;
 
   void end_subprogram() {
@@ -758,6 +767,9 @@ struct DwarfUnitConverter::Impl {
     shape.offset_size = offset_size;
     shape.little_endian = line_sections.little_endian;
     unit_cu = cu->cu;
+    unit_header_offset = unit.header_offset;
+    unit_die_offset = unit.die_offset;
+    unit_end_offset = unit.end_offset;
     direct_dies = cu->addr == info.data() + unit.die_offset;
     if (!walker.start(options.debug_abbrev, abbrev_offset,
                       info.subspan(unit.die_offset, unit.end_offset - unit.die_offset), unit.die_offset,
@@ -793,7 +805,7 @@ struct DwarfUnitConverter::Impl {
           if (inline_parent >= 0 && fn.collects && options.inline_info) {
             Dwarf_Die die = die_at(step.offset);
             if (failed) break;
-            child_inline_parent = add_raw_inline(&die, inline_parent);
+            child_inline_parent = add_raw_inline(step, &die, inline_parent);
           }
         }
       } else if (step.tag == DW_TAG_lexical_block) {
@@ -807,11 +819,87 @@ struct DwarfUnitConverter::Impl {
     if (!walker.ok()) fail(walker.error());
   }
 
+  // attributes() for an inlined subroutine, read from the walker's bytes
+  // in the shapes gcc and clang write (abstract_origin a unit reference,
+  // call file/line constants, low_pc an address, high_pc an address or a
+  // length); false for anything else, which libdw then reads. Same result
+  // as attributes(): the origin's chain comes from the same memo.
+  bool inline_attributes(const DwarfDieWalker::Step& step, DieAttributes& out) {
+    bool supported = true, has_origin = false, has_low = false, has_high = false, high_is_length = false;
+    uint64_t origin = 0, low = 0, high = 0;
+    const bool read = walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& attr) {
+      uint64_t v = 0;
+      switch (attr.name) {
+        case DW_AT_abstract_origin:
+          if (attr.form == DW_FORM_ref_addr || !walker.unsigned_value(attr, v)) {
+            supported = false;
+          } else {
+            has_origin = true;
+            origin = unit_header_offset + v;
+          }
+          break;
+        case DW_AT_call_file:
+        case DW_AT_call_line:
+        case DW_AT_decl_file:
+        case DW_AT_decl_line:
+          if (!walker.unsigned_value(attr, v)) {
+            supported = false;
+            break;
+          }
+          if (attr.name == DW_AT_call_file) out.call_file = v;
+          if (attr.name == DW_AT_call_line) out.call_line = v;
+          if (attr.name == DW_AT_decl_file) out.decl_file = v;
+          if (attr.name == DW_AT_decl_line) out.decl_line = v;
+          break;
+        case DW_AT_low_pc:
+          has_low = attr.form == DW_FORM_addr && walker.unsigned_value(attr, low);
+          supported = supported && has_low;
+          break;
+        case DW_AT_high_pc:
+          has_high = walker.unsigned_value(attr, high);
+          high_is_length = attr.form != DW_FORM_addr;
+          supported = supported && has_high;
+          break;
+        case DW_AT_name:
+        case DW_AT_linkage_name:
+        case DW_AT_MIPS_linkage_name:
+        case DW_AT_specification:
+          supported = false;
+          break;
+        default:
+          break;
+      }
+    });
+    // An origin outside this unit, or one that is not a DIE start, is left
+    // to libdw (so its errors are libdw's).
+    if (!read || !supported || !has_origin || origin < unit_die_offset || origin >= unit_end_offset)
+      return false;
+    Dwarf_Die origin_die = die_at(origin);
+    if (failed) return false;
+    out.origin = origin;
+    out.own_names = false;
+    // Without both, die_ranges asks libdw (DW_AT_ranges, the usual case of
+    // an inline split in pieces).
+    if (has_low && has_high) {
+      out.pc_range = {low, high_is_length ? low + high : high};
+      out.pc_range_known = true;
+    }
+    auto [it, inserted] = origin_attributes.try_emplace(origin);
+    if (inserted) it->second = die_attributes(&origin_die, 15);
+    const DieAttributes& rest = it->second;
+    out.linkage_name = rest.linkage_name;
+    out.name = rest.name;
+    if (!out.call_file) out.call_file = rest.call_file;
+    if (!out.decl_file) out.decl_file = rest.decl_file;
+    if (!out.decl_line) out.decl_line = rest.decl_line;
+    return true;
+  }
+
   // Records an inlined subroutine below raw node `parent`; returns its index.
-  int64_t add_raw_inline(Dwarf_Die* die, int64_t parent_index) {
+  int64_t add_raw_inline(const DwarfDieWalker::Step& step, Dwarf_Die* die, int64_t parent_index) {
     RawInline raw;
     raw.die = *die;
-    raw.attrs = attributes(die);
+    if (!inline_attributes(step, raw.attrs)) raw.attrs = attributes(die);
     normalized_scratch.clear();
     if (die_ranges(die, raw.attrs, range_scratch))
       for (const AddressRange& r : range_scratch) insert_range(normalized_scratch, r);

@@ -70,6 +70,7 @@ struct UnitConverterOptions {
 
 // Where a compile unit is in .debug_info.
 struct UnitLocation {
+  Dwarf_Off header_offset = 0;  // its unit header (unit references are relative to it)
   Dwarf_Off die_offset = 0;  // its unit DIE
   uint64_t end_offset = 0;   // where the next unit's header starts
 };
