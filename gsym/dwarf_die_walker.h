@@ -65,6 +65,15 @@ class DwarfDieWalker {
     return true;
   }
 
+  // Whether the DIE `step` returned has an attribute `name` of its own.
+  bool has_attribute(const Step& step, uint16_t name) const {
+    if (step.kind != Step::Die || step.abbrev >= abbrevs_.size()) return false;
+    const Abbrev& a = abbrevs_[step.abbrev];
+    for (uint32_t i = 0; i < a.specs_count; ++i)
+      if (specs_[a.specs_begin + i].name == name) return true;
+    return false;
+  }
+
   // The value of a constant, reference (unit-relative as stored), address,
   // flag or section-offset attribute; false for other forms (strings,
   // blocks, indexed forms, indirect).

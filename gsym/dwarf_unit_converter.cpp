@@ -795,7 +795,19 @@ struct DwarfUnitConverter::Impl {
       if (step.tag == DW_TAG_subprogram) {
         Dwarf_Die die = die_at(step.offset);
         if (failed) break;
-        function_stack.push_back(start_subprogram(&die));
+        // A subprogram without address attributes of its own (a
+        // declaration, an abstract instance) has no ranges: LLVM reads only
+        // a DIE's own low_pc/high_pc/ranges. Most C++ subprogram DIEs are
+        // such declarations, and libdw's dwarf_ranges would look at each.
+        const bool may_have_ranges = walker.has_attribute(step, DW_AT_low_pc) ||
+                                     walker.has_attribute(step, DW_AT_high_pc) ||
+                                     walker.has_attribute(step, DW_AT_ranges);
+        if (may_have_ranges) {
+          function_stack.push_back(start_subprogram(&die));
+        } else {
+          function_stack.push_back(std::make_unique<FunctionContext>());
+          function_stack.back()->die = die;
+        }
         is_subprogram = true;
         if (function_stack.back()->collects) child_inline_parent = function_stack.back()->root;
       } else if (step.tag == DW_TAG_inlined_subroutine) {
