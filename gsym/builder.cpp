@@ -545,19 +545,29 @@ Status Builder::State::add_flat(const FlatFunction& f) {
       return fail("inline node name offset " + std::to_string(node.name) + " is not an added string");
     if (uint64_t(node.ranges_begin) + node.ranges_count > f.inline_ranges.size())
       return fail("inline node \"" + node_name() + "\" has ranges outside the range list");
-    ranges.assign(f.inline_ranges.begin() + node.ranges_begin,
-                  f.inline_ranges.begin() + node.ranges_begin + node.ranges_count);
-    for (const AddressRange& r : ranges)
-      if (r.end < r.start)
-        return fail("inline node \"" + node_name() + "\" has a reversed range " + range_text(r));
-    normalize_ranges_in_place(ranges);
-    if (ranges.empty()) return fail("inline node \"" + node_name() + "\" has no non-empty range");
+    const std::span<const AddressRange> given =
+        f.inline_ranges.subspan(node.ranges_begin, node.ranges_count);
+    // Normalized already (sorted, non-empty, apart) is the usual case: checked
+    // without a copy.
+    bool normalized = !given.empty();
+    for (size_t r = 0; r < given.size() && normalized; ++r)
+      normalized = given[r].start < given[r].end && (r == 0 || given[r - 1].end < given[r].start);
+    std::span<const AddressRange> own = given;
+    if (!normalized) {
+      ranges.assign(given.begin(), given.end());
+      for (const AddressRange& r : ranges)
+        if (r.end < r.start)
+          return fail("inline node \"" + node_name() + "\" has a reversed range " + range_text(r));
+      normalize_ranges_in_place(ranges);
+      if (ranges.empty()) return fail("inline node \"" + node_name() + "\" has no non-empty range");
+      own = ranges;
+    }
     const std::span<const AddressRange> parent =
         open.empty() ? std::span<const AddressRange>(&f.range, 1)
                      : std::span<const AddressRange>(range_pool).subspan(
                            node_pool[open.back().node].ranges_begin,
                            node_pool[open.back().node].ranges_count);
-    for (const AddressRange& r : ranges) {
+    for (const AddressRange& r : own) {
       const bool contained =
           std::any_of(parent.begin(), parent.end(), [&](const AddressRange& p) { return p.contains(r); });
       if (!contained)
@@ -567,8 +577,8 @@ Status Builder::State::add_flat(const FlatFunction& f) {
       return fail("inline node \"" + node_name() + "\" has call file " + std::to_string(node.call_file) +
                   " but the file table has " + std::to_string(files.size()) + " entries");
     node.ranges_begin = static_cast<uint32_t>(range_pool.size());
-    node.ranges_count = static_cast<uint32_t>(ranges.size());
-    range_pool.insert(range_pool.end(), ranges.begin(), ranges.end());
+    node.ranges_count = static_cast<uint32_t>(own.size());
+    range_pool.insert(range_pool.end(), own.begin(), own.end());
     if (!open.empty()) --open.back().children_left;
     node_pool.push_back(node);
     if (node.child_count) open.push_back({node_pool.size() - 1, node.child_count});
