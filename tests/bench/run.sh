@@ -296,7 +296,7 @@ libc_debug_file() {
   [[ -r $path ]] && echo "$path"
 }
 
-# Bytes of DWARF (.debug_* section sizes as stored, i.e. compressed if so).
+# MiB of DWARF (.debug_* section sizes as stored, i.e. compressed if so).
 dwarf_megabytes() {
   readelf -SW "$1" 2>/dev/null | perl -ne '
     if (/\]\s+(\.debug_\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)/) { $sum += hex($2) }
@@ -313,12 +313,13 @@ section_convert() {
   md "\`gsymprof gsym convert X -o OUT [--threads 1]\` vs \`llvm-gsymutil --convert X -o OUT [--num-threads=1]\`, runs alternating, medians of $ROUNDS."
   md "Wall time is noisy here (shared machine); CPU = user+sys. \"same bytes\" = ours with 1 thread and default threads wrote identical files."
   md
-  md "| input | DWARF MB | threads | LLVM wall s | ours wall s | LLVM / ours wall | LLVM CPU s | ours CPU s | LLVM RSS MB | ours RSS MB | LLVM size KB | ours size KB | same bytes |"
+  md "| input | DWARF MiB | threads | LLVM wall s | ours wall s | LLVM / ours wall | LLVM CPU s | ours CPU s | LLVM RSS MB | ours RSS MB | LLVM size KB | ours size KB | same bytes |"
   md "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
   local ours=0
   subcommand_works gsym convert && ours=1
   [[ $ours == 1 ]] || log "gsymprof gsym convert not ready: LLVM column only"
-  local inputs=("sqlite3 shell|$SQLITE/sqlite3-fp" "cppcheck|$CPPCHECK/cppcheck")
+  local inputs=("sqlite3 shell|$SQLITE/sqlite3-fp" "cppcheck|$CPPCHECK/cppcheck"
+                "cppcheck testrunner|$CPPCHECK/testrunner")
   local libc_dbg
   if libc_dbg=$(libc_debug_file); then inputs+=("libc debug file|$libc_dbg")
   else log "libc debug file not found (install libc6-dbg): row skipped"; fi
