@@ -71,7 +71,7 @@ const std::vector<LineEntry> kOuterLines = {{0x1000, 1, 10}, {0x1010, 2, 20}, {0
 //         deeper  [0x1035,0x1036)
 //       inl_c   [0x1020,0x1024)
 //     inl_b   {[0x1060,0x1070) [0x1064,0x1080)}
-//     (no name, call file 0) [0x1090,0x10a0)
+//     (no name, call file 0) {[0x1090,0x1098) [0x1098,0x10a0)}
 // The ranges as given are unsorted, touching, overlapping and empty.
 Function rich_outer() {
   Function f;
@@ -84,7 +84,7 @@ Function rich_outer() {
   InlineNode inl_a{{{0x1030, 0x1040}, {0x1010, 0x1020}, {0x1020, 0x1028}, {0x1050, 0x1050}},
                    "inl_a", 1, 11, {deep, inl_c}};
   InlineNode inl_b{{{0x1060, 0x1070}, {0x1064, 0x1080}}, "inl_b", 2, 13, {}};
-  InlineNode anonymous{{{0x1090, 0x10a0}}, "", 0, 0, {}};
+  InlineNode anonymous{{{0x1090, 0x1098}, {0x1098, 0x10a0}}, "", 0, 0, {}};
   f.inline_tree = InlineNode{{{0x1080, 0x1100}, {0x1000, 0x1080}}, "outer", 0, 0, {inl_a, inl_b, anonymous}};
   return f;
 }
@@ -97,11 +97,12 @@ Function normalized_outer() {
   root.children[0].ranges = {{0x1010, 0x1028}, {0x1030, 0x1040}};
   root.children[0].children[0].ranges = {{0x1012, 0x1014}, {0x1034, 0x1038}};
   root.children[1].ranges = {{0x1060, 0x1080}};
+  root.children[2].ranges = {{0x1090, 0x10a0}};
   return f;
 }
 
 // rich_outer() in flat form, written out by hand; the range list is not in
-// node order.
+// node order and has an entry no node uses.
 OwnedFlat flat_outer(const Names& n) {
   OwnedFlat f;
   f.range = {0x1000, 0x1100};
@@ -110,16 +111,17 @@ OwnedFlat flat_outer(const Names& n) {
   f.ranges = {
       {0x1060, 0x1070}, {0x1064, 0x1080},                                      // 0-1 inl_b
       {0x1080, 0x1100}, {0x1000, 0x1080},                                      // 2-3 outer
-      {0x1090, 0x10a0},                                                        // 4 anonymous
+      {0xdead, 0xbeef},                                                        // 4 unused
       {0x1035, 0x1036},                                                        // 5 deeper
       {0x1030, 0x1040}, {0x1010, 0x1020}, {0x1020, 0x1028}, {0x1050, 0x1050},  // 6-9 inl_a
       {0x1034, 0x1038}, {0x1012, 0x1014},                                      // 10-11 deep
       {0x1020, 0x1024},                                                        // 12 inl_c
+      {0x1090, 0x1098}, {0x1098, 0x10a0},                                      // 13-14 anonymous
   };
   //         ranges  name      call file, line  children
   f.nodes = {{2, 2, n.outer, 0, 0, 3},   {6, 4, n.inl_a, 1, 11, 2}, {10, 2, n.deep, 2, 22, 1},
              {5, 1, n.deeper, 3, 7, 0},  {12, 1, n.inl_c, 3, 40, 0}, {0, 2, n.inl_b, 2, 13, 0},
-             {4, 1, 0, 0, 0, 0}};
+             {13, 2, 0, 0, 0, 0}};
   return f;
 }
 
@@ -224,6 +226,15 @@ TEST_CASE("flat builder: a flat function encodes to the same bytes as the same F
     CHECK(flat.function_count() == 4);
     const std::vector<uint8_t> expected = encode_ok(rich);
     CHECK(encode_ok(flat) == expected);
+    // Node ranges given already normalized (sorted, non-empty, apart).
+    Builder flat_normalized(options);
+    intern(flat_normalized);
+    const OwnedFlat normalized = flatten(flat_normalized, normalized_outer());
+    REQUIRE(normalized.ranges.size() == 9);
+    REQUIRE(flat_normalized.add_flat_function(normalized.view()).ok());
+    for (const OwnedFlat& f : {flat_bare(n), flat_with_lines(n), flat_zero(n)})
+      REQUIRE(flat_normalized.add_flat_function(f.view()).ok());
+    CHECK(encode_ok(flat_normalized) == expected);
     // The flat copy's storage need not outlive the call.
     Builder from_temporaries(options);
     intern(from_temporaries);
@@ -370,6 +381,13 @@ std::vector<Input> mixed_inputs() {
   t_j.inline_tree->children[0].name = "inl_a";
   in.push_back({t_i, true});  // the greater child name
   in.push_back({t_j, true});
+  Function t_k = t_g;
+  t_k.range = {0x5480, 0x54a0};
+  t_k.inline_tree = InlineNode{{{0x5480, 0x54a0}}, "t5", 0, 0, {InlineNode{{{0x5484, 0x5488}}, "inl_a", 1, 9, {}}}};
+  Function t_l = t_k;
+  t_l.inline_tree->children[0].call_line = 8;
+  in.push_back({t_k, true});  // the greater call line
+  in.push_back({t_l, true});
   in.push_back({named(0x5500, 0x5510, "dup", {{0x5500, 1, 7}}), true});  // the greater line
   in.push_back({named(0x5500, 0x5510, "dup", {{0x5500, 1, 5}}), true});
   in.push_back({named(0x5600, 0x5610, "alias_m"), true});  // the greater name
@@ -461,6 +479,7 @@ TEST_CASE("flat builder: flat and rich functions mixed follow the same finalize 
             "t5 [5200,5220) {inl_a 1:3 5204-5209}",
             "t5 [5300,5320) {inl_a 2:3 5304-5308}",
             "t5 [5400,5420) {inl_b 1:3 5404-5408}",
+            "t5 [5480,54a0) {inl_a 1:9 5484-5488}",
             "dup [5500,5510) 1:7",
             "alias_m [5600,5610)",
             "sized [6000,6040)",
@@ -469,8 +488,8 @@ TEST_CASE("flat builder: flat and rich functions mixed follow the same finalize 
         });
   CHECK(rich.finalized[0] == normalized_outer());
   CHECK(mixed.finalized == rich.finalized);
-  CHECK(mixed.count == 15);
-  CHECK(rich.count == 15);
+  CHECK(mixed.count == 16);
+  CHECK(rich.count == 16);
   CHECK(mixed.bytes == rich.bytes);
 
   // Reversed insertion order: the same result (ties broken by content).
@@ -491,13 +510,14 @@ TEST_CASE("flat builder: flat and rich functions mixed follow the same finalize 
     }
     const Built forward = build(inputs, llvm, true);
     const std::vector<std::string> names = summary(forward.finalized);
-    REQUIRE(names.size() == 15);
+    REQUIRE(names.size() == 16);
     CHECK(names[1] == "alias_m [2000,2010)");
     CHECK(names[2] == "alias_a [2100,2110)");
     CHECK(names[3] == "dup [4000,4010) 1:5");
     CHECK(names[4] == "dup [4100,4110) 1:5");
     CHECK(names[7] == "t5 [5200,5220) {inl_a 1:3 5204-5208}");
-    CHECK(names[11] == "alias_a [5600,5610)");
+    CHECK(names[10] == "t5 [5480,54a0) {inl_a 1:8 5484-5488}");
+    CHECK(names[12] == "alias_a [5600,5610)");
   }
   SUBCASE("no de-duplication: every record kept, sorted") {
     BuilderOptions keep = options;
@@ -555,10 +575,10 @@ TEST_CASE("flat builder: every rejected flat function leaves the builder unchang
       "line rows are not in ascending address order (0x100f after 0x1010)" + in_outer);
   add("row file not in the table", [](OwnedFlat& f) { f.lines[1].file = 4; },
       "line row at 0x1010 uses file 4 but the file table has 4 entries" + in_outer);
-  add("node ranges start past the list", [](OwnedFlat& f) { f.nodes[3].ranges_begin = 13; },
+  add("node ranges start past the list", [](OwnedFlat& f) { f.nodes[3].ranges_begin = 15; },
       "inline node \"deeper\" has ranges outside the range list" + in_outer);
-  add("node ranges end past the list", [](OwnedFlat& f) { f.nodes[4].ranges_count = 2; },
-      "inline node \"inl_c\" has ranges outside the range list" + in_outer);
+  add("node ranges end past the list", [](OwnedFlat& f) { f.nodes[6].ranges_count = 3; },
+      "inline node \"\" has ranges outside the range list" + in_outer);
   add("node ranges wrap around 32 bits",
       [](OwnedFlat& f) {
         f.nodes[6].ranges_begin = 0xffffffff;
@@ -567,6 +587,14 @@ TEST_CASE("flat builder: every rejected flat function leaves the builder unchang
       "inline node \"\" has ranges outside the range list" + in_outer);
   add("reversed node range", [](OwnedFlat& f) { f.ranges[8] = {0x1028, 0x1020}; },
       "inline node \"inl_a\" has a reversed range [0x1028, 0x1020)" + in_outer);
+  add("reversed single range", [](OwnedFlat& f) { f.ranges[5] = {0x1036, 0x1035}; },
+      "inline node \"deeper\" has a reversed range [0x1036, 0x1035)" + in_outer);
+  add("sorted, apart ranges, one outside the parent",
+      [](OwnedFlat& f) {
+        f.ranges[10] = {0x1012, 0x1014};
+        f.ranges[11] = {0x1034, 0x1041};
+      },
+      "inline range [0x1034, 0x1041) of \"deep\" is outside its parent" + in_outer);
   add("node without ranges", [](OwnedFlat& f) { f.nodes[6].ranges_count = 0; },
       "inline node \"\" has no non-empty range" + in_outer);
   add("node with only empty ranges", [](OwnedFlat& f) { f.ranges[5] = {0x1035, 0x1035}; },
