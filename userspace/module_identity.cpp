@@ -1,5 +1,7 @@
 #include "userspace/module_identity.h"
 
+#include "userspace/vdso_file.h"
+
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -145,6 +147,17 @@ gsym::Expected<BuildId> read_elf_build_id(const std::string& path) {
 
 gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry& mapping,
                                                     const std::string& proc_root) {
+  if (mapping.path == kVdsoPath) {
+    const gsym::Expected<VdsoFile>& vdso = own_vdso_file();
+    if (!vdso) return gsym::Error("vDSO: " + vdso.error().message);
+    if (mapping.end - mapping.start != vdso->size)
+      return gsym::Error("[vdso] is not the size of gsymprof's own vDSO (a process of another ABI?)");
+    int fd = ::open(vdso->path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return gsym::Error(vdso->path + ": " + errno_text(errno));
+    auto identity = read_module_identity_fd(fd);
+    ::close(fd);
+    return identity;
+  }
   char range[64];
   std::snprintf(range, sizeof(range), "%llx-%llx", static_cast<unsigned long long>(mapping.start),
                 static_cast<unsigned long long>(mapping.end));

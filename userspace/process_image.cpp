@@ -1,5 +1,7 @@
 #include "userspace/process_image.h"
 
+#include "userspace/vdso_file.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -40,8 +42,11 @@ void ProcessImage::merge(
         static_cast<int32_t>(i);
   for (MapEntry& entry : fresh) {
     int32_t module = -1;
-    if (entry.file_backed()) {
-      auto key = std::make_tuple(entry.dev_major, entry.dev_minor, entry.inode);
+    // The vDSO is a module too, though no file backs it (see vdso_file.h).
+    const bool vdso = entry.path == kVdsoPath;
+    if (entry.file_backed() || vdso) {
+      auto key = vdso ? std::make_tuple(UINT32_MAX, UINT32_MAX, UINT64_MAX)
+                      : std::make_tuple(entry.dev_major, entry.dev_minor, entry.inode);
       auto it = by_file.find(key);
       if (it != by_file.end()) {
         module = it->second;

@@ -1,5 +1,7 @@
 #include "userspace/stack_copy_unwind.h"
 
+#include "userspace/vdso_file.h"
+
 #include <cctype>
 #include <cstdio>
 
@@ -36,7 +38,8 @@ const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t a
   char path[96];
   std::snprintf(path, sizeof path, "/proc/%u/map_files/%llx-%llx", image.pid,
                 static_cast<unsigned long long>(entry.start), static_cast<unsigned long long>(entry.end));
-  return &modules_.emplace(key, UnwindModule{path, module.identity.build_id, *bias}).first->second;
+  const std::string file = module.path == kVdsoPath ? openable_module_path(module.path) : std::string(path);
+  return &modules_.emplace(key, UnwindModule{file, module.identity.build_id, *bias}).first->second;
 }
 
 bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack) {

@@ -1,5 +1,7 @@
 #include "userspace/symbolize.h"
 
+#include "userspace/vdso_file.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -154,7 +156,8 @@ class Symbolizer {
           .try_emplace(std::make_pair(module.path, module.build_id),
                        static_cast<uint32_t>(identities.size()))
           .first->second;
-      std::string elf_path = options_.local_elf_path ? options_.local_elf_path(module) : module.path;
+      std::string elf_path =
+          options_.local_elf_path ? options_.local_elf_path(module) : openable_module_path(module.path);
       ModuleReport report;
       report.path = module.path;
       const gsym::Reader* reader = locator_.locate(module.build_id, elf_path, report);

@@ -1,0 +1,45 @@
+#!/bin/bash
+# e2e: time spent in the kernel's vDSO (clock_gettime in a loop), which no
+# file backs: the default (dwarf) unwind goes through it with the vDSO's own
+# CFI and names its function; live, and recorded then symbolized.
+set -u
+source "$(dirname "$0")/fixtures/profile_common.bash"
+require_live_profiling
+grep -q '\[vdso\]' /proc/self/maps || skip "this kernel maps no vDSO"
+build_fixture pie
+FIX=$WORK/pie/profile_fixture
+ROOT="_start;__libc_start_main_impl;__libc_start_call_main;main"
+# libc's clock_gettime calls the vDSO's (exported as clock_gettime and
+# __vdso_clock_gettime at one address; either name is right).
+VDSO_STACK="^profile_fixture;$ROOT;phase_vdso;now_\\[i\\];__GI___clock_gettime;(__vdso_)?clock_gettime\$"
+
+# share FOLDED REGEX: percent of the samples whose stack matches REGEX.
+share() {
+  awk -v re="$2" '{ n = $NF; s = substr($0, 1, length($0) - length(n) - 1); total += n; if (s ~ re) hit += n }
+    END { if (total == 0) print 0; else printf "%.0f\n", 100 * hit / total }' "$1"
+}
+
+check() {
+  local folded=$1 what=$2 pct unknown
+  pct=$(share "$folded" "$VDSO_STACK")
+  unknown=$(share "$folded" '\[unknown\]|\[truncated\]|\[vdso\]\+0x')
+  echo "  $what: $pct% of samples are main;phase_vdso;now_[i];clock_gettime;<vDSO clock_gettime>, $unknown% unnamed or truncated"
+  (( pct >= 60 )) || { sort -t' ' -k2 -nr "$folded" | head -5 >&2; fail "$what: vDSO stack carries only $pct%"; }
+  (( unknown <= 10 )) || { grep -E '\[unknown\]|\[truncated\]|\[vdso\]\+0x' "$folded" | head -5 >&2; fail "$what: $unknown% unnamed"; }
+}
+
+echo "live profile"
+profile_run "$WORK/live.folded" "$WORK/live.err" -F 999 -- "$FIX" vdso 2
+check "$WORK/live.folded" "profile"
+expect_no_loss "$WORK/live.err"
+grep -q 'unwind_no_module 0' "$WORK/live.err" || fail "unwinds stopped in a module-less frame: $(cat "$WORK/live.err")"
+
+echo "record, then symbolize"
+"$GSYMPROF" record -F 999 -o "$WORK/cap.json" -- "$FIX" vdso 2 2>"$WORK/rec.err" ||
+  { cat "$WORK/rec.err" >&2; fail "record failed"; }
+grep -q '"path": *"\[vdso\]"' "$WORK/cap.json" || fail "the capture has no [vdso] module"
+"$GSYMPROF" symbolize "$WORK/cap.json" >"$WORK/sym.folded" 2>"$WORK/sym.err" ||
+  { cat "$WORK/sym.err" >&2; fail "symbolize failed"; }
+check "$WORK/sym.folded" "symbolize"
+ls /tmp/gsymprof-vdso-* 2>/dev/null && fail "the vDSO's temporary copy was left behind"
+echo "ok"
