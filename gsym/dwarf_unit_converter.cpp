@@ -164,6 +164,49 @@ bool ranges_contain(std::span<const AddressRange> ranges, const AddressRange& r)
   return r.end <= it->end;
 }
 
+// Whether a DIE of this tag can be asked for its parent when names are
+// qualified (a subprogram, or a context: namespace, class, lexical block,
+// ...). Parameters, members, variables and types other than classes cannot:
+// their parent links, most of a C++ unit's, are not kept.
+bool may_be_named_through_parent(uint32_t tag) {
+  switch (tag) {
+    case DW_TAG_inlined_subroutine:  // its name comes from its origin, never its parents
+    case DW_TAG_formal_parameter:
+    case DW_TAG_variable:
+    case DW_TAG_member:
+    case DW_TAG_template_type_parameter:
+    case DW_TAG_template_value_parameter:
+    case DW_TAG_GNU_template_parameter_pack:
+    case DW_TAG_GNU_formal_parameter_pack:
+    case DW_TAG_enumerator:
+    case DW_TAG_subrange_type:
+    case DW_TAG_base_type:
+    case DW_TAG_pointer_type:
+    case DW_TAG_reference_type:
+    case DW_TAG_rvalue_reference_type:
+    case DW_TAG_const_type:
+    case DW_TAG_volatile_type:
+    case DW_TAG_restrict_type:
+    case DW_TAG_typedef:
+    case DW_TAG_array_type:
+    case DW_TAG_subroutine_type:
+    case DW_TAG_unspecified_parameters:
+    case DW_TAG_unspecified_type:
+    case DW_TAG_ptr_to_member_type:
+    case DW_TAG_inheritance:
+    case DW_TAG_imported_declaration:
+    case DW_TAG_imported_module:
+    case DW_TAG_label:
+    case DW_TAG_call_site:
+    case DW_TAG_call_site_parameter:
+    case DW_TAG_GNU_call_site:
+    case DW_TAG_GNU_call_site_parameter:
+      return false;
+    default:
+      return true;
+  }
+}
+
 bool is_cplusplus_like(uint64_t language) {
   switch (language) {
     case DW_LANG_C_plus_plus:
@@ -186,7 +229,12 @@ constexpr uint32_t kNoNode = UINT32_MAX;
 struct RawInline {
   uint32_t ranges_begin = 0, ranges_count = 0;  // the DIE's ranges, normalized
   Dwarf_Die die;                     // for the name, resolved after the walk
-  DieAttributes attrs;
+  // What naming needs of the DIE's attributes (a few of millions of nodes'
+  // bytes: DieAttributes is four times the size).
+  const char* linkage_name = nullptr;
+  const char* short_name = nullptr;
+  Dwarf_Off origin = 0;
+  bool own_names = false;
   bool name_resolved = false;
   std::string_view name;             // "" = none
   uint64_t call_file = UINT32_MAX;   // LLVM's default when absent (invalid)
@@ -430,8 +478,10 @@ struct DwarfUnitConverter::Impl {
     return qualified_name(die, attributes(die));
   }
   std::string_view qualified_name(Dwarf_Die* die, const DieAttributes& attrs) {
-    if (attrs.linkage_name && *attrs.linkage_name) return attrs.linkage_name;
-    const char* short_name = attrs.name;
+    return qualified_name(die, attrs.linkage_name, attrs.name);
+  }
+  std::string_view qualified_name(Dwarf_Die* die, const char* linkage_name, const char* short_name) {
+    if (linkage_name && *linkage_name) return linkage_name;
     if (!short_name || !*short_name) return {};
     const std::string_view plain = short_name;
     if (!is_cplusplus_like(language)) return plain;
@@ -665,12 +715,12 @@ struct DwarfUnitConverter::Impl {
   std::string_view inline_name(RawInline& raw) {
     if (!raw.name_resolved) {
       raw.name_resolved = true;
-      if (raw.attrs.origin && !raw.attrs.own_names) {
-        auto [it, inserted] = origin_names.emplace(raw.attrs.origin, std::string_view());
-        if (inserted) it->second = qualified_name(&raw.die, raw.attrs);
+      if (raw.origin && !raw.own_names) {
+        auto [it, inserted] = origin_names.emplace(raw.origin, std::string_view());
+        if (inserted) it->second = qualified_name(&raw.die, raw.linkage_name, raw.short_name);
         raw.name = it->second;
       } else {
-        raw.name = qualified_name(&raw.die, raw.attrs);
+        raw.name = qualified_name(&raw.die, raw.linkage_name, raw.short_name);
       }
     }
     return raw.name;
@@ -787,7 +837,7 @@ struct DwarfUnitConverter::Impl {
       }
       const Dwarf_Off parent_offset = open_dies.empty() ? 0 : open_dies.back().offset;
       const int64_t inline_parent = open_dies.empty() ? -1 : open_dies.back().child_inline_parent;
-      walk_parents.emplace_back(step.offset, parent_offset);
+      if (may_be_named_through_parent(step.tag)) walk_parents.emplace_back(step.offset, parent_offset);
       if (open_dies.size() > size_t(kMaxDieDepth))
         return fail("DIE nesting deeper than " + std::to_string(kMaxDieDepth));
       int64_t child_inline_parent = -1;
@@ -911,15 +961,20 @@ struct DwarfUnitConverter::Impl {
   int64_t add_raw_inline(const DwarfDieWalker::Step& step, Dwarf_Die* die, int64_t parent_index) {
     RawInline raw;
     raw.die = *die;
-    if (!inline_attributes(step, raw.attrs)) raw.attrs = attributes(die);
+    DieAttributes attrs;
+    if (!inline_attributes(step, attrs)) attrs = attributes(die);
+    raw.linkage_name = attrs.linkage_name;
+    raw.short_name = attrs.name;
+    raw.origin = attrs.origin;
+    raw.own_names = attrs.own_names;
     normalized_scratch.clear();
-    if (die_ranges(die, raw.attrs, range_scratch))
+    if (die_ranges(die, attrs, range_scratch))
       for (const AddressRange& r : range_scratch) insert_range(normalized_scratch, r);
     raw.ranges_begin = static_cast<uint32_t>(raw_ranges.size());
     raw.ranges_count = static_cast<uint32_t>(normalized_scratch.size());
     raw_ranges.insert(raw_ranges.end(), normalized_scratch.begin(), normalized_scratch.end());
-    if (raw.attrs.call_file) raw.call_file = *raw.attrs.call_file;
-    raw.call_line = static_cast<uint32_t>(raw.attrs.call_line.value_or(0));
+    if (attrs.call_file) raw.call_file = *attrs.call_file;
+    raw.call_line = static_cast<uint32_t>(attrs.call_line.value_or(0));
     const uint32_t index = static_cast<uint32_t>(raw_nodes.size());
     raw_nodes.push_back(raw);
     RawInline& parent = raw_nodes[static_cast<size_t>(parent_index)];
