@@ -750,3 +750,52 @@ TEST_CASE("flat builder: Reader answers lookups in flat-built bytes") {
     CHECK(*decoded == normalized_outer());
   }
 }
+
+TEST_CASE("flat builder: names anywhere in a large string table") {
+  // Hundreds of strings of assorted lengths: string starts on both sides of
+  // every 64-byte boundary.
+  Builder rich, flat;
+  std::vector<std::string> names;
+  for (int i = 0; i < 600; ++i)
+    names.push_back(std::string(1 + (i * 37) % 150, char('a' + i % 26)) + std::to_string(i));
+  std::vector<uint32_t> offsets;
+  uint64_t next_offset = 1;
+  for (const std::string& name : names) {
+    const uint32_t offset = flat.add_string(name);
+    CHECK(rich.add_string(name) == offset);
+    CHECK(offset == next_offset);
+    next_offset += name.size() + 1;
+    offsets.push_back(offset);
+  }
+  CHECK(flat.add_string(names[17]) == offsets[17]);  // interned once
+
+  for (size_t i = 0; i < names.size(); ++i) {
+    CAPTURE(i);
+    const uint64_t start = 0x10000 + 0x100 * i;
+    const size_t child = (i * 7 + 3) % names.size();
+    OwnedFlat f;
+    f.range = {start, start + 0x100};
+    f.ranges = {{start, start + 0x100}, {start + 0x10, start + 0x20}};
+    f.nodes = {{0, 1, offsets[i], 0, 0, 1}, {1, 1, offsets[child], 0, 0, 0}};
+    // Inside a name, or on the NUL before it: not a string start.
+    f.name = offsets[i] + 1;
+    CHECK(flat_error(flat, f) == "function at " + ("0x" + hex(start)) + " has name offset " +
+                                     std::to_string(offsets[i] + 1) +
+                                     ", which is not a string added with add_string");
+    f.name = offsets[i] - 1;
+    if (i > 0) CHECK(flat_error(flat, f) != "(accepted)");
+    f.name = offsets[i];
+    f.nodes[1].name = offsets[child] + 2;
+    CHECK(flat_error(flat, f) == "inline node name offset " + std::to_string(offsets[child] + 2) +
+                                     " is not an added string in function \"" + names[i] + "\"");
+    f.nodes[1].name = offsets[child];
+    CHECK(flat_error(flat, f) == "(accepted)");
+
+    Function g = named(start, start + 0x100, names[i]);
+    g.inline_tree = InlineNode{{{start, start + 0x100}}, names[i], 0, 0,
+                               {InlineNode{{{start + 0x10, start + 0x20}}, names[child], 0, 0, {}}}};
+    REQUIRE(rich.add_function(g).ok());
+  }
+  CHECK(flat.function_count() == names.size());
+  CHECK(encode_ok(flat) == encode_ok(rich));
+}
