@@ -322,6 +322,7 @@ struct Reader::Impl {
   struct InlineSkip {
     uint64_t children_start;  // absolute offset of the first child
     uint64_t end;             // absolute offset after the children's terminator
+    uint64_t node = 0;        // absolute offset of the node these children belong to
     // Children's ranges sorted by start, when they are pairwise disjoint
     // (then at most one child holds an address): [table_begin, +table_count).
     uint32_t table_begin = 0;
@@ -331,7 +332,11 @@ struct Reader::Impl {
     uint64_t start;
     uint64_t end;
     uint64_t child;  // absolute offset of the child node
+    // The child's own InlineSkip (index into `skips`), so a descent needs no
+    // search per level; kNoSkip = the child has none.
+    uint32_t child_skip = kNoSkip;
   };
+  static constexpr uint32_t kNoSkip = UINT32_MAX;
   static constexpr size_t kChildTableMin = 4;
   std::vector<ChildRange> child_ranges;
   static constexpr uint64_t kSkipMinBytes = 16;
@@ -525,6 +530,7 @@ void Reader::Impl::build_inline_skips() {
     const size_t mark = skips.size();
     const size_t table_mark = child_ranges.size();
     struct Level {
+      uint64_t node;  // the parent node's offset
       uint64_t children_start;
       uint64_t base;        // children's ranges are relative to this
       size_t pending_mark;  // where this level's children start in `pending`
@@ -545,7 +551,7 @@ void Reader::Impl::build_inline_skips() {
         if (open.empty()) break;
         Level& level = open.back();
         const uint64_t end = tree.offset();
-        InlineSkip skip{level.children_start, end};
+        InlineSkip skip{level.children_start, end, level.node};
         auto first = pending.begin() + static_cast<ptrdiff_t>(level.pending_mark);
         const size_t count = static_cast<size_t>(pending.end() - first);
         if (level.disjoint_ok && count >= kChildTableMin) {
@@ -594,7 +600,7 @@ void Reader::Impl::build_inline_skips() {
         pending.resize(before);
       }
       if (!any && open.empty()) break;
-      if (kids) open.push_back({tree.offset(), first_start, pending.size(), any});
+      if (kids) open.push_back({node_at, tree.offset(), first_start, pending.size(), any});
     } while (!open.empty());
     if (!ok || skips.size() > UINT32_MAX) {
       skips.resize(mark);
@@ -603,6 +609,15 @@ void Reader::Impl::build_inline_skips() {
     }
     std::sort(skips.begin() + static_cast<ptrdiff_t>(mark), skips.end(),
               [](const InlineSkip& a, const InlineSkip& b) { return a.children_start < b.children_start; });
+    // Link each table entry to its child's skip. A node's header precedes its
+    // children, so node offsets ascend with children_start.
+    for (size_t t = table_mark; t < child_ranges.size(); ++t) {
+      auto it = std::lower_bound(skips.begin() + static_cast<ptrdiff_t>(mark), skips.end(),
+                                 child_ranges[t].child,
+                                 [](const InlineSkip& k, uint64_t node) { return k.node < node; });
+      if (it != skips.end() && it->node == child_ranges[t].child)
+        child_ranges[t].child_skip = static_cast<uint32_t>(it - skips.begin());
+    }
   }
   begin[n] = static_cast<uint32_t>(skips.size());
   if (!skips.empty()) {
@@ -849,7 +864,12 @@ Status Reader::Impl::inline_walk(DataCursor c, int64_t index, uint64_t func_star
                                  uint64_t addr, LookupScratch& s) const {
   uint64_t base = func_start;
   bool at_root = true;
+  // Set when a child table led here: this node's skip, known without a search.
+  const InlineSkip* linked_skip = nullptr;
+  bool linked = false;
   while (true) {
+    const bool came_linked = linked;
+    linked = false;
     const uint64_t num_ranges = c.uleb();
     if (!c.ok()) return cursor_error(c, "InlineInfo");
     if (num_ranges == 0) return {};
@@ -909,7 +929,8 @@ Status Reader::Impl::inline_walk(DataCursor c, int64_t index, uint64_t func_star
     if (!has_children) return {};
     base = first_start;
     at_root = false;
-    if (const InlineSkip* k = find_skip(index, c.offset()); k && k->table_count) {
+    const InlineSkip* k = came_linked ? linked_skip : find_skip(index, c.offset());
+    if (k && k->table_count) {
       // Jump straight to the one child holding addr, or stop: none does.
       const ChildRange* first = child_ranges.data() + k->table_begin;
       const ChildRange* last = first + k->table_count;
@@ -917,6 +938,8 @@ Status Reader::Impl::inline_walk(DataCursor c, int64_t index, uint64_t func_star
           first, last, addr, [](uint64_t a, const ChildRange& r) { return a < r.start; });
       if (it == first || addr >= (it - 1)->end) return {};
       c.skip((it - 1)->child - c.offset());
+      linked = true;
+      linked_skip = (it - 1)->child_skip == kNoSkip ? nullptr : skips.data() + (it - 1)->child_skip;
     }
   }
 }
