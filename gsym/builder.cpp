@@ -429,6 +429,15 @@ struct Builder::State {
   void prune_functions();
   void extend_trailing_zero_size();
   void finalize_records();
+  // Back to the state before finalize_records(): the trailing extension is
+  // undone, so a builder finalized halfway (finalize(), more adds, encode())
+  // gives the same bytes as one finalized once.
+  void unfinalize();
+  struct Extension {
+    size_t index;
+    AddressRange original;
+  };
+  std::optional<Extension> extended;
 };
 
 InlineNode Builder::State::materialize_node(std::span<const FlatInlineNode> nodes, size_t& i) const {
@@ -611,8 +620,8 @@ void Builder::set_build_id(std::span<const uint8_t> id) {
 }
 
 void Builder::set_text_ranges(std::vector<AddressRange> ranges) {
+  state_->unfinalize();
   state_->options.text_ranges = std::move(ranges);
-  state_->finalized = false;
 }
 
 uint32_t Builder::add_string(std::string_view s) {
@@ -632,6 +641,7 @@ uint32_t Builder::add_file(const FileEntry& file) {
 size_t Builder::file_count() const { return state_->files.size(); }
 
 Status Builder::add_function(Function function) {
+  state_->unfinalize();
   Validator validator{state_->files.size()};
   Status s = validator.function(function, 0);
   if (!s) return s;
@@ -648,6 +658,7 @@ Status Builder::add_function(Function function) {
 }
 
 Status Builder::add_flat_function(const FlatFunction& function) {
+  state_->unfinalize();
   Status s = state_->add_flat(function);
   if (!s) return s;
   state_->finalized = false;
@@ -703,6 +714,7 @@ void Builder::State::extend_trailing_zero_size() {
   for (const AddressRange& text : normalize_ranges(options.text_ranges)) {
     if (text.contains(last.range.start)) {
       // Capped so the record stays encodable (sizes are u32 in version 1).
+      extended = Extension{records.size() - 1, last.range};
       last.range.end = last.range.start + std::min<uint64_t>(text.end - last.range.start, UINT32_MAX);
       if (last.rich != kFlat) {
         Function& f = rich[last.rich];
@@ -712,6 +724,21 @@ void Builder::State::extend_trailing_zero_size() {
       return;
     }
   }
+}
+
+void Builder::State::unfinalize() {
+  if (extended) {
+    Record& r = records[extended->index];
+    r.range = extended->original;
+    if (r.rich != kFlat) {
+      Function& f = rich[r.rich];
+      f.range = r.range;
+      for (Function& merged : f.merged) merged.range = r.range;
+    }
+    extended.reset();
+  }
+  finalized = false;
+  materialized_valid = false;
 }
 
 void Builder::State::finalize_records() {

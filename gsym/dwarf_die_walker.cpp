@@ -26,9 +26,12 @@ bool read_uleb(const uint8_t*& p, const uint8_t* end, uint64_t& value) {
   value = 0;
   for (unsigned shift = 0; p < end; shift += 7) {
     const uint8_t byte = *p++;
-    if (shift < 64) value |= uint64_t(byte & 0x7f) << shift;
+    const uint64_t bits = byte & 0x7f;
+    // Value bits past bit 63 make the number too big (LLVM: "uleb128 too big").
+    if (shift >= 64 ? bits != 0 : shift == 63 && bits > 1) return false;
+    if (shift < 64) value |= bits << shift;
     if (!(byte & 0x80)) return true;
-    if (shift > 70) return false;
+    if (shift >= 70) return false;
   }
   return false;
 }

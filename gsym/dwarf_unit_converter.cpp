@@ -53,6 +53,10 @@ struct DieAttributes {
   const char* linkage_name = nullptr;
   const char* name = nullptr;
   std::optional<uint64_t> call_file, call_line, decl_file, decl_line;  // call_line: own only
+  // decl_file's form was DW_FORM_implicit_const (gcc's DWARF 5 for a file
+  // shared by many DIEs): LLVM 22 cannot resolve such a file (the value has
+  // no unit), so its decl_file/decl_line line-table fallback gives nothing.
+  bool decl_file_implicit_const = false;
   Dwarf_Off origin = 0;     // the DIE's own abstract_origin/specification target
   bool own_names = false;   // the DIE itself has a name or linkage name
   // The DIE's own address attributes (valid while the DWARF data lives).
@@ -122,7 +126,10 @@ DieAttributes die_attributes(Dwarf_Die* die, int max_hops = 16, Dwarf_Die* unsca
       }
     }
     if (!out.call_file && (scan.found & 32)) out.call_file = form_unsigned(&scan.call_file);
-    if (!out.decl_file && (scan.found & 128)) out.decl_file = form_unsigned(&scan.decl_file);
+    if (!out.decl_file && (scan.found & 128)) {
+      out.decl_file = form_unsigned(&scan.decl_file);
+      out.decl_file_implicit_const = dwarf_whatform(&scan.decl_file) == DW_FORM_implicit_const;
+    }
     if (!out.decl_line && (scan.found & 256)) out.decl_line = form_unsigned(&scan.decl_line);
     Dwarf_Attribute* next = (scan.found & 8) ? &scan.origin : (scan.found & 16) ? &scan.spec : nullptr;
     if (!next || !dwarf_formref_die(next, &current)) break;
@@ -522,7 +529,10 @@ struct DwarfUnitConverter::Impl {
     if (!out.linkage_name) out.linkage_name = rest.linkage_name;
     if (!out.name) out.name = rest.name;
     if (!out.call_file) out.call_file = rest.call_file;
-    if (!out.decl_file) out.decl_file = rest.decl_file;
+    if (!out.decl_file) {
+      out.decl_file = rest.decl_file;
+      out.decl_file_implicit_const = rest.decl_file_implicit_const;
+    }
     if (!out.decl_line) out.decl_line = rest.decl_line;
     return out;
   }
@@ -566,7 +576,8 @@ struct DwarfUnitConverter::Impl {
     if (!table.lookup_address_range(start, end - start, row_indexes)) {
       const DieAttributes attrs = attributes(&ctx.die);
       const auto& decl_file = attrs.decl_file;
-      if (!decl_file || !table.file_path(*decl_file, comp_dir, path_buffer) || path_buffer.empty())
+      if (!decl_file || attrs.decl_file_implicit_const ||
+          !table.file_path(*decl_file, comp_dir, path_buffer) || path_buffer.empty())
         return;
       const auto& decl_line = attrs.decl_line;
       if (!decl_line) return;
@@ -910,7 +921,10 @@ struct DwarfUnitConverter::Impl {
           }
           if (attr.name == DW_AT_call_file) out.call_file = v;
           if (attr.name == DW_AT_call_line) out.call_line = v;
-          if (attr.name == DW_AT_decl_file) out.decl_file = v;
+          if (attr.name == DW_AT_decl_file) {
+            out.decl_file = v;
+            out.decl_file_implicit_const = attr.form == DW_FORM_implicit_const;
+          }
           if (attr.name == DW_AT_decl_line) out.decl_line = v;
           break;
         case DW_AT_low_pc:
@@ -952,7 +966,10 @@ struct DwarfUnitConverter::Impl {
     out.linkage_name = rest.linkage_name;
     out.name = rest.name;
     if (!out.call_file) out.call_file = rest.call_file;
-    if (!out.decl_file) out.decl_file = rest.decl_file;
+    if (!out.decl_file) {
+      out.decl_file = rest.decl_file;
+      out.decl_file_implicit_const = rest.decl_file_implicit_const;
+    }
     if (!out.decl_line) out.decl_line = rest.decl_line;
     return true;
   }
