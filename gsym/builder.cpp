@@ -422,6 +422,8 @@ struct Builder::State {
   InlineNode materialize_node(std::span<const FlatInlineNode> nodes, size_t& i) const;
   Function materialize(const Record& r) const;
   std::strong_ordering compare_content(const Record& a, const Record& b) const;
+  std::strong_ordering compare_flat_nodes(std::span<const FlatInlineNode> a, size_t& i,
+                                          std::span<const FlatInlineNode> b, size_t& j) const;
   bool llvm_equal(const Record& a, const Record& b) const;
   Status add_flat(const FlatFunction& f);
 
@@ -472,7 +474,40 @@ Function Builder::State::materialize(const Record& r) const {
 // simply copied out.
 std::strong_ordering Builder::State::compare_content(const Record& a, const Record& b) const {
   if (a.rich != kFlat && b.rich != kFlat) return gsym::compare_content(rich[a.rich], rich[b.rich]);
-  return gsym::compare_content(materialize(a), materialize(b));
+  if (a.rich != kFlat || b.rich != kFlat) return gsym::compare_content(materialize(a), materialize(b));
+  // Both flat (C++ has many: one inline function's copies in many units): the
+  // same order as on the materialized functions, without materializing.
+  if (auto c = a.range <=> b.range; c != 0) return c;
+  if (a.name != b.name)  // equal offsets: the same string
+    if (auto c = string_at(a.name) <=> string_at(b.name); c != 0) return c;
+  const std::span<const LineEntry> la = lines_of(a), lb = lines_of(b);
+  if (auto c = std::lexicographical_compare_three_way(la.begin(), la.end(), lb.begin(), lb.end(),
+                                                      compare_rows);
+      c != 0)
+    return c;
+  if (auto c = (a.nodes_count != 0) <=> (b.nodes_count != 0); c != 0 || a.nodes_count == 0) return c;
+  size_t i = 0, j = 0;
+  return compare_flat_nodes(nodes_of(a), i, nodes_of(b), j);
+}
+
+// compare_nodes on flat pre-order trees: node x of `a` against node y of
+// `b`, then their children pairwise; i and j move past what was compared.
+std::strong_ordering Builder::State::compare_flat_nodes(std::span<const FlatInlineNode> a, size_t& i,
+                                                        std::span<const FlatInlineNode> b,
+                                                        size_t& j) const {
+  const FlatInlineNode& x = a[i++];
+  const FlatInlineNode& y = b[j++];
+  const auto rx = std::span<const AddressRange>(range_pool).subspan(x.ranges_begin, x.ranges_count);
+  const auto ry = std::span<const AddressRange>(range_pool).subspan(y.ranges_begin, y.ranges_count);
+  if (auto c = std::lexicographical_compare_three_way(rx.begin(), rx.end(), ry.begin(), ry.end()); c != 0)
+    return c;
+  if (x.name != y.name)
+    if (auto c = string_at(x.name) <=> string_at(y.name); c != 0) return c;
+  if (auto c = std::tie(x.call_file, x.call_line) <=> std::tie(y.call_file, y.call_line); c != 0) return c;
+  const uint32_t shared = std::min(x.child_count, y.child_count);
+  for (uint32_t k = 0; k < shared; ++k)
+    if (auto c = compare_flat_nodes(a, i, b, j); c != 0) return c;
+  return x.child_count <=> y.child_count;
 }
 
 bool Builder::State::llvm_equal(const Record& a, const Record& b) const {

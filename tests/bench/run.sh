@@ -311,10 +311,11 @@ section_convert() {
   machine_line
   md
   md "\`gsymprof gsym convert X -o OUT [--threads 1]\` vs \`llvm-gsymutil --convert X -o OUT [--num-threads=1]\`, runs alternating, medians of $ROUNDS."
-  md "Wall time is noisy here (shared machine); CPU = user+sys. \"same bytes\" = ours with 1 thread and default threads wrote identical files."
+  md "Wall time is noisy here (shared machine); CPU = user+sys. \"same bytes\" = ours with 1 thread and default threads wrote identical files;"
+  md "\"= LLVM\" = ours is byte-identical to LLVM's file (1-thread rows: LLVM's multi-threaded output is not reproducible)."
   md
-  md "| input | DWARF MiB | threads | LLVM wall s | ours wall s | LLVM / ours wall | LLVM CPU s | ours CPU s | LLVM RSS MB | ours RSS MB | LLVM size KB | ours size KB | same bytes |"
-  md "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+  md "| input | DWARF MiB | threads | LLVM wall s | ours wall s | LLVM / ours wall | LLVM CPU s | ours CPU s | LLVM RSS MB | ours RSS MB | LLVM size KB | ours size KB | same bytes | = LLVM |"
+  md "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
   local ours=0
   subcommand_works gsym convert && ours=1
   [[ $ours == 1 ]] || log "gsymprof gsym convert not ready: LLVM column only"
@@ -341,10 +342,13 @@ section_convert() {
             >/dev/null 2>"$out/ours.err" || log "gsymprof gsym convert $input failed: $(tail -n 1 "$out/ours.err")"
         fi
       done
-      local lsize="-" osize="-" same="-"
+      local lsize="-" osize="-" same="-" as_llvm="-"
       [[ -f $out/llvm.gsym ]] && lsize=$(( $(stat -c %s "$out/llvm.gsym") / 1024 ))
       if [[ -f $out/ours.gsym ]]; then
         osize=$(( $(stat -c %s "$out/ours.gsym") / 1024 ))
+        if [[ $threads == 1 && -f $out/llvm.gsym ]]; then
+          cmp -s "$out/ours.gsym" "$out/llvm.gsym" && as_llvm=yes || as_llvm=no
+        fi
         if [[ $threads == 1 ]]; then cp "$out/ours.gsym" "$out/ours-t1.gsym"
         elif [[ -f $out/ours-t1.gsym ]]; then cmp -s "$out/ours.gsym" "$out/ours-t1.gsym" && same=yes || same="**no**"; fi
       fi
@@ -354,7 +358,7 @@ section_convert() {
       lr=$(column "$out/llvm.m" 3); or=$(column "$out/ours.m" 3)
       [[ $lr != - ]] && lr=$(awk -v k="$lr" 'BEGIN { printf("%.0f", k / 1024) }')
       [[ $or != - ]] && or=$(awk -v k="$or" 'BEGIN { printf("%.0f", k / 1024) }')
-      md "| $label | $mb | $threads | $(fmt "$lw" 3) | $(fmt "$ow" 3) | $(ratio "$lw" "$ow" 2)x | $(fmt "$lc" 3) | $(fmt "$oc" 3) | $lr | $or | $lsize | $osize | $same |"
+      md "| $label | $mb | $threads | $(fmt "$lw" 3) | $(fmt "$ow" 3) | $(ratio "$lw" "$ow" 2)x | $(fmt "$lc" 3) | $(fmt "$oc" 3) | $lr | $or | $lsize | $osize | $same | $as_llvm |"
     done
     rm -f "$out/ours-t1.gsym"
   done
