@@ -278,6 +278,21 @@ struct Reader::Impl {
     const void* nul = std::memchr(begin, 0, max);
     return {begin, nul ? static_cast<size_t>(static_cast<const char*>(nul) - begin) : max};
   }
+  // Each file entry's strings, resolved at open: a lookup names several
+  // files per frame chain and would otherwise scan each for its NUL.
+  struct FileStrings {
+    std::string_view directory, basename;
+    bool empty = false;  // both offsets 0 (LLVM drops inline frames calling from it)
+  };
+  std::vector<FileStrings> file_strings;
+  void build_file_strings() {
+    file_strings.resize(num_files);
+    for (uint32_t i = 0; i < num_files; ++i) {
+      uint32_t dir = 0, base = 0;
+      file_offsets(i, dir, base);
+      file_strings[i] = {string(dir), string(base), dir == 0 && base == 0};
+    }
+  }
   // File entry string offsets, or false when the index is out of range.
   bool file_offsets(uint32_t index, uint32_t& dir, uint32_t& base) const {
     if (index >= num_files) return false;
@@ -296,6 +311,13 @@ struct Reader::Impl {
   Status line_lookup(DataCursor c, int64_t index, uint64_t func_start, uint64_t addr,
                      uint32_t& file, uint32_t& line) const;
   void build_line_checkpoints();
+  // Open-time index over the address table: for addresses bucketed by their
+  // high bits, the first table entry of each bucket, so a lookup binary-
+  // searches a few entries instead of the whole table (fewer cache misses
+  // when lookups jump between functions). Only for sorted tables.
+  std::vector<uint32_t> bucket_first;  // size buckets + 1; empty = no index
+  unsigned bucket_shift = 0;
+  void build_address_buckets();
   // The payload of function i's only record of `type`, or nullopt when it has
   // none, several, or a malformed record list (the plain path reports those).
   std::optional<DataCursor> single_record(uint64_t i, uint32_t type) const;
@@ -450,7 +472,27 @@ Status Reader::Impl::parse_layout() {
   }
   build_line_checkpoints();
   build_inline_skips();
+  build_address_buckets();
+  build_file_strings();
   return {};
+}
+
+void Reader::Impl::build_address_buckets() {
+  const uint64_t n = header.num_addresses;
+  if (n < 64 || n >= UINT32_MAX) return;
+  for (uint64_t i = 1; i < n; ++i)
+    if (addr_offset(i) < addr_offset(i - 1)) return;  // unsorted: plain search only
+  const uint64_t max_rel = addr_offset(n - 1);
+  unsigned shift = 0;
+  while (shift < 63 && (max_rel >> shift) + 1 > n) ++shift;  // about one entry per bucket
+  const uint64_t buckets = (max_rel >> shift) + 1;
+  bucket_first.resize(buckets + 1);
+  uint64_t i = 0;
+  for (uint64_t b = 0; b <= buckets; ++b) {
+    while (i < n && (addr_offset(i) >> shift) < b) ++i;
+    bucket_first[b] = static_cast<uint32_t>(i);
+  }
+  bucket_shift = shift;
 }
 
 std::optional<DataCursor> Reader::Impl::single_record(uint64_t i, uint32_t type) const {
@@ -765,22 +807,40 @@ int64_t Reader::Impl::find_function(uint64_t addr) const {
   const uint64_t n = header.num_addresses;
   if (n == 0 || addr < header.base_address) return -1;
   const uint64_t rel = addr - header.base_address;
-  const uint8_t* table = data.data() + addr_table;
-  int64_t found;
-  switch (header.addr_off_size) {
-    case 1:
-      found = last_not_above<uint8_t>(table, n, rel, swap);
-      break;
-    case 2:
-      found = last_not_above<uint16_t>(table, n, rel, swap);
-      break;
-    case 4:
-      found = last_not_above<uint32_t>(table, n, rel, swap);
-      break;
-    default:
-      found = last_not_above<uint64_t>(table, n, rel, swap);
-      break;
+  // The entries to search: all, or the bucket of `rel` (entries before it are
+  // all below rel, entries after it all above).
+  uint64_t lo = 0, count = n;
+  if (!bucket_first.empty()) {
+    const uint64_t b = rel >> bucket_shift;
+    const uint64_t buckets = bucket_first.size() - 1;
+    if (b >= buckets) {
+      lo = n - 1;
+      count = 1;
+    } else {
+      lo = bucket_first[b];
+      count = bucket_first[b + 1] - lo;
+    }
   }
+  const uint8_t* table = data.data() + addr_table + lo * header.addr_off_size;
+  int64_t found = -1;
+  if (count > 0) {
+    switch (header.addr_off_size) {
+      case 1:
+        found = last_not_above<uint8_t>(table, count, rel, swap);
+        break;
+      case 2:
+        found = last_not_above<uint16_t>(table, count, rel, swap);
+        break;
+      case 4:
+        found = last_not_above<uint32_t>(table, count, rel, swap);
+        break;
+      default:
+        found = last_not_above<uint64_t>(table, count, rel, swap);
+        break;
+    }
+  }
+  // Nothing at or below rel in the bucket: the answer is the entry before it.
+  found = found < 0 ? static_cast<int64_t>(lo) - 1 : found + static_cast<int64_t>(lo);
   if (found < 0) return -1;
   uint64_t i = static_cast<uint64_t>(found);
   const uint64_t run = addr_offset(i);
@@ -986,11 +1046,10 @@ Expected<bool> Reader::Impl::lookup(uint64_t addr, const LookupOptions& options,
   first.name = string(name);
   first.offset = static_cast<uint32_t>(addr - start);  // LLVM's Offset is 32-bit
   if (have_row) {
-    uint32_t dir, base;
-    if (!file_offsets(row_file, dir, base))
+    if (row_file >= file_strings.size())
       return Error("failed to extract file[" + std::to_string(row_file) + "]");
-    first.directory = string(dir);
-    first.basename = string(base);
+    first.directory = file_strings[row_file].directory;
+    first.basename = file_strings[row_file].basename;
     first.line = row_line;
   }
   s.frames.push_back(first);
@@ -999,16 +1058,16 @@ Expected<bool> Reader::Impl::lookup(uint64_t addr, const LookupOptions& options,
     if (Status st = inline_walk(inline_data, index, start, addr, s); !st) return st.error();
     for (size_t k = s.inline_chain.size(); k-- > 0;) {
       const LookupScratch::InlineStep& step = s.inline_chain[k];
-      uint32_t dir, base;
-      if (!file_offsets(step.call_file, dir, base))
+      if (step.call_file >= file_strings.size())
         return Error("failed to extract file[" + std::to_string(step.call_file) + "]");
-      if (dir == 0 && base == 0) continue;  // LLVM drops frames without a call file
+      const FileStrings& file = file_strings[step.call_file];
+      if (file.empty) continue;  // LLVM drops frames without a call file
       LookupFrame outer;
       outer.name = s.frames.back().name;
       outer.offset = s.frames.back().offset;
       if (options.line_information) {
-        outer.directory = string(dir);
-        outer.basename = string(base);
+        outer.directory = file.directory;
+        outer.basename = file.basename;
         outer.line = step.call_line;
       }
       s.frames.back().name = string(step.name);
