@@ -368,6 +368,8 @@ struct Reader::Impl {
     if (skip_begin.empty()) return nullptr;
     const InlineSkip* first = skips.data() + skip_begin[index];
     const InlineSkip* last = skips.data() + skip_begin[index + 1];
+    // The root's children come first: its skip, if any, is the first one.
+    if (first != last && first->children_start == children_start) return first;
     const InlineSkip* it = std::lower_bound(
         first, last, children_start,
         [](const InlineSkip& k, uint64_t off) { return k.children_start < off; });
