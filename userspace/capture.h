@@ -18,7 +18,7 @@ namespace gsymprof {
 enum class UnresolvedReason : uint8_t {
   None = 0,
   NoMapping,         // runtime_addr lies in no mapping of the process
-  AnonymousMapping,  // JIT, heap, stack, [vdso] without a file, ...
+  AnonymousMapping,  // JIT, heap, stack, ... (the vDSO is a module: vdso_file.h)
   ModuleUnreadable,  // mapping has a file but its ELF could not be read
   NoSegment,         // file offset lies in no PT_LOAD segment
   ProcessGone,       // maps could not be read at all
