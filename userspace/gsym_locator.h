@@ -49,7 +49,13 @@ std::string default_cache_dir();
 struct LocatorOptions {
   std::string cache_dir;        // "" = no cache (neither read nor written)
   bool convert_missing = true;  // convert local ELF files on a miss
-  gsym::ConvertOptions convert; // for conversions (threads, debug dirs, ...)
+  // For conversions (threads, debug dirs, ...). PLT stubs are named: a
+  // profile's frames in them then read "memcpy@plt", not the symbol before.
+  gsym::ConvertOptions convert = [] {
+    gsym::ConvertOptions options;
+    options.plt_symbols = true;
+    return options;
+  }();
 };
 
 enum class GsymOrigin : uint8_t {
