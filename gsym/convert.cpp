@@ -347,16 +347,6 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
     if (builder.add_flat_function(f)) ++stats.symbol_functions;
   }
 
-  if (options.plt_symbols) {
-    for (const PltEntry& stub : image.plt_entries()) {
-      if (!in_text(stub.address)) continue;
-      FlatFunction f;
-      f.range = {stub.address, stub.address + stub.size};
-      f.name = builder.add_string(stub.name);
-      if (builder.add_flat_function(f)) ++stats.plt_functions;
-    }
-  }
-
   if (builder.function_count() == 0)
     return Error(elf_path + ": no functions found (" +
                  (dwarf_image ? std::string("DWARF and symbol tables describe no code")

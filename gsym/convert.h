@@ -37,10 +37,6 @@ struct ConvertOptions {
   std::vector<std::string> debug_directories = {"/usr/lib/debug"};
   bool search_debug_file = true;   // search when the ELF itself has no DWARF
   bool inline_info = true;
-  // Also name x86-64 PLT stubs ("memcpy@plt", see ElfImage::plt_entries).
-  // LLVM does not, so this changes the output from llvm-gsymutil's; the
-  // profiler turns it on, `gsym convert` leaves it off.
-  bool plt_symbols = false;
   // Called now and then with (units done, units total); may be empty.
   std::function<void(uint64_t done, uint64_t total)> progress;
   // Called with each non-fatal warning (a malformed CU skipped, ...).
@@ -53,7 +49,6 @@ struct ConvertStats {
   uint64_t skipped_units = 0;      // malformed CUs skipped with a warning
   uint64_t dwarf_functions = 0;
   uint64_t symbol_functions = 0;
-  uint64_t plt_functions = 0;      // with ConvertOptions::plt_symbols
   uint64_t line_rows = 0;
   uint64_t inline_nodes = 0;
   uint64_t functions_written = 0;

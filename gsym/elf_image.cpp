@@ -7,7 +7,6 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <unordered_map>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -256,68 +255,6 @@ std::vector<ElfSymbol> ElfImage::function_symbols(bool* used_dynsym) const {
     const char* name = elf_strptr(impl_->elf, table_shdr.sh_link, sym.st_name);
     if (!name) continue;
     out.push_back({sym.st_value, sym.st_size, name});
-  }
-  return out;
-}
-
-std::vector<PltEntry> ElfImage::plt_entries() const {
-  std::vector<PltEntry> out;
-  GElf_Ehdr ehdr;
-  if (!gelf_getehdr(impl_->elf, &ehdr) || ehdr.e_machine != EM_X86_64) return out;
-  // GOT slot -> symbol name, from the dynamic relocations.
-  std::unordered_map<uint64_t, std::string_view> slot_names;
-  for (Elf_Scn* scn = elf_nextscn(impl_->elf, nullptr); scn; scn = elf_nextscn(impl_->elf, scn)) {
-    GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_RELA) continue;
-    Elf_Scn* symtab = elf_getscn(impl_->elf, shdr.sh_link);
-    GElf_Shdr sym_shdr;
-    if (!symtab || !gelf_getshdr(symtab, &sym_shdr) || sym_shdr.sh_type != SHT_DYNSYM) continue;
-    Elf_Data* relas = elf_getdata(scn, nullptr);
-    Elf_Data* syms = elf_getdata(symtab, nullptr);
-    if (!relas || !syms) continue;
-    const size_t rela_size = gelf_fsize(impl_->elf, ELF_T_RELA, 1, EV_CURRENT);
-    if (rela_size == 0) continue;
-    for (size_t i = 0; i < relas->d_size / rela_size; ++i) {
-      GElf_Rela rela;
-      if (!gelf_getrela(relas, static_cast<int>(i), &rela)) break;
-      const uint64_t type = GELF_R_TYPE(rela.r_info), index = GELF_R_SYM(rela.r_info);
-      if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || index == 0) continue;
-      GElf_Sym sym;
-      if (!gelf_getsym(syms, static_cast<int>(index), &sym)) continue;
-      const char* name = elf_strptr(impl_->elf, sym_shdr.sh_link, sym.st_name);
-      if (name && *name) slot_names.emplace(rela.r_offset, name);
-    }
-  }
-  if (slot_names.empty()) return out;
-  for (Elf_Scn* scn = elf_nextscn(impl_->elf, nullptr); scn; scn = elf_nextscn(impl_->elf, scn)) {
-    GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS || !(shdr.sh_flags & SHF_EXECINSTR))
-      continue;
-    const char* section = elf_strptr(impl_->elf, impl_->shstrndx, shdr.sh_name);
-    if (!section) continue;
-    const std::string_view name = section;
-    if (name != ".plt" && name != ".plt.sec" && name != ".plt.got") continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (!data || !data->d_buf) continue;
-    const uint64_t entry = name == ".plt.got" && (shdr.sh_entsize == 8 || shdr.sh_entsize == 16)
-                               ? shdr.sh_entsize
-                               : name == ".plt.got" ? 8 : 16;
-    const auto* bytes = static_cast<const uint8_t*>(data->d_buf);
-    const uint64_t count = std::min<uint64_t>(data->d_size, shdr.sh_size) / entry;
-    // .plt's first entry is the lazy-binding resolver, not a stub.
-    for (uint64_t i = name == ".plt" ? 1 : 0; i < count; ++i) {
-      const uint8_t* stub = bytes + i * entry;
-      for (uint64_t at = 0; at + 6 <= entry; ++at) {
-        if (stub[at] != 0xff || stub[at + 1] != 0x25) continue;  // jmp *disp32(%rip)
-        int32_t disp;
-        std::memcpy(&disp, stub + at + 2, 4);
-        if (!impl_->little) disp = static_cast<int32_t>(__builtin_bswap32(static_cast<uint32_t>(disp)));
-        const uint64_t slot = shdr.sh_addr + i * entry + at + 6 + static_cast<uint64_t>(int64_t(disp));
-        if (auto it = slot_names.find(slot); it != slot_names.end())
-          out.push_back({shdr.sh_addr + i * entry, entry, std::string(it->second) + "@plt"});
-        break;
-      }
-    }
   }
   return out;
 }

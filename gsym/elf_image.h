@@ -24,13 +24,6 @@ struct ElfSymbol {
   std::string_view name;  // points into the image's string table
 };
 
-// A PLT stub named after the symbol its GOT slot is bound to ("memcpy@plt").
-struct PltEntry {
-  uint64_t address = 0;
-  uint64_t size = 0;
-  std::string name;
-};
-
 struct DebugLink {
   std::string name;
   uint32_t crc = 0;
@@ -64,12 +57,6 @@ class ElfImage {
   // Defined STT_FUNC symbols of .symtab, or of .dynsym when there is no .symtab
   // (`used_dynsym` tells which), in table order.
   std::vector<ElfSymbol> function_symbols(bool* used_dynsym = nullptr) const;
-  // x86-64 PLT stubs, named the way perf and objdump name them: every entry
-  // of .plt, .plt.sec and .plt.got whose `jmp *slot(%rip)` reads a GOT slot
-  // that a JUMP_SLOT or GLOB_DAT relocation binds to a .dynsym symbol. No
-  // symbol table names them, so a lookup there would otherwise give the
-  // symbol before them (usually _init). Empty for other machines.
-  std::vector<PltEntry> plt_entries() const;
   // Contents of the named section, decompressed if SHF_COMPRESSED; empty span
   // when absent or NOBITS. Valid as long as this image lives.
   Expected<std::span<const uint8_t>> section_bytes(std::string_view name) const;

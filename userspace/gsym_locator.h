@@ -49,13 +49,7 @@ std::string default_cache_dir();
 struct LocatorOptions {
   std::string cache_dir;        // "" = no cache (neither read nor written)
   bool convert_missing = true;  // convert local ELF files on a miss
-  // For conversions (threads, debug dirs, ...). PLT stubs are named: a
-  // profile's frames in them then read "memcpy@plt", not the symbol before.
-  gsym::ConvertOptions convert = [] {
-    gsym::ConvertOptions options;
-    options.plt_symbols = true;
-    return options;
-  }();
+  gsym::ConvertOptions convert; // for conversions (threads, debug dirs, ...)
 };
 
 enum class GsymOrigin : uint8_t {
