@@ -1,15 +1,17 @@
 #include "userspace/vdso_file.h"
 
-#include <fcntl.h>
+#include "gsym/atomic_file.h"
+#include "userspace/proc_maps.h"
+
 #include <sys/auxv.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cinttypes>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <span>
+#include <sstream>
 #include <mutex>
 #include <string>
 
@@ -17,19 +19,16 @@ namespace gsymprof {
 
 namespace {
 
-std::string errno_text(int e) { return std::strerror(e); }
-
-// The [vdso] range of this process, from /proc/self/maps.
+// The [vdso] range of this process.
 gsym::Expected<std::pair<uint64_t, uint64_t>> own_vdso_range() {
-  std::ifstream maps("/proc/self/maps");
-  if (!maps) return gsym::Error("/proc/self/maps: " + errno_text(errno));
-  std::string line;
-  while (std::getline(maps, line)) {
-    if (line.size() < 6 || line.compare(line.size() - 6, 6, "[vdso]") != 0) continue;
-    uint64_t start = 0, end = 0;
-    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64, &start, &end) == 2 && start < end)
-      return std::make_pair(start, end);
-  }
+  std::ifstream in("/proc/self/maps");
+  if (!in) return gsym::Error(std::string("/proc/self/maps: ") + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto maps = parse_proc_maps(text.str());
+  if (!maps) return gsym::Error("/proc/self/maps: " + maps.error().message);
+  for (const MapEntry& m : *maps)
+    if (m.path == kVdsoPath) return std::make_pair(m.start, m.end);
   return gsym::Error("this process has no [vdso] mapping");
 }
 
@@ -49,22 +48,15 @@ gsym::Expected<VdsoFile> write_own_vdso() {
   const uint64_t size = range->second - range->first;
   const char* dir = std::getenv("TMPDIR");
   std::string path = std::string(dir && *dir ? dir : "/tmp") + "/gsymprof-vdso-XXXXXX";
+  // mkstemp reserves a private name; the bytes then replace it atomically.
   int fd = ::mkstemp(path.data());
-  if (fd < 0) return gsym::Error(path + ": " + errno_text(errno));
-  const auto* bytes = reinterpret_cast<const uint8_t*>(base);
-  uint64_t written = 0;
-  while (written < size) {
-    ssize_t n = ::write(fd, bytes + written, size - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string error = path + ": " + errno_text(n < 0 ? errno : EIO);
-      ::close(fd);
-      ::unlink(path.c_str());
-      return gsym::Error(error);
-    }
-    written += static_cast<uint64_t>(n);
-  }
+  if (fd < 0) return gsym::Error(path + ": " + std::strerror(errno));
   ::close(fd);
+  const std::span<const uint8_t> image(reinterpret_cast<const uint8_t*>(base), size);
+  if (gsym::Status written = gsym::write_file_atomically(path, image, 0600); !written) {
+    ::unlink(path.c_str());
+    return written.error();
+  }
   return VdsoFile{path, size};
 }
 
