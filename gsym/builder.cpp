@@ -219,6 +219,33 @@ bool intersects(const AddressRange& a, const AddressRange& b) {
 
 // ---- validation -------------------------------------------------------------
 
+// The checks of a function's range and line rows, whichever form (Function
+// or FlatFunction) it came in.
+Status check_range_and_lines(std::string_view name, const AddressRange& range,
+                             std::span<const LineEntry> lines, size_t file_count) {
+  auto where = [&] { return " in function \"" + std::string(name) + "\""; };
+  if (range.end < range.start)
+    return Error("function \"" + std::string(name) + "\" has a reversed range " + range_text(range));
+  const uint64_t size = range.size();
+  if (size > UINT32_MAX)
+    return Error("function \"" + std::string(name) + "\" is larger than 4 GiB - 1 (size " + hex(size) +
+                 ")");
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const LineEntry& row = lines[i];
+    const bool inside = range.contains(row.address) || (size == 0 && row.address == range.start);
+    if (!inside)
+      return Error("line row at " + hex(row.address) + " is outside the function range " +
+                   range_text(range) + where());
+    if (i > 0 && row.address < lines[i - 1].address)
+      return Error("line rows are not in ascending address order (" + hex(row.address) + " after " +
+                   hex(lines[i - 1].address) + ")" + where());
+    if (row.file >= file_count)
+      return Error("line row at " + hex(row.address) + " uses file " + std::to_string(row.file) +
+                   " but the file table has " + std::to_string(file_count) + " entries" + where());
+  }
+  return Status::success();
+}
+
 struct Validator {
   size_t file_count;
   const std::string* function_name = nullptr;
@@ -261,26 +288,8 @@ struct Validator {
     function_name = &f.name;
     if (f.name.empty())
       return Error("function at " + hex(f.range.start) + " has an empty name");
-    if (f.range.end < f.range.start)
-      return Error("function \"" + f.name + "\" has a reversed range " + range_text(f.range));
+    if (Status s = check_range_and_lines(f.name, f.range, f.lines, file_count); !s) return s;
     const uint64_t size = f.range.size();
-    if (size > UINT32_MAX)
-      return Error("function \"" + f.name + "\" is larger than 4 GiB - 1 (size " + hex(size) + ")");
-    for (size_t i = 0; i < f.lines.size(); ++i) {
-      const LineEntry& row = f.lines[i];
-      const bool inside = f.range.contains(row.address) ||
-                          (size == 0 && row.address == f.range.start);
-      if (!inside)
-        return Error("line row at " + hex(row.address) + " is outside the function range " +
-                     range_text(f.range) + where());
-      if (i > 0 && row.address < f.lines[i - 1].address)
-        return Error("line rows are not in ascending address order (" + hex(row.address) +
-                     " after " + hex(f.lines[i - 1].address) + ")" + where());
-      if (row.file >= file_count)
-        return Error("line row at " + hex(row.address) + " uses file " +
-                     std::to_string(row.file) + " but the file table has " +
-                     std::to_string(file_count) + " entries" + where());
-    }
     if (f.inline_tree) {
       const size_t before = inline_nodes;
       Status s = inline_node(*f.inline_tree, {f.range}, 1);
@@ -536,24 +545,7 @@ Status Builder::State::add_flat(const FlatFunction& f) {
                  ", which is not a string added with add_string");
   const std::string name_text(string_at(f.name));
   const std::string where = " in function \"" + name_text + "\"";  // per function, not per node
-  if (f.range.end < f.range.start)
-    return Error("function \"" + name_text + "\" has a reversed range " + range_text(f.range));
-  const uint64_t size = f.range.size();
-  if (size > UINT32_MAX)
-    return Error("function \"" + name_text + "\" is larger than 4 GiB - 1 (size " + hex(size) + ")");
-  for (size_t i = 0; i < f.lines.size(); ++i) {
-    const LineEntry& row = f.lines[i];
-    const bool inside = f.range.contains(row.address) || (size == 0 && row.address == f.range.start);
-    if (!inside)
-      return Error("line row at " + hex(row.address) + " is outside the function range " +
-                   range_text(f.range) + where);
-    if (i > 0 && row.address < f.lines[i - 1].address)
-      return Error("line rows are not in ascending address order (" + hex(row.address) + " after " +
-                   hex(f.lines[i - 1].address) + ")" + where);
-    if (row.file >= files.size())
-      return Error("line row at " + hex(row.address) + " uses file " + std::to_string(row.file) +
-                   " but the file table has " + std::to_string(files.size()) + " entries" + where);
-  }
+  if (Status s = check_range_and_lines(name_text, f.range, f.lines, files.size()); !s) return s;
   const uint64_t pool_limit = UINT32_MAX;
   if (line_pool.size() + f.lines.size() > pool_limit ||
       node_pool.size() + f.inline_nodes.size() > pool_limit ||
