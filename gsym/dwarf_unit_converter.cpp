@@ -60,9 +60,9 @@ struct DieAttributes {
   Dwarf_Off origin = 0;     // the DIE's own abstract_origin/specification target
   bool own_names = false;   // the DIE itself has a name or linkage name
   // The DIE's own address attributes (valid while the DWARF data lives).
-  Dwarf_Attribute low_pc, high_pc;
-  bool own_low_high = false;  // both present
-  // Or the [low_pc, high_pc) they give, when read without libdw.
+  // [low_pc, high_pc) from the DIE's own pair, as dwarf_highpc reads it (a
+  // constant-class high_pc is an offset from low_pc); unknown = ask libdw's
+  // dwarf_ranges (DW_AT_ranges, or forms not read here).
   AddressRange pc_range;
   bool pc_range_known = false;
 };
@@ -98,6 +98,29 @@ std::optional<uint64_t> form_unsigned(Dwarf_Attribute* a) {
   return v;
 }
 
+bool own_pc_range(AttributeScan& scan, AddressRange& range) {
+  Dwarf_Addr low, high;
+  if (dwarf_formaddr(&scan.low_pc, &low) != 0) return false;
+  switch (dwarf_whatform(&scan.high_pc)) {
+    case DW_FORM_addr:
+    case DW_FORM_addrx:
+    case DW_FORM_addrx1:
+    case DW_FORM_addrx2:
+    case DW_FORM_addrx3:
+    case DW_FORM_addrx4:
+    case DW_FORM_GNU_addr_index:
+      if (dwarf_formaddr(&scan.high_pc, &high) != 0) return false;
+      break;
+    default: {
+      Dwarf_Word offset;
+      if (dwarf_formudata(&scan.high_pc, &offset) != 0) return false;
+      high = low + offset;
+    }
+  }
+  range = {low, high};
+  return true;
+}
+
 // Like dwarf_attr_integrate for each attribute: the first DIE of the chain
 // (the DIE, then its abstract_origin, else its specification, ...) that has it.
 // `max_hops` DIEs are scanned at most; when the chain goes on past them and
@@ -119,11 +142,7 @@ DieAttributes die_attributes(Dwarf_Die* die, int max_hops = 16, Dwarf_Die* unsca
     if (hop == 0) {
       if (scan.found & 64) out.call_line = form_unsigned(&scan.call_line);
       out.own_names = (scan.found & 7) != 0;
-      if ((scan.found & 1536) == 1536) {
-        out.low_pc = scan.low_pc;
-        out.high_pc = scan.high_pc;
-        out.own_low_high = true;
-      }
+      if ((scan.found & 1536) == 1536) out.pc_range_known = own_pc_range(scan, out.pc_range);
     }
     if (!out.call_file && (scan.found & 32)) out.call_file = form_unsigned(&scan.call_file);
     if (!out.decl_file && (scan.found & 128)) {
@@ -647,43 +666,12 @@ struct DwarfUnitConverter::Impl {
     return added;
   }
 
-  // die_ranges from attributes already scanned: a DIE's own low_pc/high_pc
-  // pair is read here, as dwarf_highpc does (a constant-class high_pc is an
-  // offset from low_pc); anything else takes libdw's dwarf_ranges.
-  bool die_ranges(Dwarf_Die* die, DieAttributes& attrs, std::vector<AddressRange>& ranges) {
-    if (attrs.pc_range_known) {
-      ranges.clear();
-      ranges.push_back(attrs.pc_range);
-      return true;
-    }
-    if (attrs.own_low_high) {
-      Dwarf_Addr low, high;
-      if (dwarf_formaddr(&attrs.low_pc, &low) == 0) {
-        bool ok = false;
-        switch (dwarf_whatform(&attrs.high_pc)) {
-          case DW_FORM_addr:
-          case DW_FORM_addrx:
-          case DW_FORM_addrx1:
-          case DW_FORM_addrx2:
-          case DW_FORM_addrx3:
-          case DW_FORM_addrx4:
-          case DW_FORM_GNU_addr_index:
-            ok = dwarf_formaddr(&attrs.high_pc, &high) == 0;
-            break;
-          default: {
-            Dwarf_Word offset;
-            ok = dwarf_formudata(&attrs.high_pc, &offset) == 0;
-            high = low + offset;
-          }
-        }
-        if (ok) {
-          ranges.clear();
-          ranges.push_back({low, high});
-          return true;
-        }
-      }
-    }
-    return die_ranges(die, ranges);
+  // die_ranges with the DIE's own pc pair already read (DieAttributes).
+  bool die_ranges(Dwarf_Die* die, const DieAttributes& attrs, std::vector<AddressRange>& ranges) {
+    if (!attrs.pc_range_known) return die_ranges(die, ranges);
+    ranges.clear();
+    ranges.push_back(attrs.pc_range);
+    return true;
   }
 
   bool die_ranges(Dwarf_Die* die, std::vector<AddressRange>& ranges) {
