@@ -213,24 +213,35 @@ void end_info(ByteWriter& out, uint64_t payload_start) {
   out.fixup_u32(payload_start - 4, static_cast<uint32_t>(out.tell() - payload_start));
 }
 
+// A record's size, name and line table: what both function forms share.
+// `name_text` (may be null) names the function in errors.
+Status encode_record_start(ByteWriter& out, AddressRange range, uint32_t name,
+                           std::span<const LineEntry> lines, bool pad, const std::string* name_text) {
+  const uint64_t size = range.size();
+  if (range.end < range.start || size > UINT32_MAX)
+    return Error((name_text ? "function \"" + *name_text + "\"" : "function at " + hex(range.start)) +
+                 " has an unencodable range");
+  if (name == 0) return Error("function at " + hex(range.start) + " has an empty name");
+  if (pad) out.align_to(4);
+  out.u32(static_cast<uint32_t>(size));
+  out.u32(name);
+  if (!lines.empty()) {
+    uint64_t at = begin_info(out, InfoType::LineTable);
+    Status s = encode_line_table(out, lines, range.start);
+    if (!s) return s;
+    end_info(out, at);
+  }
+  return Status::success();
+}
+
 }  // namespace
 
 Status encode_function_info(ByteWriter& out, const Function& function,
                             const StringOffsets& strings, bool pad) {
-  const uint64_t size = function.range.size();
-  if (function.range.end < function.range.start || size > UINT32_MAX)
-    return Error("function \"" + function.name + "\" has an unencodable range");
-  const uint32_t name = strings.offset_of(function.name);
-  if (name == 0) return Error("function at " + hex(function.range.start) + " has an empty name");
-  if (pad) out.align_to(4);
-  out.u32(static_cast<uint32_t>(size));
-  out.u32(name);
-  if (!function.lines.empty()) {
-    uint64_t at = begin_info(out, InfoType::LineTable);
-    Status s = encode_line_table(out, function.lines, function.range.start);
-    if (!s) return s;
-    end_info(out, at);
-  }
+  if (Status s = encode_record_start(out, function.range, strings.offset_of(function.name),
+                                     function.lines, pad, &function.name);
+      !s)
+    return s;
   if (function.inline_tree) {
     uint64_t at = begin_info(out, InfoType::Inline);
     Status s = encode_inline_tree(out, *function.inline_tree, function.range.start, strings);
@@ -263,19 +274,7 @@ Status encode_flat_function_info(ByteWriter& out, AddressRange range, uint32_t n
                                  std::span<const LineEntry> lines,
                                  std::span<const FlatInlineNode> nodes,
                                  std::span<const AddressRange> ranges) {
-  const uint64_t size = range.size();
-  if (range.end < range.start || size > UINT32_MAX)
-    return Error("function at " + hex(range.start) + " has an unencodable range");
-  if (name == 0) return Error("function at " + hex(range.start) + " has an empty name");
-  out.align_to(4);
-  out.u32(static_cast<uint32_t>(size));
-  out.u32(name);
-  if (!lines.empty()) {
-    uint64_t at = begin_info(out, InfoType::LineTable);
-    Status s = encode_line_table(out, lines, range.start);
-    if (!s) return s;
-    end_info(out, at);
-  }
+  if (Status s = encode_record_start(out, range, name, lines, /*pad=*/true, nullptr); !s) return s;
   if (!nodes.empty()) {
     uint64_t at = begin_info(out, InfoType::Inline);
     encode_flat_inline_tree(out, nodes, ranges, range.start);
