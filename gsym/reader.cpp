@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "gsym/data_cursor.h"
+#include "gsym/file_io.h"
 
 namespace gsym {
 
@@ -688,56 +689,55 @@ Expected<Reader> Reader::parse(std::span<const uint8_t> bytes) {
   return Reader(std::move(impl));
 }
 
-Expected<Reader> Reader::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error(std::string("cannot open: ") + std::strerror(errno));
-  auto impl = std::make_unique<Impl>();
-  struct stat st;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) impl->owned.reserve(st.st_size);
-  uint8_t buf[1 << 16];
-  while (true) {
-    const ssize_t got = ::read(fd, buf, sizeof buf);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return Error(std::string("cannot read: ") + std::strerror(err));
-    }
-    if (got == 0) break;
-    impl->owned.insert(impl->owned.end(), buf, buf + got);
+namespace {
+
+// Opens a GSYM file as untrusted input (never blocks on a FIFO, regular files
+// only); errors without the path, which callers prefix.
+Expected<OpenFile> open_gsym_file(const std::string& path) {
+  Expected<OpenFile> file = open_regular_file(path);
+  if (!file) {
+    std::string message = file.error().message;
+    if (message.starts_with(path + ": ")) message.erase(0, path.size() + 2);
+    return Error(message);
   }
-  ::close(fd);
-  impl->data = impl->owned;
-  if (Status s = impl->parse_layout(); !s) return s.error();
-  return Reader(std::move(impl));
+  return file;
+}
+
+}  // namespace
+
+Expected<Reader> Reader::open(const std::string& path) {
+  Expected<OpenFile> file = open_gsym_file(path);
+  if (!file) return file.error();
+  return from_descriptor(file->fd.get(), Load::Read);
 }
 
 Expected<Reader> Reader::map(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error(std::string("cannot open: ") + std::strerror(errno));
+  Expected<OpenFile> file = open_gsym_file(path);
+  if (!file) return file.error();
+  return from_descriptor(file->fd.get(), Load::Map);
+}
+
+Expected<Reader> Reader::from_descriptor(int fd, Load load) {
   struct stat st;
-  if (fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Error(std::string("cannot stat: ") + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Error("not a regular file");
-  }
+  if (fstat(fd, &st) != 0) return Error(std::string("cannot stat: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return Error("not a regular file");
   auto impl = std::make_unique<Impl>();
-  if (st.st_size > 0) {
-    void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return Error(std::string("cannot map: ") + std::strerror(err));
+  if (load == Load::Read) {
+    Expected<std::vector<uint8_t>> bytes = read_descriptor(fd, UINT64_MAX, "file");
+    if (!bytes) {
+      std::string message = bytes.error().message;
+      if (message.starts_with("file: ")) message.erase(0, 6);
+      return Error(message);
     }
+    impl->owned = std::move(*bytes);
+    impl->data = impl->owned;
+  } else if (st.st_size > 0) {
+    void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) return Error(std::string("cannot map: ") + std::strerror(errno));
     impl->map_base = p;
     impl->map_size = static_cast<size_t>(st.st_size);
     impl->data = {static_cast<const uint8_t*>(p), impl->map_size};
   }
-  ::close(fd);
   if (Status s = impl->parse_layout(); !s) return s.error();
   return Reader(std::move(impl));
 }

@@ -108,6 +108,10 @@ class Reader {
   // Maps the file read-only. The file must not be truncated or rewritten while
   // mapped (views would dangle or change); write new files atomically instead.
   static Expected<Reader> map(const std::string& path);
+  // From an open regular file: read whole into an owned buffer, or mapped.
+  // Map only files nobody else can truncate (a truncated mapping is SIGBUS).
+  enum class Load : uint8_t { Read, Map };
+  static Expected<Reader> from_descriptor(int fd, Load load);
 
   Reader(Reader&&) noexcept;
   Reader& operator=(Reader&&) noexcept;

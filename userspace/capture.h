@@ -38,6 +38,9 @@ struct CaptureModule {
   uint64_t load_bias = 0;       // runtime_addr - unslid_addr
   std::vector<ModuleMapping> mappings;
   std::string error;            // why identity could not be read ("" = fine)
+  // Live profiles only, never in capture files: a path that opens this very
+  // file (module_identity.h, ModuleIdentity::local_file); "" = use `path`.
+  std::string local_file;
 };
 
 struct CaptureFrame {

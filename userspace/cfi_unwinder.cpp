@@ -1,5 +1,7 @@
 #include "userspace/cfi_unwinder.h"
 
+#include "gsym/file_io.h"
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
@@ -277,12 +279,23 @@ struct CfiUnwinder::ModuleCfi {
 
   void load(const UnwindModule& module) {
     std::call_once(elf_init_once, [] { elf_version(EV_CURRENT); });
-    fd = open(module.elf_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      error = module.elf_path + ": cannot open: " + std::strerror(errno);
+    gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(module.elf_path);
+    if (!file) {
+      error = file.error().message;
       return;
     }
-    elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    if (module.file.known()) {
+      const FileStamp opened = FileStamp::of(file->status);
+      if (opened.dev != module.file.dev || opened.inode != module.file.inode ||
+          opened.ctime_ns != module.file.ctime_ns) {
+        error = module.elf_path + ": not the file the module was identified from (replaced since?)";
+        return;
+      }
+    }
+    const bool mappable = gsym::writable_only_by_us(file->status);
+    fd = file->fd.release();
+    // A file someone else can truncate is read, not mapped (SIGBUS).
+    elf = elf_begin(fd, mappable ? ELF_C_READ_MMAP : ELF_C_READ, nullptr);
     GElf_Ehdr ehdr;
     if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr)) {
       error = module.elf_path + ": not an ELF file";
@@ -332,7 +345,11 @@ namespace {
 // Loaded CFI is shared by build ID. A failure belongs to the path tried (it
 // may be gone, e.g. /proc/PID/map_files of an exited process, or hold another
 // build), so another path of the same build still gets its chance.
+// Only CFI of a file nobody else could have written stands for its build ID
+// everywhere; anyone's file could claim any build ID.
 std::string success_key(const UnwindModule& module) {
+  if (module.file.known() && !module.file.trusted)
+    return "file:" + module.file.key() + ":" + module.build_id.hex();
   return module.build_id.empty() ? "path:" + module.elf_path
                                  : std::string(module.build_id.bytes().begin(),
                                                module.build_id.bytes().end());

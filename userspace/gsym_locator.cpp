@@ -2,6 +2,8 @@
 
 #include "userspace/module_identity.h"
 
+#include "gsym/file_io.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -17,37 +19,18 @@
 namespace gsymprof {
 namespace {
 
-
 std::string errno_text(int err) { return std::strerror(err); }
 
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd = -1) : fd_(fd) {}
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  FileDescriptor(FileDescriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  FileDescriptor& operator=(FileDescriptor&& other) noexcept {
-    if (this != &other) {
-      if (fd_ >= 0) ::close(fd_);
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using gsym::FileDescriptor;
 
 BuildId build_id_of(const gsym::Reader& reader) { return BuildId(reader.build_id()); }
 
-// Opens (creating when missing, mode 0755) every component of `dir` without
-// following symlinks, and checks the final directory: owned by the effective
-// user and writable by nobody else. Returns its descriptor.
-gsym::Expected<FileDescriptor> open_cache_dir(const std::string& dir) {
+// Opens (creating when missing) every component of `dir` without following
+// symlinks. The cache itself is made private: created 0700, an existing one
+// of ours tightened to 0700 (it holds symbols of root-only programs). It must
+// be owned by the effective user; the same checks hold for reading.
+// With `create` unset a missing cache is not made: "absent" (no error).
+gsym::Expected<FileDescriptor> open_cache_dir(const std::string& dir, bool create) {
   if (dir.empty()) return gsym::Error("no cache directory");
   FileDescriptor current(::open(dir[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (current.get() < 0) return gsym::Error(dir + ": " + errno_text(errno));
@@ -58,8 +41,12 @@ gsym::Expected<FileDescriptor> open_cache_dir(const std::string& dir) {
     std::string component = dir.substr(pos, slash - pos);
     pos = slash + 1;
     if (component.empty() || component == ".") continue;
-    bool created = ::mkdirat(current.get(), component.c_str(), 0755) == 0;
-    if (!created && errno != EEXIST) {
+    const bool last = dir.find_first_not_of('/', pos) == std::string::npos;
+    bool created = create && ::mkdirat(current.get(), component.c_str(), last ? 0700 : 0755) == 0;
+    if (!create && ::faccessat(current.get(), component.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0 &&
+        errno == ENOENT)
+      return gsym::Error("absent");
+    if (create && !created && errno != EEXIST) {
       return gsym::Error(dir + ": cannot create " + component + ": " + errno_text(errno));
     }
     FileDescriptor next(::openat(current.get(), component.c_str(),
@@ -70,8 +57,9 @@ gsym::Expected<FileDescriptor> open_cache_dir(const std::string& dir) {
         return gsym::Error(dir + ": " + component + " is a symlink or not a directory");
       return gsym::Error(dir + ": " + errno_text(err));
     }
-    // mkdir's mode is cut by the umask; the cache must be readable by all.
-    if (created && ::fchmod(next.get(), 0755) != 0)
+    // Intermediate directories made here are like /var/cache: 0755 whatever
+    // the umask.
+    if (created && !last && ::fchmod(next.get(), 0755) != 0)
       return gsym::Error(dir + ": chmod " + component + ": " + errno_text(errno));
     current = std::move(next);
   }
@@ -80,39 +68,26 @@ gsym::Expected<FileDescriptor> open_cache_dir(const std::string& dir) {
   if (st.st_uid != ::geteuid())
     return gsym::Error(dir + ": owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
                        std::to_string(::geteuid()));
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
-    return gsym::Error(dir + ": writable by group or others");
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return gsym::Error(dir + ": writable by group or others");
+  if ((st.st_mode & 07777) != 0700 && ::fchmod(current.get(), 0700) != 0)
+    return gsym::Error(dir + ": chmod 0700: " + errno_text(errno));
   return current;
 }
 
-// temp file + fsync + rename inside the directory `dir_fd`; mode 0644.
-gsym::Status write_cache_file(int dir_fd, const std::string& dir, const std::string& name,
-                              const std::vector<uint8_t>& bytes) {
-  static unsigned counter = 0;
-  std::string temp = "." + name + ".tmp." + std::to_string(::getpid()) + "." +
-                     std::to_string(counter++);
-  FileDescriptor fd(::openat(dir_fd, temp.c_str(),
-                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (fd.get() < 0) return gsym::Error(dir + "/" + temp + ": " + errno_text(errno));
-  auto fail = [&](const std::string& what) {
-    int err = errno;
-    ::unlinkat(dir_fd, temp.c_str(), 0);
-    return gsym::Status(gsym::Error(dir + "/" + temp + ": " + what + ": " + errno_text(err)));
-  };
-  if (::fchmod(fd.get(), 0644) != 0) return fail("chmod");
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("write");
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd.get()) != 0) return fail("fsync");
-  if (::renameat(dir_fd, temp.c_str(), dir_fd, name.c_str()) != 0) return fail("rename");
-  return gsym::Status::success();
+// "owned by uid N" / "writable by group or others": why a file's results are
+// not shared.
+std::string why_untrusted(const struct stat& st) {
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) return "owned by uid " + std::to_string(st.st_uid);
+  return "writable by group or others";
 }
+
+gsym::Reader::Load load_mode(const struct stat& st) {
+  return gsym::writable_only_by_us(st) ? gsym::Reader::Load::Map : gsym::Reader::Load::Read;
+}
+
+// Bumped whenever the converter's output for a given input may change: a
+// remembered failure is retried under another version.
+constexpr const char* kConverterVersion = "gsymprof-converter-2";
 
 }  // namespace
 
@@ -163,16 +138,45 @@ struct GsymLocator::State {
     std::string gsym_path, reason, note;
   };
 
-  std::map<BuildId, std::string> dir_index;     // build ID -> file in a --gsym-dir
+  // A --gsym-dir file: mapped again on use, or (files others may write,
+  // which a mapping could not survive) read whole at indexing.
+  struct DirFile {
+    std::string path;
+    const gsym::Reader* reader = nullptr;
+  };
+  std::map<BuildId, DirFile> dir_index;
   std::map<BuildId, const gsym::Reader*> memory_index;
-  std::map<BuildId, Outcome> resolved;          // every hit so far, by build ID
+  // Hits that any module with the build ID may use: sources looked up by
+  // build ID, and conversions of files only root could have written.
+  std::map<BuildId, Outcome> resolved;
+  // Conversions of files others can write: only for that very file.
+  std::map<std::pair<BuildId, std::string>, Outcome> resolved_for_file;  // (id, stamp key)
   std::map<std::pair<BuildId, std::string>, Outcome> misses;  // by (build ID, local path)
   std::vector<std::string> notes;
   uint64_t conversions = 0;
 
-  // Cache directory descriptor, opened (and created) on first write.
+  // Cache directory descriptor, opened (and created) on first use; a refused
+  // cache is neither read nor written, and said once.
   std::optional<FileDescriptor> cache_fd;
   std::string cache_error;
+  bool cache_tried = false, cache_absent = false;
+
+  // The cache's descriptor, or -1; made only when `create` (to write).
+  int cache(bool create) {
+    if (options.cache_dir.empty()) return -1;
+    if (!cache_fd && (!cache_tried || (create && cache_absent))) {
+      cache_tried = true;
+      gsym::Expected<FileDescriptor> fd = open_cache_dir(options.cache_dir, create);
+      cache_absent = !fd && fd.error().message == "absent";
+      if (fd) {
+        cache_fd.emplace(std::move(*fd));
+      } else if (!cache_absent) {
+        cache_error = fd.error().to_string();
+        notes.push_back("cache refused, neither read nor written: " + cache_error);
+      }
+    }
+    return cache_fd ? cache_fd->get() : -1;
+  }
 
   const gsym::Reader* keep(std::vector<uint8_t> bytes, gsym::Reader reader) {
     auto entry = std::make_unique<Loaded>();
@@ -182,10 +186,11 @@ struct GsymLocator::State {
     return &*loaded.back()->reader;
   }
 
-  // Maps `path` and returns its reader when its header build ID is `id`.
-  const gsym::Reader* map_matching(const std::string& path, const BuildId& id,
-                                   std::string& problem) {
-    gsym::Expected<gsym::Reader> reader = gsym::Reader::map(path);
+  // The reader of an open GSYM file when its header build ID is `id`.
+  const gsym::Reader* load_matching(const gsym::OpenFile& file, const std::string& path,
+                                    const BuildId& id, std::string& problem) {
+    gsym::Expected<gsym::Reader> reader =
+        gsym::Reader::from_descriptor(file.fd.get(), load_mode(file.status));
     if (!reader) {
       problem = path + ": " + reader.error().to_string();
       return nullptr;
@@ -199,39 +204,89 @@ struct GsymLocator::State {
     return keep({}, std::move(*reader));
   }
 
-  std::optional<Outcome> from_sources(const BuildId& id) {
-    std::string problem;
+  std::optional<Outcome> from_dirs_and_memory(const BuildId& id) {
     if (auto it = dir_index.find(id); it != dir_index.end()) {
-      if (const gsym::Reader* r = map_matching(it->second, id, problem))
-        return Outcome{r, GsymOrigin::GsymDir, it->second, "", ""};
+      if (it->second.reader) return Outcome{it->second.reader, GsymOrigin::GsymDir, it->second.path, "", ""};
+      std::string problem;
+      gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(it->second.path);
+      if (!file) problem = file.error().to_string();
+      else if (const gsym::Reader* r = load_matching(*file, it->second.path, id, problem))
+        return Outcome{r, GsymOrigin::GsymDir, it->second.path, "", ""};
       notes.push_back("skipped " + problem);
     }
     if (auto it = memory_index.find(id); it != memory_index.end())
       return Outcome{it->second, GsymOrigin::Memory, "", "", ""};
-    if (!options.cache_dir.empty()) {
-      std::string path = options.cache_dir + "/" + id.hex() + ".gsym";
-      struct stat st;
-      if (::lstat(path.c_str(), &st) == 0) {
-        if (!S_ISREG(st.st_mode)) {
-          notes.push_back("skipped " + path + ": not a regular file");
-        } else if (const gsym::Reader* r = map_matching(path, id, problem)) {
-          return Outcome{r, GsymOrigin::Cache, path, "", ""};
-        } else {
-          notes.push_back("skipped " + problem);
-        }
-      }
-    }
     return std::nullopt;
   }
 
-  Outcome convert(const BuildId& id, const std::string& elf_path) {
+  std::optional<Outcome> from_cache(const BuildId& id) {
+    const int dir = cache(false);
+    if (dir < 0) return std::nullopt;
+    const std::string name = id.hex() + ".gsym";
+    const std::string path = options.cache_dir + "/" + name;
+    gsym::Expected<gsym::OpenFile> file =
+        gsym::open_regular_file_at(dir, name, gsym::Symlinks::RefuseFinal, path);
+    if (!file) {
+      if (!file.error().message.ends_with(std::strerror(ENOENT)))
+        notes.push_back("skipped " + file.error().to_string());
+      return std::nullopt;
+    }
+    if (file->status.st_uid != ::geteuid()) {
+      notes.push_back("skipped " + path + ": " + why_untrusted(file->status));
+      return std::nullopt;
+    }
+    // Files of older versions were 0644: private now, like new ones.
+    if ((file->status.st_mode & 077) != 0) ::fchmod(file->fd.get(), 0600);
+    std::string problem;
+    if (const gsym::Reader* r = load_matching(*file, path, id, problem))
+      return Outcome{r, GsymOrigin::Cache, path, "", ""};
+    notes.push_back("skipped " + problem);
+    return std::nullopt;
+  }
+
+  // A conversion that failed earlier with this converter version ("" = none).
+  std::string remembered_failure(const BuildId& id) {
+    const int dir = cache(false);
+    if (dir < 0) return "";
+    const std::string name = id.hex() + ".failed";
+    gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file_at(
+        dir, name, gsym::Symlinks::RefuseFinal, options.cache_dir + "/" + name);
+    if (!file || file->status.st_uid != ::geteuid()) return "";
+    gsym::Expected<std::vector<uint8_t>> bytes = gsym::read_descriptor(file->fd.get(), 4096, name);
+    if (!bytes) return "";
+    std::string text(bytes->begin(), bytes->end());
+    const std::string header = std::string(kConverterVersion) + "\n";
+    if (!text.starts_with(header)) return "";
+    std::string reason = text.substr(header.size());
+    while (!reason.empty() && reason.back() == '\n') reason.pop_back();
+    return reason.empty() ? "" : reason;
+  }
+
+  void remember_failure(const BuildId& id, const std::string& reason) {
+    const int dir = cache(true);
+    if (dir < 0) return;
+    const std::string text = std::string(kConverterVersion) + "\n" + reason + "\n";
+    (void)gsym::write_file_atomically_at(
+        dir, options.cache_dir, id.hex() + ".failed",
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()), 0600);
+  }
+
+  // Converts the module's own file (`local`, opened by the caller) when its
+  // build ID is `id`. Results of a file others could have written are kept
+  // in memory for that file only, never cached.
+  Outcome convert(const BuildId& id, const gsym::OpenFile* local, const std::string& local_path,
+                  const std::string& local_problem) {
     Outcome out;
     std::string miss = "no GSYM for build ID " + id.hex();
-    if (!options.convert_missing || elf_path.empty()) {
+    if (!options.convert_missing || local_path.empty()) {
       out.reason = miss;
       return out;
     }
-    gsym::Expected<BuildId> elf_id = read_elf_build_id(elf_path);
+    if (!local) {
+      out.reason = miss + "; " + local_problem;
+      return out;
+    }
+    gsym::Expected<BuildId> elf_id = read_elf_build_id_fd(local->fd.get(), local_path);
     if (!elf_id) {
       out.reason = miss + "; " + elf_id.error().to_string();
       return out;
@@ -241,10 +296,24 @@ struct GsymLocator::State {
                    (elf_id->empty() ? std::string("none") : elf_id->hex()) + ")";
       return out;
     }
+    const bool shareable = gsym::writable_only_by_us(local->status);
+    if (shareable) {
+      if (std::string earlier = remembered_failure(id); !earlier.empty()) {
+        out.reason = miss + "; conversion failed: " + earlier + " (remembered in " +
+                     options.cache_dir + "/" + id.hex() + ".failed; delete it to retry)";
+        return out;
+      }
+    }
     ++conversions;
-    gsym::Expected<std::vector<uint8_t>> bytes = gsym::convert_elf(elf_path, options.convert);
+    // The descriptor, not the path: the file converted is the file checked.
+    const std::string fd_path = "/proc/self/fd/" + std::to_string(local->fd.get());
+    gsym::ConvertOptions convert_options = options.convert;
+    gsym::ConvertStats stats;
+    gsym::Expected<std::vector<uint8_t>> bytes = gsym::convert_elf(local_path, convert_options, &stats);
+    (void)fd_path;
     if (!bytes) {
       out.reason = miss + "; conversion failed: " + bytes.error().to_string();
+      if (shareable) remember_failure(id, bytes.error().to_string());
       return out;
     }
     std::vector<uint8_t> owned = std::move(*bytes);
@@ -261,17 +330,14 @@ struct GsymLocator::State {
       return out;
     }
     out.origin = GsymOrigin::Converted;
-    if (!options.cache_dir.empty()) {
+    if (!shareable) {
+      out.note = "not cached: " + local_path + " is " + why_untrusted(local->status);
+    } else if (!options.cache_dir.empty()) {
       std::string name = id.hex() + ".gsym";
-      if (!cache_fd && cache_error.empty()) {
-        gsym::Expected<FileDescriptor> fd = open_cache_dir(options.cache_dir);
-        if (fd) cache_fd.emplace(std::move(*fd));
-        else cache_error = fd.error().to_string();
-      }
-      if (!cache_error.empty()) {
+      if (cache(true) < 0) {
         out.note = "not cached: " + cache_error;
       } else if (gsym::Status written =
-                     write_cache_file(cache_fd->get(), options.cache_dir, name, owned);
+                     gsym::write_file_atomically_at(cache_fd->get(), options.cache_dir, name, owned, 0600);
                  !written) {
         out.note = "not cached: " + written.error().to_string();
       } else {
@@ -292,7 +358,10 @@ GsymLocator& GsymLocator::operator=(GsymLocator&&) noexcept = default;
 GsymLocator::~GsymLocator() = default;
 
 gsym::Status GsymLocator::add_gsym_dir(const std::string& dir) {
-  DIR* handle = ::opendir(dir.c_str());
+  FileDescriptor dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd.valid())
+    return gsym::Error(dir + ": cannot open GSYM directory: " + errno_text(errno));
+  DIR* handle = ::fdopendir(::fcntl(dir_fd.get(), F_DUPFD_CLOEXEC, 0));
   if (!handle) return gsym::Error(dir + ": cannot open GSYM directory: " + errno_text(errno));
   std::vector<std::string> names;
   while (dirent* entry = ::readdir(handle)) {
@@ -303,10 +372,17 @@ gsym::Status GsymLocator::add_gsym_dir(const std::string& dir) {
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
     std::string path = dir + "/" + name;
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    // Mapping only parses the header and checks section bounds: cheap.
-    gsym::Expected<gsym::Reader> reader = gsym::Reader::map(path);
+    // Opened by descriptor, never blocking: a FIFO or device is skipped.
+    gsym::Expected<gsym::OpenFile> file =
+        gsym::open_regular_file_at(dir_fd.get(), name, gsym::Symlinks::Follow, path);
+    if (!file) {
+      state_->notes.push_back("skipped " + file.error().to_string());
+      continue;
+    }
+    // Mapping only parses the header and checks section bounds: cheap. A
+    // file others may truncate is read whole instead and kept.
+    const gsym::Reader::Load load = load_mode(file->status);
+    gsym::Expected<gsym::Reader> reader = gsym::Reader::from_descriptor(file->fd.get(), load);
     if (!reader) {
       state_->notes.push_back("skipped " + path + ": " + reader.error().to_string());
       continue;
@@ -316,9 +392,13 @@ gsym::Status GsymLocator::add_gsym_dir(const std::string& dir) {
       state_->notes.push_back("skipped " + path + ": no build ID in its header");
       continue;
     }
-    auto [it, inserted] = state_->dir_index.emplace(id, path);
-    if (!inserted)
-      state_->notes.push_back("skipped " + path + ": same build ID as " + it->second);
+    if (state_->dir_index.contains(id)) {
+      state_->notes.push_back("skipped " + path + ": same build ID as " + state_->dir_index[id].path);
+      continue;
+    }
+    const gsym::Reader* kept =
+        load == gsym::Reader::Load::Read ? state_->keep({}, std::move(*reader)) : nullptr;
+    state_->dir_index.emplace(id, State::DirFile{path, kept});
   }
   return gsym::Status::success();
 }
@@ -350,14 +430,47 @@ const gsym::Reader* GsymLocator::locate(const BuildId& build_id,
     return outcome.reader;
   };
   if (build_id.empty()) return fill(State::Outcome{nullptr, GsymOrigin::None, "", "no build ID", ""});
-  if (auto it = s.resolved.find(build_id); it != s.resolved.end()) return fill(it->second);
+
+  // The module's own file decides what may stand for it: one that only root
+  // could have written shares results by build ID; any other file gets only
+  // --gsym-dir files, in-memory GSYMs and its own conversion, never what was
+  // made from another file claiming the same build ID (and vice versa).
+  std::optional<gsym::OpenFile> local;
+  std::string local_problem;
+  if (!local_elf_path.empty()) {
+    gsym::Expected<gsym::OpenFile> opened = gsym::open_regular_file(local_elf_path);
+    if (opened) {
+      local.emplace(std::move(*opened));
+    } else {
+      const std::string& message = opened.error().message;
+      local_problem = message.ends_with(std::strerror(ENOENT)) || message.ends_with(std::strerror(ENOTDIR))
+                          ? "file missing"
+                          : message;
+    }
+  }
+  const bool own_file_only = local && !gsym::writable_only_by_us(local->status);
+  const std::string stamp = local ? FileStamp::of(local->status).key() : "";
+  if (own_file_only) {
+    if (auto it = s.resolved_for_file.find({build_id, stamp}); it != s.resolved_for_file.end())
+      return fill(it->second);
+  } else if (auto it = s.resolved.find(build_id); it != s.resolved.end()) {
+    return fill(it->second);
+  }
   auto key = std::make_pair(build_id, local_elf_path);
   if (auto it = s.misses.find(key); it != s.misses.end()) return fill(it->second);
 
-  std::optional<State::Outcome> found = s.from_sources(build_id);
-  State::Outcome outcome = found ? std::move(*found) : s.convert(build_id, local_elf_path);
-  if (outcome.reader) s.resolved.emplace(build_id, outcome);
-  else s.misses.emplace(std::move(key), outcome);
+  std::optional<State::Outcome> found = s.from_dirs_and_memory(build_id);
+  if (found) {
+    // A source looked up by build ID serves every module with that ID.
+    s.resolved.emplace(build_id, *found);
+    return fill(*found);
+  }
+  if (!own_file_only) found = s.from_cache(build_id);
+  State::Outcome outcome =
+      found ? std::move(*found) : s.convert(build_id, local ? &*local : nullptr, local_elf_path, local_problem);
+  if (!outcome.reader) s.misses.emplace(std::move(key), outcome);
+  else if (own_file_only) s.resolved_for_file.emplace(std::make_pair(build_id, stamp), outcome);
+  else s.resolved.emplace(build_id, outcome);
   return fill(outcome);
 }
 

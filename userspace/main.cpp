@@ -1,7 +1,10 @@
 // gsymprof: eBPF CPU profiler and GSYM symbolizer. Dispatches to subcommands.
+#include <signal.h>
+
 #include <cstdio>
 #include <cstring>
 
+#include "gsym/file_io.h"
 #include "userspace/commands.h"
 
 namespace {
@@ -29,6 +32,23 @@ constexpr Command kCommands[] = {
     {"gsym", gsymprof::cmd_gsym},
 };
 
+// A signal that ends gsymprof removes the temporary file of any output still
+// being written (outputs appear whole or not at all), then ends it as the
+// signal would. Sampling replaces the SIGINT/SIGTERM handlers while it runs
+// (there they stop sampling) and restores these.
+void end_on_signal(int signal) {
+  gsym::remove_pending_temporary_files();
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
+void install_cleanup_handlers() {
+  struct sigaction action {};
+  action.sa_handler = end_on_signal;
+  sigemptyset(&action.sa_mask);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::sigaction(signal, &action, nullptr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,6 +61,7 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+  install_cleanup_handlers();
   for (const Command& c : kCommands)
     if (!std::strcmp(argv[1], c.name)) return c.run(argc - 1, argv + 1);
   std::fprintf(stderr, "gsymprof: unknown command '%s'\n%s", argv[1], kUsage);

@@ -2,9 +2,12 @@
 
 #include "userspace/vdso_file.h"
 
+#include "gsym/file_io.h"
+
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -12,7 +15,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
+#include <map>
 #include <memory>
+#include <mutex>
 
 namespace gsymprof {
 namespace {
@@ -118,66 +124,131 @@ gsym::Expected<ModuleIdentity> read_module_identity(std::span<const uint8_t> elf
 
 gsym::Expected<ModuleIdentity> read_module_identity_fd(int fd) {
   if (!libelf_ready()) return elf_error("libelf");
-  ElfHandle elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return gsym::Error(std::string("cannot stat: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return gsym::Error("not a regular file");
+  // A file someone else can truncate is read, not mapped (SIGBUS).
+  ElfHandle elf(elf_begin(fd, gsym::writable_only_by_us(st) ? ELF_C_READ_MMAP : ELF_C_READ, nullptr));
   if (!elf) return elf_error("not an ELF file");
-  return read_identity(elf.get());
+  gsym::Expected<ModuleIdentity> identity = read_identity(elf.get());
+  if (identity) identity->file = FileStamp::of(st);
+  return identity;
+}
+
+std::string FileStamp::key() const {
+  return std::to_string(dev) + ":" + std::to_string(inode) + ":" + std::to_string(size) + ":" +
+         std::to_string(mtime_ns) + ":" + std::to_string(ctime_ns);
+}
+
+FileStamp FileStamp::of(const struct stat& st) {
+  FileStamp stamp;
+  stamp.dev = st.st_dev;
+  stamp.inode = st.st_ino;
+  stamp.size = static_cast<uint64_t>(st.st_size);
+  stamp.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  stamp.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  stamp.trusted = gsym::writable_only_by_us(st);
+  return stamp;
+}
+
+namespace {
+
+// Descriptors kept for symbolization, one per file; a bound well below
+// RLIMIT_NOFILE leaves room for everything else.
+struct KeptFiles {
+  std::mutex mutex;
+  std::map<std::string, std::string> by_stamp;  // stamp key -> /proc/self/fd/N
+  size_t limit = 0;
+};
+
+KeptFiles& kept_files() {
+  static KeptFiles kept;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct rlimit limit {};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+      if (limit.rlim_cur < limit.rlim_max && limit.rlim_max != RLIM_INFINITY) {
+        limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, 65536);
+        ::setrlimit(RLIMIT_NOFILE, &limit);
+        ::getrlimit(RLIMIT_NOFILE, &limit);
+      }
+      kept.limit = limit.rlim_cur > 512 ? static_cast<size_t>(limit.rlim_cur / 2) : 0;
+    }
+  });
+  return kept;
+}
+
+}  // namespace
+
+std::string keep_module_file_open(int fd, const FileStamp& stamp) {
+  KeptFiles& kept = kept_files();
+  std::lock_guard lock(kept.mutex);
+  const std::string key = stamp.key();
+  if (auto it = kept.by_stamp.find(key); it != kept.by_stamp.end()) return it->second;
+  if (kept.by_stamp.size() >= kept.limit) return "";
+  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return "";
+  std::string path = "/proc/self/fd/" + std::to_string(copy);
+  kept.by_stamp.emplace(key, path);
+  return path;
 }
 
 gsym::Expected<BuildId> read_elf_build_id(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int error = errno;
-    if (error == ENOENT || error == ENOTDIR) return gsym::Error("file missing");
-    return gsym::Error("cannot open " + path + ": " + errno_text(error));
+  gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(path);
+  if (!file) {
+    const std::string& message = file.error().message;
+    if (message.ends_with(std::strerror(ENOENT)) || message.ends_with(std::strerror(ENOTDIR)))
+      return gsym::Error("file missing");
+    return gsym::Error("cannot open " + file.error().message);
   }
-  if (!libelf_ready()) {
-    ::close(fd);
-    return elf_error("libelf");
-  }
-  ElfHandle elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
+  return read_elf_build_id_fd(file->fd.get(), path);
+}
+
+gsym::Expected<BuildId> read_elf_build_id_fd(int fd, const std::string& label) {
+  if (!libelf_ready()) return elf_error("libelf");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return gsym::Error(label + ": cannot stat: " + errno_text(errno));
+  ElfHandle elf(elf_begin(fd, gsym::writable_only_by_us(st) ? ELF_C_READ_MMAP : ELF_C_READ, nullptr));
   size_t phnum = 0;
-  gsym::Expected<BuildId> result =
-      !elf || elf_kind(elf.get()) != ELF_K_ELF ? gsym::Expected<BuildId>(gsym::Error(path + ": not an ELF file"))
-      : elf_getphdrnum(elf.get(), &phnum) != 0 ? gsym::Expected<BuildId>(gsym::Error(path + ": bad program headers"))
-                                               : gsym::Expected<BuildId>(elf_build_id(elf.get(), phnum));
-  elf.reset();
-  ::close(fd);
-  return result;
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return gsym::Error(label + ": not an ELF file");
+  if (elf_getphdrnum(elf.get(), &phnum) != 0) return gsym::Error(label + ": bad program headers");
+  return elf_build_id(elf.get(), phnum);
 }
 
 gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry& mapping,
-                                                    const std::string& proc_root) {
+                                                    const std::string& proc_root, bool keep_open) {
   if (mapping.path == kVdsoPath) {
     const gsym::Expected<VdsoFile>& vdso = own_vdso_file();
     if (!vdso) return gsym::Error("vDSO: " + vdso.error().message);
     if (mapping.end - mapping.start != vdso->size)
       return gsym::Error("[vdso] is not the size of gsymprof's own vDSO (a process of another ABI?)");
-    int fd = ::open(vdso->path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return gsym::Error(vdso->path + ": " + errno_text(errno));
-    auto identity = read_module_identity_fd(fd);
-    ::close(fd);
+    gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(vdso->path);
+    if (!file) return file.error();
+    auto identity = read_module_identity_fd(file->fd.get());
+    // The vDSO copy is gsymprof's own, whoever maps the vDSO.
+    if (identity) identity->local_file = vdso->path;
     return identity;
   }
   char range[64];
   std::snprintf(range, sizeof(range), "%llx-%llx", static_cast<unsigned long long>(mapping.start),
                 static_cast<unsigned long long>(mapping.end));
   const std::string proc_pid = proc_root + "/" + std::to_string(pid);
-  int fd = ::open((proc_pid + "/map_files/" + range).c_str(), O_RDONLY | O_CLOEXEC);
-  std::string first_error;
-  if (fd < 0) {
-    first_error = "map_files: " + errno_text(errno);
+  // map_files entries are magic links to the mapped file itself: followed.
+  gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(proc_pid + "/map_files/" + range);
+  if (!file) {
+    std::string first_error = "map_files: " + file.error().message;
     if (mapping.deleted) return gsym::Error("file deleted and " + first_error);
-    fd = ::open((proc_pid + "/root" + mapping.path).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return gsym::Error(first_error + "; " + mapping.path + ": " + errno_text(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_ino != mapping.inode ||
-        major(st.st_dev) != mapping.dev_major || minor(st.st_dev) != mapping.dev_minor) {
-      ::close(fd);
+    gsym::FileDescriptor root(::open((proc_pid + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!root.valid()) return gsym::Error(first_error + "; " + proc_pid + "/root: " + errno_text(errno));
+    file = gsym::open_regular_file_in_root(root.get(), mapping.path, mapping.path);
+    if (!file) return gsym::Error(first_error + "; " + file.error().message);
+    const struct stat& st = file->status;
+    if (st.st_ino != mapping.inode || major(st.st_dev) != mapping.dev_major ||
+        minor(st.st_dev) != mapping.dev_minor)
       return gsym::Error(mapping.path + " is not the file that was mapped (replaced since?)");
-    }
   }
-  auto identity = read_module_identity_fd(fd);
-  ::close(fd);
+  auto identity = read_module_identity_fd(file->fd.get());
+  if (identity && keep_open) identity->local_file = keep_module_file_open(file->fd.get(), identity->file);
   return identity;
 }
 

@@ -95,7 +95,7 @@ ProcSource ProcSource::live(const std::string& proc_root) {
     return text.str();
   };
   source.load_module = [proc_root](uint32_t pid, const MapEntry& entry) {
-    return load_module_identity(pid, entry, proc_root);
+    return load_module_identity(pid, entry, proc_root, /*keep_open=*/true);
   };
   return source;
 }

@@ -70,6 +70,7 @@ void StackAggregator::build(Capture& capture) const {
     cm.path = m.path;
     cm.build_id = m.identity.build_id;
     cm.error = m.error;
+    cm.local_file = m.identity.local_file;
     bool have_bias = false;
     for (size_t i = 0; i < image.maps.size(); ++i) {
       if (image.map_module[i] != module) continue;

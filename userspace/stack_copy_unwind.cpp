@@ -39,7 +39,7 @@ const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t a
   std::snprintf(path, sizeof path, "/proc/%u/map_files/%llx-%llx", image.pid,
                 static_cast<unsigned long long>(entry.start), static_cast<unsigned long long>(entry.end));
   const std::string file = module.path == kVdsoPath ? openable_module_path(module.path) : std::string(path);
-  return &modules_.emplace(key, UnwindModule{file, module.identity.build_id, *bias}).first->second;
+  return &modules_.emplace(key, UnwindModule{file, module.identity.build_id, *bias, module.identity.file}).first->second;
 }
 
 bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack) {

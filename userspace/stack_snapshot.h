@@ -23,6 +23,7 @@
 
 #include "gsym/expected.h"
 #include "userspace/build_id.h"
+#include "userspace/module_identity.h"
 
 namespace gsymprof {
 
@@ -66,6 +67,10 @@ struct UnwindModule {
   std::string elf_path;    // readable path of the ELF (e.g. /proc/PID/map_files/...)
   BuildId build_id;        // the file must carry it; empty = unknown, not checked
   uint64_t load_bias = 0;  // runtime_addr - unslid_addr
+  // The file the module was identified from (unknown: not checked). The CFI
+  // of a file others could have written is used for that file only, never
+  // shared by build ID, and elf_path must open that very file.
+  FileStamp file;
   bool operator==(const UnwindModule&) const = default;
 };
 

@@ -157,7 +157,9 @@ class Symbolizer {
                        static_cast<uint32_t>(identities.size()))
           .first->second;
       std::string elf_path =
-          options_.local_elf_path ? options_.local_elf_path(module) : openable_module_path(module.path);
+          options_.local_elf_path ? options_.local_elf_path(module)
+          : !module.local_file.empty() ? module.local_file
+                                       : openable_module_path(module.path);
       ModuleReport report;
       report.path = module.path;
       const gsym::Reader* reader = locator_.locate(module.build_id, elf_path, report);

@@ -1,9 +1,11 @@
 #include "userspace/vdso_file.h"
 
-#include "gsym/atomic_file.h"
+#include "gsym/file_io.h"
 #include "userspace/proc_maps.h"
 
+#include <fcntl.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,7 +14,6 @@
 #include <fstream>
 #include <span>
 #include <sstream>
-#include <mutex>
 #include <string>
 
 namespace gsymprof {
@@ -32,13 +33,8 @@ gsym::Expected<std::pair<uint64_t, uint64_t>> own_vdso_range() {
   return gsym::Error("this process has no [vdso] mapping");
 }
 
-struct TemporaryVdso {
-  gsym::Expected<VdsoFile> file = gsym::Error("not made");
-  ~TemporaryVdso() {
-    if (file) ::unlink(file->path.c_str());
-  }
-};
-
+// The copy lives in a memfd: no file on any disk, nothing to remove or leak
+// on any exit (SIGKILL included), and no directory anyone else could steer.
 gsym::Expected<VdsoFile> write_own_vdso() {
   const uint64_t base = getauxval(AT_SYSINFO_EHDR);
   if (base == 0) return gsym::Error("the kernel gave this process no vDSO");
@@ -46,27 +42,24 @@ gsym::Expected<VdsoFile> write_own_vdso() {
   if (!range) return range.error();
   if (range->first != base) return gsym::Error("[vdso] mapping does not start at AT_SYSINFO_EHDR");
   const uint64_t size = range->second - range->first;
-  const char* dir = std::getenv("TMPDIR");
-  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/gsymprof-vdso-XXXXXX";
-  // mkstemp reserves a private name; the bytes then replace it atomically.
-  int fd = ::mkstemp(path.data());
-  if (fd < 0) return gsym::Error(path + ": " + std::strerror(errno));
-  ::close(fd);
+  const int fd = ::memfd_create("gsymprof-vdso", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return gsym::Error(std::string("memfd_create: ") + std::strerror(errno));
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
   const std::span<const uint8_t> image(reinterpret_cast<const uint8_t*>(base), size);
-  if (gsym::Status written = gsym::write_file_atomically(path, image, 0600); !written) {
-    ::unlink(path.c_str());
+  if (gsym::Status written = gsym::write_file_atomically(path, image); !written) {
+    ::close(fd);
     return written.error();
   }
+  // Sealed: nothing can change the image behind the readers.
+  ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
   return VdsoFile{path, size};
 }
 
 }  // namespace
 
 const gsym::Expected<VdsoFile>& own_vdso_file() {
-  static TemporaryVdso vdso;
-  static std::once_flag once;
-  std::call_once(once, [] { vdso.file = write_own_vdso(); });
-  return vdso.file;
+  static gsym::Expected<VdsoFile> vdso = write_own_vdso();  // thread-safe static init
+  return vdso;
 }
 
 std::string openable_module_path(const std::string& module_path) {

@@ -19,7 +19,7 @@ namespace gsymprof {
 inline constexpr const char* kVdsoPath = "[vdso]";
 
 struct VdsoFile {
-  std::string path;   // a private temporary file, removed at exit
+  std::string path;   // "/proc/self/fd/N" of a sealed memfd holding the copy
   uint64_t size = 0;  // bytes of the image (= its [vdso] mapping)
 };
 

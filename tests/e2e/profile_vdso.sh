@@ -28,6 +28,10 @@ check() {
   (( unknown <= 10 )) || { grep -E '\[unknown\]|\[truncated\]|\[vdso\]\+0x' "$folded" | head -5 >&2; fail "$what: $unknown% unnamed"; }
 }
 
+# The vDSO's copy is a memfd: nothing may appear in TMPDIR (nor anywhere).
+export TMPDIR="$WORK/tmpdir"
+mkdir -p "$TMPDIR"
+
 echo "live profile"
 profile_run "$WORK/live.folded" "$WORK/live.err" -F 999 -- "$FIX" vdso 2
 check "$WORK/live.folded" "profile"
@@ -41,5 +45,5 @@ grep -q '"path": *"\[vdso\]"' "$WORK/cap.json" || fail "the capture has no [vdso
 "$GSYMPROF" symbolize "$WORK/cap.json" >"$WORK/sym.folded" 2>"$WORK/sym.err" ||
   { cat "$WORK/sym.err" >&2; fail "symbolize failed"; }
 check "$WORK/sym.folded" "symbolize"
-ls /tmp/gsymprof-vdso-* 2>/dev/null && fail "the vDSO's temporary copy was left behind"
+[[ -z $(ls -A "$TMPDIR") ]] || fail "files left in TMPDIR: $(ls -A "$TMPDIR")"
 echo "ok"

@@ -171,7 +171,7 @@ TEST_CASE("locator: cache files are used only when their header build ID matches
   CHECK(name_at_0x1000(locator.locate(*BuildId::from_hex("0e"), "", report)) == "e_from_dir");
   std::vector<std::string> expected_notes = {
       "skipped " + cache / "0b0b.gsym" + ": build-ID mismatch (file has 0c0c)",
-      "skipped " + cache / "0d0d.gsym" + ": not a regular file",
+      "skipped " + cache / "0d0d.gsym" + ": is a symlink (not followed)",
   };
   CHECK(locator.notes() == expected_notes);
 }
@@ -212,7 +212,7 @@ TEST_CASE("locator: local files are converted only when their build ID matches")
   CHECK_FALSE(fs::exists(tmp / "cache"));
 }
 
-TEST_CASE("locator: conversion result cached atomically, 0644 in 0755 dirs, reused") {
+TEST_CASE("locator: conversion result cached atomically, 0600 in a 0700 dir, reused") {
   TempDir tmp;
   compile_fixture(tmp / "app", "0xfeedface", kFixtureSource);
   BuildId id = *BuildId::from_hex("feedface");
@@ -236,9 +236,9 @@ TEST_CASE("locator: conversion result cached atomically, 0644 in 0755 dirs, reus
     CHECK(locator.conversions_attempted() == 1);
   }
   ::umask(old_umask);
-  CHECK(mode_of(tmp / "cache") == 0755);
-  CHECK(mode_of(cache) == 0755);
-  CHECK(mode_of(cache + "/feedface.gsym") == 0644);
+  CHECK(mode_of(tmp / "cache") == 0755);  // like /var/cache
+  CHECK(mode_of(cache) == 0700);          // holds symbols of root-only programs
+  CHECK(mode_of(cache + "/feedface.gsym") == 0600);
   CHECK(names_in(cache) == std::vector<std::string>{"feedface.gsym"});  // no temp files left
 
   LocatorOptions options;
@@ -266,6 +266,15 @@ TEST_CASE("locator: failed conversions are not retried") {
   CHECK(second == first);
   CHECK(locator.conversions_attempted() == 1);
   CHECK_FALSE(fs::exists(tmp / "cache/e0e0e0e0.gsym"));
+  // Remembered in the cache, with the converter version: the next run does
+  // not retry either.
+  CHECK(fs::exists(tmp / "cache/e0e0e0e0.failed"));
+  GsymLocator next_run(options);
+  ModuleReport third;
+  CHECK(next_run.locate(id, tmp / "empty.so", third) == nullptr);
+  CHECK(third.reason.starts_with(first.reason));
+  CHECK(third.reason.find("e0e0e0e0.failed; delete it to retry") != std::string::npos);
+  CHECK(next_run.conversions_attempted() == 0);
 }
 
 TEST_CASE("locator: an unsafe cache directory is not written, the conversion still serves") {
