@@ -130,6 +130,60 @@ std::string temporary_prefix(const std::string& name) {
   return "." + name.substr(0, 160) + std::string(kTempMarker);
 }
 
+// Opens the directory `dir` for an output, one component at a time without
+// following symlinks; a symlink on the way is followed only when it belongs
+// to root or the effective user (the kernel's protected_symlinks, but in
+// every directory): another user's link could point root's output anywhere.
+Expected<FileDescriptor> open_output_directory(const std::string& dir) {
+  std::vector<std::string> pending;  // components still to walk, last first
+  auto push_path = [&](std::string_view path) {
+    std::vector<std::string> parts;
+    size_t pos = 0;
+    while (pos <= path.size()) {
+      size_t slash = path.find('/', pos);
+      if (slash == std::string_view::npos) slash = path.size();
+      if (slash > pos) parts.emplace_back(path.substr(pos, slash - pos));
+      pos = slash + 1;
+    }
+    pending.insert(pending.end(), parts.rbegin(), parts.rend());
+  };
+  FileDescriptor current(::open(dir.starts_with('/') ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!current.valid()) return errno_error(dir, "cannot open the output directory", errno);
+  push_path(dir);
+  int links = 0;
+  while (!pending.empty()) {
+    const std::string component = std::move(pending.back());
+    pending.pop_back();
+    if (component == ".") continue;
+    FileDescriptor next(::openat(current.get(), component.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!next.valid()) return errno_error(dir, "cannot open the output directory", errno);
+    struct stat st {};
+    if (::fstat(next.get(), &st) != 0) return errno_error(dir, "cannot stat", errno);
+    if (S_ISLNK(st.st_mode)) {
+      if (st.st_uid != 0 && st.st_uid != ::geteuid())
+        return Error(dir + ": " + component + " is a symlink owned by uid " +
+                     std::to_string(st.st_uid) + " (not followed for output)");
+      if (++links > 40) return Error(dir + ": too many symlinks");
+      char target[4096];
+      const ssize_t n = ::readlinkat(next.get(), "", target, sizeof target);
+      if (n <= 0 || static_cast<size_t>(n) >= sizeof target)
+        return errno_error(dir, "cannot read symlink", errno);
+      const std::string_view link(target, static_cast<size_t>(n));
+      if (link.starts_with('/')) {
+        current = FileDescriptor(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!current.valid()) return errno_error(dir, "cannot open /", errno);
+      }
+      push_path(link);
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode)) return Error(dir + ": " + component + " is not a directory");
+    current = std::move(next);
+  }
+  // Readable if possible, so stale temporaries can be listed.
+  FileDescriptor readable(::openat(current.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return readable.valid() ? std::move(readable) : std::move(current);
+}
+
 }  // namespace
 
 bool writable_only_by_us(const struct stat& status) {
@@ -242,11 +296,10 @@ Status write_file_atomically(const std::string& path, std::span<const uint8_t> b
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   if (name.empty() || name == "." || name == "..") return Error(path + ": not a file name");
-  FileDescriptor dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir_fd.valid()) dir_fd = FileDescriptor(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir_fd.valid()) return errno_error(dir, "cannot open the output directory", errno);
+  Expected<FileDescriptor> dir_fd = open_output_directory(dir);
+  if (!dir_fd) return dir_fd.error();
   // Errors name the path as given, not DIR/NAME.
-  Status written = write_file_atomically_at(dir_fd.get(), dir, name, bytes, create_mode);
+  Status written = write_file_atomically_at(dir_fd->get(), dir, name, bytes, create_mode);
   if (!written) {
     std::string message = written.error().message;
     const std::string joined = dir + "/" + name;

@@ -79,7 +79,8 @@ Expected<std::vector<uint8_t>> read_descriptor(int fd, uint64_t max_bytes, const
 //     O_NOFOLLOW, mode `create_mode` & ~umask), written, fsync'ed and renamed
 //     over the target. An existing symlink at `path` is replaced, never
 //     written through; an existing directory, device, FIFO or socket is
-//     refused. The temporary is removed on failure and by
+//     refused. Symlinks in the directory part are followed only when owned
+//     by root or the effective user. The temporary is removed on failure and by
 //     remove_pending_temporary_files() (signal handlers).
 Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes,
                              mode_t create_mode = 0666);

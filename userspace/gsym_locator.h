@@ -9,22 +9,28 @@
 //      regular file named *.gsym directly in the directory (NOT recursive:
 //      a dir is a flat store, as with the cache), under any name, indexed by
 //      the build ID in its GSYM header. Files with an empty build ID, or that
-//      do not parse, are skipped with a note. Among files with equal build
-//      IDs the first directory wins, then the bytewise-smallest name.
+//      do not parse, FIFOs and devices are skipped with a note. Among files
+//      with equal build IDs the first directory wins, then the bytewise-
+//      smallest name. Files others could truncate are read, not mapped.
 //   2. readers added in memory with add_gsym_bytes() (tests, conversions that
 //      could not be cached);
-//   3. the cache directory (LocatorOptions::cache_dir): <buildid-hex>.gsym;
+//   3. the cache directory (LocatorOptions::cache_dir): <buildid-hex>.gsym,
+//      private (0700, files 0600), owned by the effective user and writable
+//      by nobody else, for reading as for writing; a refused cache is a note;
 //   4. when LocatorOptions::convert_missing is set and a local ELF path is
 //      given whose own build ID (read from its notes) equals the module's:
-//      gsym::convert_elf() (which finds a separate debug file itself); the
-//      result is stored in the cache atomically (temp file + rename), mode
-//      0644, in a 0755 directory created without following symlinks and
-//      owned by the effective user. A cache that cannot be written only costs
-//      a note: the converted bytes are kept in memory.
+//      gsym::convert_elf() (which finds a separate debug file itself).
+// Trust: the local file is opened once (non-blocking, regular files only)
+// and its owner decides. A file only root (or the effective user) could have
+// written is the authority for its build ID: its conversion is cached (and a
+// failed one remembered as <buildid-hex>.failed with the converter version),
+// and cache hits serve it. Any other file claims its build ID without proof:
+// it skips the cache, and its conversion is kept in memory for that very
+// file (dev, inode, size, mtime, ctime) only, so it can neither poison nor
+// borrow the names of another file with the same build ID.
 // A GSYM whose header build ID differs from the module's is never used.
-// Outcomes (hits and misses) are memoized per (build ID, local path): a
-// failed conversion is not retried. Modules without a build ID are never
-// matched (nothing could prove a GSYM belongs to them).
+// Outcomes (hits and misses) are memoized per run. Modules without a build
+// ID are never matched (nothing could prove a GSYM belongs to them).
 //
 // Not thread-safe: one locator per symbolization run.
 #pragma once
