@@ -714,7 +714,8 @@ Expected<Reader> Reader::open(const std::string& path) {
 Expected<Reader> Reader::map(const std::string& path) {
   Expected<OpenFile> file = open_gsym_file(path);
   if (!file) return file.error();
-  return from_descriptor(file->fd.get(), Load::Map);
+  // A mapping of a file someone else can truncate would die of SIGBUS.
+  return from_descriptor(file->fd.get(), writable_only_by_us(file->status) ? Load::Map : Load::Read);
 }
 
 Expected<Reader> Reader::from_descriptor(int fd, Load load) {

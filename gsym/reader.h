@@ -105,8 +105,9 @@ class Reader {
   static Expected<Reader> open(const std::string& path);
   // Borrows `bytes`; they must outlive the Reader and every view it returns.
   static Expected<Reader> parse(std::span<const uint8_t> bytes);
-  // Maps the file read-only. The file must not be truncated or rewritten while
-  // mapped (views would dangle or change); write new files atomically instead.
+  // Maps the file read-only when only root or we can write it (it must not be
+  // truncated or rewritten while mapped: write new files atomically instead);
+  // reads it whole when anyone else could truncate it.
   static Expected<Reader> map(const std::string& path);
   // From an open regular file: read whole into an owned buffer, or mapped.
   // Map only files nobody else can truncate (a truncated mapping is SIGBUS).
