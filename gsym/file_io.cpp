@@ -148,7 +148,7 @@ Expected<FileDescriptor> open_output_directory(const std::string& dir) {
     pending.insert(pending.end(), parts.rbegin(), parts.rend());
   };
   FileDescriptor current(::open(dir.starts_with('/') ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!current.valid()) return errno_error(dir, "cannot open the output directory", errno);
+  if (!current.valid()) return Error(std::string("cannot open the output directory: ") + std::strerror(errno));
   push_path(dir);
   int links = 0;
   while (!pending.empty()) {
@@ -156,27 +156,27 @@ Expected<FileDescriptor> open_output_directory(const std::string& dir) {
     pending.pop_back();
     if (component == ".") continue;
     FileDescriptor next(::openat(current.get(), component.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-    if (!next.valid()) return errno_error(dir, "cannot open the output directory", errno);
+    if (!next.valid()) return Error(std::string("cannot open the output directory: ") + std::strerror(errno));
     struct stat st {};
-    if (::fstat(next.get(), &st) != 0) return errno_error(dir, "cannot stat", errno);
+    if (::fstat(next.get(), &st) != 0) return Error(std::string("cannot stat the output directory: ") + std::strerror(errno));
     if (S_ISLNK(st.st_mode)) {
       if (st.st_uid != 0 && st.st_uid != ::geteuid())
-        return Error(dir + ": " + component + " is a symlink owned by uid " +
+        return Error(component + " is a symlink owned by uid " +
                      std::to_string(st.st_uid) + " (not followed for output)");
-      if (++links > 40) return Error(dir + ": too many symlinks");
+      if (++links > 40) return Error("too many symlinks in the output directory");
       char target[4096];
       const ssize_t n = ::readlinkat(next.get(), "", target, sizeof target);
       if (n <= 0 || static_cast<size_t>(n) >= sizeof target)
-        return errno_error(dir, "cannot read symlink", errno);
+        return Error(component + ": cannot read symlink: " + std::strerror(errno));
       const std::string_view link(target, static_cast<size_t>(n));
       if (link.starts_with('/')) {
         current = FileDescriptor(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
-        if (!current.valid()) return errno_error(dir, "cannot open /", errno);
+        if (!current.valid()) return Error(std::string("cannot open /: ") + std::strerror(errno));
       }
       push_path(link);
       continue;
     }
-    if (!S_ISDIR(st.st_mode)) return Error(dir + ": " + component + " is not a directory");
+    if (!S_ISDIR(st.st_mode)) return Error(component + " is not a directory");
     current = std::move(next);
   }
   // Readable if possible, so stale temporaries can be listed.
@@ -297,7 +297,7 @@ Status write_file_atomically(const std::string& path, std::span<const uint8_t> b
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   if (name.empty() || name == "." || name == "..") return Error(path + ": not a file name");
   Expected<FileDescriptor> dir_fd = open_output_directory(dir);
-  if (!dir_fd) return dir_fd.error();
+  if (!dir_fd) return Error(path + ": " + dir_fd.error().message);
   // Errors name the path as given, not DIR/NAME.
   Status written = write_file_atomically_at(dir_fd->get(), dir, name, bytes, create_mode);
   if (!written) {
