@@ -4,11 +4,13 @@
 // functions, as llvm-gsymutil --convert does.
 #include "gsym/convert.h"
 
-#include "gsym/atomic_file.h"
+#include "gsym/file_io.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +18,8 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -66,9 +70,11 @@ Expected<std::vector<UnitLocation>> list_units(Dwarf* dwarf, uint64_t* bad_units
   Dwarf_CU* next = nullptr;
   Dwarf_Half version = 0;
   uint8_t unit_type = 0;
-  Dwarf_Die cudie, subdie;
+  Dwarf_Die cudie;
   for (;;) {
-    int rc = dwarf_get_units(dwarf, cu, &next, &version, &unit_type, &cudie, &subdie);
+    // No subdie: for a skeleton unit libdw would open its .dwo file (a path
+    // the input names) with dwarf_begin, decompressing it unchecked.
+    int rc = dwarf_get_units(dwarf, cu, &next, &version, &unit_type, &cudie, nullptr);
     if (rc == 1) break;
     if (rc < 0) {
       // A unit header we cannot read ends the list: later units cannot be
@@ -89,6 +95,152 @@ Expected<std::vector<UnitLocation>> list_units(Dwarf* dwarf, uint64_t* bad_units
   }
   return units;
 }
+
+// The dwz alt file (.gnu_debugaltlink) that libdw would otherwise open by
+// itself, with dwarf_begin, on the first DW_FORM_GNU_*_alt it reads,
+// decompressing that file's sections unchecked. It is found here as libdw
+// 0.188 finds it (find_debug_altlink), checked, and installed in every handle
+// with dwarf_setalt; when none is found (or it is no DWARF), an empty
+// stand-in is installed instead, so libdw never looks (nor races a file
+// appearing later) and alt forms stay unresolved, as they would.
+class AltFile {
+ public:
+  AltFile() = default;
+  AltFile(const AltFile&) = delete;
+  AltFile& operator=(const AltFile&) = delete;
+  ~AltFile() {
+    for (Dwarf* d : handles_) dwarf_end(d);
+    if (stand_in_elf_) elf_end(stand_in_elf_);
+    if (elf_) elf_end(elf_);
+    if (fd_ >= 0) close(fd_);
+  }
+
+  // Installs the alt file of `dwarf` (read from `dwarf_path`), opening it on
+  // the first call. Errors: the alt file is refused by check_section_sizes.
+  Status install(Dwarf* dwarf, const std::string& dwarf_path) {
+    if (!opened_) {
+      opened_ = true;
+      const char* name = nullptr;
+      const void* id = nullptr;
+      const ssize_t id_len = dwelf_dwarf_gnu_debugaltlink(dwarf, &name, &id);
+      if (id_len <= 0) return Status::success();  // no link: libdw looks for nothing
+      linked_ = true;
+      Status s = open_alt(find(name, static_cast<const uint8_t*>(id), static_cast<size_t>(id_len), dwarf_path));
+      if (!s) return s;
+    }
+    if (!linked_) return Status::success();
+    Dwarf* alt = nullptr;
+    if (elf_) {
+      // Again before each handle: dwarf_begin_elf reruns elf_compress_gnu.
+      Status s = check_section_sizes(elf_, file_size_);
+      if (!s) return Error("alt file " + path_ + ": " + s.error().message);
+      alt = dwarf_begin_elf(elf_, DWARF_C_READ, nullptr);
+    }
+    if (!alt) alt = stand_in();
+    if (!alt) return Error("cannot set up the alt file: " + std::string(dwarf_errmsg(-1)));
+    handles_.push_back(alt);
+    dwarf_setalt(dwarf, alt);
+    return Status::success();
+  }
+
+ // False when the alt file used could have been written by someone else.
+  bool writable_only_by_us() const { return !elf_ || writable_only_by_us_; }
+
+ private:
+  // /usr/lib/debug/.build-id/xx/rest.debug, else the link's name, relative
+  // to the directory of the file (realpath, as libdw resolves its fd).
+  static std::string find(const char* name, const uint8_t* id, size_t id_len, const std::string& dwarf_path) {
+    if (id_len >= 3 && id_len <= 64) {
+      std::string p = "/usr/lib/debug/.build-id/";
+      char hex[3];
+      for (size_t i = 0; i < id_len; ++i) {
+        std::snprintf(hex, sizeof hex, "%02x", id[i]);
+        p += hex;
+        if (i == 0) p += '/';
+      }
+      p += ".debug";
+      if (access(p.c_str(), F_OK) == 0) return p;
+    }
+    if (!name || !*name) return "";
+    if (name[0] == '/') return name;
+    char* real = realpath(dwarf_path.c_str(), nullptr);
+    if (!real) return "";
+    std::string dir(real);
+    std::free(real);
+    return dir.substr(0, dir.rfind('/') + 1) + name;
+  }
+
+  Status open_alt(const std::string& path) {
+    if (path.empty()) return Status::success();
+    // Never blocking, regular files only: a FIFO in its place is no alt file.
+    Expected<OpenFile> file = open_regular_file(path);
+    if (!file) return Status::success();
+    const struct stat& st = file->status;
+    fd_ = file->fd.release();
+    path_ = path;
+    file_size_ = static_cast<uint64_t>(st.st_size);
+    writable_only_by_us_ = gsym::writable_only_by_us(st);
+    if (writable_only_by_us_) {
+      elf_ = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
+    } else {
+      // Not mapped: its owner could truncate it under us (SIGBUS).
+      Expected<std::vector<uint8_t>> bytes = read_descriptor(fd_, kMaxInMemoryElf, path);
+      if (!bytes) return Status::success();
+      bytes_ = std::move(*bytes);
+      elf_ = elf_memory(reinterpret_cast<char*>(bytes_.data()), bytes_.size());
+    }
+    if (!elf_) return Status::success();
+    // Several handles share this Elf, as they share the input's.
+    Status s = decompress_debug_sections(elf_, file_size_);
+    if (!s) return Error("alt file " + path_ + ": " + s.error().message);
+    return Status::success();
+  }
+
+  // An ELF with one 1-byte .debug_line: the least libdw accepts as DWARF.
+  Dwarf* stand_in() {
+    if (memory_.empty()) {
+      memory_.assign(0x140, 0);
+      auto put = [&](size_t off, uint64_t v, int n) {
+        for (int i = 0; i < n; ++i) memory_[off + i] = static_cast<char>(v >> (8 * i));
+      };
+      const char ident[] = {0x7f, 'E', 'L', 'F', ELFCLASS64, ELFDATA2LSB, EV_CURRENT};
+      std::memcpy(memory_.data(), ident, sizeof ident);
+      put(16, ET_REL, 2);
+      put(20, EV_CURRENT, 4);
+      put(40, 0x80, 8);  // e_shoff
+      put(52, 64, 2);    // e_ehsize
+      put(58, 64, 2);    // e_shentsize
+      put(60, 3, 2);     // e_shnum
+      put(62, 2, 2);     // e_shstrndx
+      const char names[] = "\0.debug_line\0.shstrtab";
+      std::memcpy(memory_.data() + 0x48, names, sizeof names);
+      auto section = [&](int index, uint32_t name, uint32_t type, uint64_t offset, uint64_t size) {
+        const size_t h = 0x80 + 64 * static_cast<size_t>(index);
+        put(h, name, 4);
+        put(h + 4, type, 4);
+        put(h + 24, offset, 8);
+        put(h + 32, size, 8);
+        put(h + 48, 1, 8);  // sh_addralign
+      };
+      section(1, 1, SHT_PROGBITS, 0x40, 1);
+      section(2, 13, SHT_STRTAB, 0x48, sizeof names);
+      stand_in_elf_ = elf_memory(memory_.data(), memory_.size());
+      if (!stand_in_elf_) return nullptr;
+    }
+    return stand_in_elf_ ? dwarf_begin_elf(stand_in_elf_, DWARF_C_READ, nullptr) : nullptr;
+  }
+
+  bool opened_ = false, linked_ = false;
+  std::string path_;
+  int fd_ = -1;
+  uint64_t file_size_ = 0;
+  bool writable_only_by_us_ = true;
+  std::vector<uint8_t> bytes_;  // the alt file, when read instead of mapped
+  Elf* elf_ = nullptr;
+  std::vector<char> memory_;  // the stand-in's bytes (elf_memory keeps them)
+  Elf* stand_in_elf_ = nullptr;
+  std::vector<Dwarf*> handles_;
+};
 
 class Replayer {
  public:
@@ -167,12 +319,40 @@ class Replayer {
   std::vector<uint32_t> string_offsets_;
 };
 
+// Every error returns before the first unit is replayed, so a failure leaves
+// the builder without DWARF functions and convert_elf can fall back to the
+// symbol table.
 Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& unit_options,
                      const ConvertOptions& options, Builder& builder, ConvertStats& stats) {
   const std::string& path = dwarf_image.path();
+  // dwarf_begin_elf would decompress every debug section itself, unchecked:
+  // done here first, with the size checks, so libdw finds nothing to inflate.
+  if (Status s = dwarf_image.decompress_debug_sections(); !s) return Error(path + ": " + s.error().message);
+  DwarfLineSections sections;
+  sections.little_endian = dwarf_image.little_endian();
+  UnitConverterOptions tree_options = unit_options;
+  for (auto [name, target] : {std::pair{".debug_line", &sections.debug_line},
+                              std::pair{".debug_line_str", &sections.debug_line_str},
+                              std::pair{".debug_str", &sections.debug_str},
+                              std::pair{".debug_info", &tree_options.debug_info},
+                              std::pair{".debug_abbrev", &tree_options.debug_abbrev}}) {
+    Expected<std::span<const uint8_t>> bytes = dwarf_image.section_bytes(name);
+    if (!bytes) return Error(path + ": " + bytes.error().message);
+    *target = *bytes;
+  }
+
+  // Destroyed after every handle that uses it.
+  AltFile alt;
+  auto begin_dwarf = [&](Dwarf** out) -> Status {
+    // Nothing should be left to claim; checked anyway, as before any libdw use.
+    if (Status s = dwarf_image.check_section_sizes(); !s) return Error(path + ": " + s.error().message);
+    *out = dwarf_begin_elf(dwarf_image.elf(), DWARF_C_READ, nullptr);
+    if (!*out) return Error(path + ": cannot read DWARF: " + dwarf_error());
+    if (Status s = alt.install(*out, path); !s) return Error(path + ": " + s.error().message);
+    return Status::success();
+  };
   DwarfHandle main_handle;
-  main_handle.dwarf = dwarf_begin_elf(dwarf_image.elf(), DWARF_C_READ, nullptr);
-  if (!main_handle.dwarf) return Error(path + ": cannot read DWARF: " + dwarf_error());
+  if (Status s = begin_dwarf(&main_handle.dwarf); !s) return s;
   uint64_t bad_units = 0;
   Expected<std::vector<UnitLocation>> listed = list_units(main_handle.dwarf, &bad_units);
   if (!listed) return Error(path + ": " + listed.error().message);
@@ -185,24 +365,6 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
                       " units; the rest of .debug_info is skipped");
   }
   stats.compile_units = units.size();
-
-  DwarfLineSections sections;
-  sections.little_endian = dwarf_image.little_endian();
-  for (auto [name, target] : {std::pair{".debug_line", &sections.debug_line},
-                              std::pair{".debug_line_str", &sections.debug_line_str},
-                              std::pair{".debug_str", &sections.debug_str}}) {
-    Expected<std::span<const uint8_t>> bytes = dwarf_image.section_bytes(name);
-    if (!bytes) return Error(path + ": " + bytes.error().message);
-    *target = *bytes;
-  }
-
-  UnitConverterOptions tree_options = unit_options;
-  for (auto [name, target] : {std::pair{".debug_info", &tree_options.debug_info},
-                              std::pair{".debug_abbrev", &tree_options.debug_abbrev}}) {
-    Expected<std::span<const uint8_t>> bytes = dwarf_image.section_bytes(name);
-    if (!bytes) return Error(path + ": " + bytes.error().message);
-    *target = *bytes;
-  }
 
   Replayer replayer(builder, options, stats);
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -231,9 +393,11 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
   std::vector<std::unique_ptr<DwarfHandle>> handles;
   for (unsigned t = 0; t < threads; ++t) {
     auto h = std::make_unique<DwarfHandle>();
-    h->dwarf = t == 0 ? std::exchange(main_handle.dwarf, nullptr)
-                      : dwarf_begin_elf(dwarf_image.elf(), DWARF_C_READ, nullptr);
-    if (!h->dwarf) return Error(path + ": cannot read DWARF: " + dwarf_error());
+    if (t == 0) {
+      h->dwarf = std::exchange(main_handle.dwarf, nullptr);
+    } else if (Status s = begin_dwarf(&h->dwarf); !s) {
+      return s;
+    }
     handles.push_back(std::move(h));
   }
   std::vector<std::optional<UnitOutput>> results(units.size());
@@ -269,6 +433,7 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
   }
   stop = true;
   for (std::thread& t : pool) t.join();
+  if (!alt.writable_only_by_us()) stats.inputs_writable_only_by_us = false;
   return Status::success();
 }
 
@@ -277,8 +442,9 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
 Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
                                            const ConvertOptions& options, ConvertStats* stats_out) {
   ConvertStats stats;
-  Expected<ElfImage> opened = ElfImage::open(elf_path);
-  if (!opened) return Error(elf_path + ": " + opened.error().message);
+  const std::string& name = options.known_as.empty() ? elf_path : options.known_as;
+  Expected<ElfImage> opened = ElfImage::open(elf_path, {}, options.known_as);
+  if (!opened) return Error(name + ": " + opened.error().message);
   const ElfImage& image = *opened;
 
   // Where the DWARF comes from.
@@ -289,7 +455,7 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
     const std::vector<uint8_t> want = image.build_id(), have = d->build_id();
     if (!want.empty() && !have.empty() && want != have)
       return Error(options.debug_file + ": build ID " + build_id_hex(have) + " does not match " +
-                   elf_path + " (" + build_id_hex(want) + ")");
+                   name + " (" + build_id_hex(want) + ")");
     if (!d->has_dwarf()) return Error(options.debug_file + ": has no DWARF");
     debug_image = std::move(*d);
   } else if (!image.has_dwarf() && options.search_debug_file) {
@@ -307,6 +473,8 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
   }
   const ElfImage* dwarf_image = debug_image ? &*debug_image : (image.has_dwarf() ? &image : nullptr);
   if (debug_image) stats.debug_file_used = debug_image->path();
+  stats.inputs_writable_only_by_us =
+      image.writable_only_by_us() && (!debug_image || debug_image->writable_only_by_us());
 
   BuilderOptions builder_options;
   builder_options.endian = image.little_endian() ? Endian::Little : Endian::Big;
@@ -323,7 +491,12 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
     unit_options.text_ranges = text;
     unit_options.inline_info = options.inline_info;
     Status s = convert_dwarf(*dwarf_image, unit_options, options, builder, stats);
-    if (!s) return s.error();
+    if (!s) {
+      // One bad section must not cost the module its symbol-table names too:
+      // go on without DWARF (convert_dwarf added no function).
+      stats.dwarf_error = s.error().message;
+      stats.compile_units = stats.skipped_units = 0;
+    }
   }
 
   // Symbols: the DWARF file's .symtab (what LLVM reads when given the debug
@@ -347,14 +520,18 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
     if (builder.add_flat_function(f)) ++stats.symbol_functions;
   }
 
+  if (builder.function_count() == 0 && !stats.dwarf_error.empty()) return Error(stats.dwarf_error);
   if (builder.function_count() == 0)
-    return Error(elf_path + ": no functions found (" +
+    return Error(name + ": no functions found (" +
                  (dwarf_image ? std::string("DWARF and symbol tables describe no code")
                               : std::string("no DWARF, no debug file and no function symbols")) +
                  ")");
   Expected<std::vector<uint8_t>> bytes = builder.encode();
-  if (!bytes) return Error(elf_path + ": " + bytes.error().message);
+  if (!bytes) return Error(name + ": " + bytes.error().message);
   stats.functions_written = builder.finalized_count();
+  // Warned only now: when nothing converts, the error says it once.
+  if (!stats.dwarf_error.empty() && options.warning)
+    options.warning(stats.dwarf_error + "; functions come from the symbol table only");
   if (stats_out) *stats_out = stats;
   return bytes;
 }

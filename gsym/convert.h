@@ -41,7 +41,15 @@ struct ConvertOptions {
   std::function<void(uint64_t done, uint64_t total)> progress;
   // Called with each non-fatal warning (a malformed CU skipped, ...).
   std::function<void(const std::string&)> warning;
+  // The name the input is known by when `elf_path` is another name for the
+  // same file (e.g. /proc/self/fd/N of a descriptor already checked): used
+  // in messages and for the .gnu_debuglink search beside it. "" = elf_path.
+  std::string known_as;
 };
+
+// Bumped whenever the converter's output for a given input may change, so
+// that remembered results (a cache) are not trusted across versions.
+inline constexpr const char* kConverterVersion = "gsymprof-converter-2";
 
 struct ConvertStats {
   std::string debug_file_used;     // "" when DWARF came from the input itself
@@ -53,6 +61,13 @@ struct ConvertStats {
   uint64_t inline_nodes = 0;
   uint64_t functions_written = 0;
   bool used_dynsym = false;        // .symtab absent, .dynsym used instead
+  // Why the DWARF was not used (corrupt first unit header, a compressed
+  // section refused by check_section_sizes, a libdw error); the functions
+  // then come from the symbol table alone, and options.warning said so.
+  std::string dwarf_error;
+  // Every file read (the input, its debug file, a dwz alt file) could only
+  // have been written by root or us (gsym::writable_only_by_us).
+  bool inputs_writable_only_by_us = true;
 };
 
 // Converts `elf_path` and returns the encoded GSYM bytes. Errors (one line,

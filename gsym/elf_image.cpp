@@ -1,5 +1,7 @@
 #include "gsym/elf_image.h"
 
+#include "gsym/file_io.h"
+
 #include <fcntl.h>
 #include <gelf.h>
 #include <sys/stat.h>
@@ -53,7 +55,158 @@ std::vector<uint8_t> build_id_from_notes(Elf_Data* data) {
   return {};
 }
 
+uint64_t saturating_mul(uint64_t a, uint64_t b) {
+  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+bool is_zdebug_name(const char* name) { return name && std::strncmp(name, ".zdebug", 7) == 0; }
+
+// The decompressed size `scn` claims, read as libelf reads it before
+// allocating that much: Elf*_Chdr.ch_size of a SHF_COMPRESSED section
+// (gelf_getchdr reads the header, not the payload), else the "ZLIB" header's
+// size when `zdebug` (libdw runs elf_compress_gnu on every .zdebug* section).
+// nullopt when libelf would decompress nothing.
+std::optional<uint64_t> claimed_size(Elf_Scn* scn, const GElf_Shdr& shdr, bool zdebug) {
+  // libelf decompresses neither allocated sections nor these types.
+  if (shdr.sh_type == SHT_NOBITS || shdr.sh_type == SHT_NULL || (shdr.sh_flags & SHF_ALLOC))
+    return std::nullopt;
+  if (shdr.sh_flags & SHF_COMPRESSED) {
+    GElf_Chdr chdr;
+    if (!gelf_getchdr(scn, &chdr)) return std::nullopt;  // elf_compress fails on it too
+    return chdr.ch_size;
+  }
+  if (!zdebug) return std::nullopt;
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (!data || !data->d_buf || data->d_size < 12 || std::memcmp(data->d_buf, "ZLIB", 4) != 0)
+    return std::nullopt;
+  const uint8_t* p = static_cast<const uint8_t*>(data->d_buf) + 4;
+  uint64_t size = 0;
+  for (int i = 0; i < 8; ++i) size = size << 8 | p[i];
+  return size;
+}
+
+uint64_t section_bound(uint64_t compressed, const SectionSizeLimits& limits) {
+  return std::max(limits.min_bound, saturating_mul(limits.max_ratio, compressed));
+}
+
+std::string section_label(Elf* elf, size_t shstrndx, bool have_names, Elf_Scn* scn,
+                          const GElf_Shdr& shdr) {
+  const char* name = have_names ? elf_strptr(elf, shstrndx, shdr.sh_name) : nullptr;
+  return name && *name ? std::string(name) : "[" + std::to_string(elf_ndxscn(scn)) + "]";
+}
+
+Status check_claim(const std::string& label, const GElf_Shdr& shdr, uint64_t claimed,
+                   uint64_t file_size, const SectionSizeLimits& limits) {
+  if (shdr.sh_offset > file_size || file_size - shdr.sh_offset < shdr.sh_size)
+    return Error("compressed section " + label + " extends past the end of the file");
+  const uint64_t bound = section_bound(shdr.sh_size, limits);
+  if (claimed > bound)
+    return Error("compressed section " + label + " claims " + std::to_string(claimed) +
+                 " bytes decompressed from " + std::to_string(shdr.sh_size) + ", over its limit of " +
+                 std::to_string(bound) + " (" + std::to_string(limits.max_ratio) + "x its size, at least " +
+                 std::to_string(limits.min_bound) + ")");
+  return Status::success();
+}
+
+// check_section_sizes; `names_refused` tells that the section name table
+// itself was refused (then no section name may be read: elf_strptr would
+// decompress it).
+Status check_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits, bool* names_refused) {
+  *names_refused = false;
+  size_t shstrndx = 0;
+  bool have_names = elf_getshdrstrndx(elf, &shstrndx) == 0;
+  // The name table first, by index: reading any name decompresses it.
+  if (Elf_Scn* names = have_names ? elf_getscn(elf, shstrndx) : nullptr) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(names, &shdr)) {
+      if (std::optional<uint64_t> claimed = claimed_size(names, shdr, false)) {
+        Status s = check_claim("[" + std::to_string(shstrndx) + "] (the section name table)", shdr,
+                               *claimed, file_size, limits);
+        if (!s) {
+          *names_refused = true;
+          return s;
+        }
+      }
+    }
+  } else {
+    have_names = false;
+  }
+  uint64_t total = 0;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr)) continue;
+    const char* name = have_names ? elf_strptr(elf, shstrndx, shdr.sh_name) : nullptr;
+    std::optional<uint64_t> claimed = claimed_size(scn, shdr, is_zdebug_name(name));
+    if (!claimed) continue;
+    Status s = check_claim(section_label(elf, shstrndx, have_names, scn, shdr), shdr, *claimed,
+                           file_size, limits);
+    if (!s) return s;
+    total = total > UINT64_MAX - *claimed ? UINT64_MAX : total + *claimed;
+  }
+  const uint64_t total_bound =
+      std::min(limits.max_total, std::max(limits.min_bound, saturating_mul(limits.max_ratio, file_size)));
+  if (total > total_bound)
+    return Error("compressed sections claim " + std::to_string(total) +
+                 " bytes decompressed in total, more than the limit of " + std::to_string(total_bound) +
+                 " for a " + std::to_string(file_size) + "-byte file");
+  return Status::success();
+}
+
+// Decompresses `scn` in place (SHF_COMPRESSED, else GNU when `gnu`) after
+// checking its claim as it is now; the output must be exactly the claimed
+// size.
+Status decompress_section(Elf_Scn* scn, const std::string& name, bool gnu, uint64_t file_size,
+                          const SectionSizeLimits& limits) {
+  const std::string what = "cannot decompress section " + name + ": ";
+  GElf_Shdr shdr;
+  if (!gelf_getshdr(scn, &shdr)) return Error(what + libelf_error());
+  const bool chdr = shdr.sh_flags & SHF_COMPRESSED;
+  std::optional<uint64_t> claimed = claimed_size(scn, shdr, gnu);
+  if (!claimed) return Error(what + "no readable compression header");
+  Status s = check_claim(name, shdr, *claimed, file_size, limits);
+  if (!s) return Error(what + s.error().message);
+  if (chdr ? elf_compress(scn, 0, 0) < 0 : elf_compress_gnu(scn, 0, 0) < 0) return Error(what + libelf_error());
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (!data) return Error("cannot read section " + name + ": " + libelf_error());
+  // libelf checks this too; short output must never pass as the section.
+  if (data->d_size != *claimed)
+    return Error("section " + name + " decompressed to " + std::to_string(data->d_size) +
+                 " bytes, its header claims " + std::to_string(*claimed));
+  return Status::success();
+}
+
 }  // namespace
+
+Status check_section_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits) {
+  if (!elf || elf_kind(elf) != ELF_K_ELF) return Status::success();  // no sections to decompress
+  bool names_refused = false;
+  return check_sizes(elf, file_size, limits, &names_refused);
+}
+
+Status decompress_debug_sections(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits) {
+  if (Status s = check_section_sizes(elf, file_size, limits); !s) return s;
+  size_t shstrndx = 0;
+  if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0) return Status::success();
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr)) continue;
+    const char* n = elf_strptr(elf, shstrndx, shdr.sh_name);
+    const bool zdebug = is_zdebug_name(n);
+    if (!zdebug && !(n && std::strncmp(n, ".debug_", 7) == 0)) continue;
+    const std::string name(n);
+    const bool chdr = claimed_size(scn, shdr, false).has_value();
+    const bool gnu = zdebug && !chdr && claimed_size(scn, shdr, true).has_value();
+    if (chdr || gnu) {
+      if (Status s = decompress_section(scn, name, gnu, file_size, limits); !s) return s;
+    }
+    // libdw retries elf_compress_gnu on .zdebug* sections at every
+    // dwarf_begin_elf: output that looks GNU-compressed would be inflated by
+    // the next one, beyond any bound here, freeing what earlier handles read.
+    if (zdebug && gelf_getshdr(scn, &shdr) && claimed_size(scn, shdr, true))
+      return Error("section " + name + " decompresses to compressed data again");
+  }
+  return Status::success();
+}
 
 struct ElfImage::Impl {
   std::string path;
@@ -61,6 +214,14 @@ struct ElfImage::Impl {
   Elf* elf = nullptr;
   size_t shstrndx = 0;
   bool little = true;
+  uint64_t file_size = 0;
+  SectionSizeLimits limits;
+  Status sizes;  // check_section_sizes at open
+  // .zdebug_* sections section_bytes decompressed: their contents may start
+  // with "ZLIB" too, and must not be inflated twice.
+  mutable std::vector<size_t> gnu_decompressed;
+  bool writable_only_by_us = false;
+  std::vector<uint8_t> bytes;  // the file, when read instead of mapped
   ~Impl() {
     if (elf) elf_end(elf);
     if (fd >= 0) close(fd);
@@ -72,17 +233,28 @@ ElfImage::ElfImage(ElfImage&&) noexcept = default;
 ElfImage& ElfImage::operator=(ElfImage&&) noexcept = default;
 ElfImage::~ElfImage() = default;
 
-Expected<ElfImage> ElfImage::open(const std::string& path) {
+Expected<ElfImage> ElfImage::open(const std::string& path, const SectionSizeLimits& limits,
+                                  const std::string& known_as) {
   init_libelf();
   auto impl = std::make_unique<Impl>();
-  impl->path = path;
-  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (impl->fd < 0) return Error(std::string("cannot open: ") + std::strerror(errno));
-  struct stat st;
-  if (fstat(impl->fd, &st) != 0) return Error(std::string("cannot stat: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return Error("not a regular file");
+  impl->path = known_as.empty() ? path : known_as;
+  // Non-blocking and by descriptor: a FIFO or device at `path` is refused.
+  Expected<OpenFile> file = open_regular_file_at(AT_FDCWD, path, Symlinks::Follow, "");
+  if (!file) return file.error();
+  const struct stat& st = file->status;
+  impl->writable_only_by_us = gsym::writable_only_by_us(st);
+  impl->fd = file->fd.release();
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
-  impl->elf = elf_begin(impl->fd, ELF_C_READ_MMAP, nullptr);
+  if (impl->writable_only_by_us) {
+    impl->elf = elf_begin(impl->fd, ELF_C_READ_MMAP, nullptr);
+  } else {
+    // Someone else could truncate a mapping under us (SIGBUS): their file is
+    // read into memory whole, within a limit.
+    Expected<std::vector<uint8_t>> bytes = read_descriptor(impl->fd, kMaxInMemoryElf, "file");
+    if (!bytes) return Error(bytes.error().message.substr(6));
+    impl->bytes = std::move(*bytes);
+    impl->elf = elf_memory(reinterpret_cast<char*>(impl->bytes.data()), impl->bytes.size());
+  }
   if (!impl->elf) return Error("cannot read ELF: " + libelf_error());
   if (elf_kind(impl->elf) != ELF_K_ELF) return Error("not an ELF file");
   GElf_Ehdr ehdr;
@@ -130,13 +302,32 @@ Expected<ElfImage> ElfImage::open(const std::string& path) {
       return Error("truncated ELF: section " + std::to_string(elf_ndxscn(scn)) +
                    " extends past the end of the file");
   }
+  // Before any section name is read: elf_strptr decompresses a compressed
+  // name table.
+  impl->file_size = file_size;
+  impl->limits = limits;
+  bool names_refused = false;
+  impl->sizes = check_sizes(impl->elf, file_size, limits, &names_refused);
+  if (names_refused) return impl->sizes.error();
   return ElfImage(std::move(impl));
 }
 
 const std::string& ElfImage::path() const { return impl_->path; }
 int ElfImage::fd() const { return impl_->fd; }
+bool ElfImage::writable_only_by_us() const { return impl_->writable_only_by_us; }
 Elf* ElfImage::elf() const { return impl_->elf; }
 bool ElfImage::little_endian() const { return impl_->little; }
+
+Status ElfImage::decompress_debug_sections() const {
+  if (!impl_->sizes) return impl_->sizes;
+  return gsym::decompress_debug_sections(impl_->elf, impl_->file_size, impl_->limits);
+}
+
+Status ElfImage::check_section_sizes() const {
+  if (!impl_->sizes) return impl_->sizes;
+  bool names_refused = false;
+  return check_sizes(impl_->elf, impl_->file_size, impl_->limits, &names_refused);
+}
 
 std::vector<uint8_t> ElfImage::build_id() const {
   GElf_Shdr shdr;
@@ -243,6 +434,12 @@ std::vector<ElfSymbol> ElfImage::function_symbols(bool* used_dynsym) const {
   if (used_dynsym) *used_dynsym = table && dynsym;
   std::vector<ElfSymbol> out;
   if (!table) return out;
+  if (!impl_->sizes) {
+    // elf_strptr would decompress a compressed string table, unbounded.
+    GElf_Shdr strtab;
+    Elf_Scn* names = elf_getscn(impl_->elf, table_shdr.sh_link);
+    if (!names || !gelf_getshdr(names, &strtab) || (strtab.sh_flags & SHF_COMPRESSED)) return out;
+  }
   Elf_Data* data = elf_getdata(table, nullptr);
   if (!data || table_shdr.sh_entsize == 0) return out;
   const size_t count = data->d_size / gelf_fsize(impl_->elf, ELF_T_SYM, 1, EV_CURRENT);
@@ -266,15 +463,18 @@ Expected<std::span<const uint8_t>> ElfImage::section_bytes(std::string_view name
   if (!scn && name.starts_with(".debug_")) {
     std::string zname = ".zdebug_" + std::string(name.substr(7));
     scn = find_section(impl_->elf, impl_->shstrndx, zname, &shdr);
-    gnu_compressed = scn != nullptr;
+    // Without a "ZLIB" header the section is used as it is, as libdw does.
+    std::vector<size_t>& done = impl_->gnu_decompressed;
+    gnu_compressed = scn && claimed_size(scn, shdr, true) &&
+                     std::find(done.begin(), done.end(), elf_ndxscn(scn)) == done.end();
   }
   if (!scn || shdr.sh_type == SHT_NOBITS) return std::span<const uint8_t>();
-  if (shdr.sh_flags & SHF_COMPRESSED) {
-    if (elf_compress(scn, 0, 0) < 0)
-      return Error("cannot decompress section " + std::string(name) + ": " + libelf_error());
-  } else if (gnu_compressed) {
-    if (elf_compress_gnu(scn, 0, 0) < 0)
-      return Error("cannot decompress section " + std::string(name) + ": " + libelf_error());
+  if ((shdr.sh_flags & SHF_COMPRESSED) || gnu_compressed) {
+    const std::string n(name);
+    if (!impl_->sizes) return Error("cannot decompress section " + n + ": " + impl_->sizes.error().message);
+    const bool gnu = !(shdr.sh_flags & SHF_COMPRESSED);
+    if (Status s = decompress_section(scn, n, gnu, impl_->file_size, impl_->limits); !s) return s.error();
+    if (gnu) impl_->gnu_decompressed.push_back(elf_ndxscn(scn));
   }
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data) return Error("cannot read section " + std::string(name) + ": " + libelf_error());
@@ -283,8 +483,9 @@ Expected<std::span<const uint8_t>> ElfImage::section_bytes(std::string_view name
 }
 
 Expected<uint32_t> file_crc32(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error(std::string("cannot open: ") + std::strerror(errno));
+  Expected<OpenFile> file = open_regular_file_at(AT_FDCWD, path, Symlinks::Follow, "");
+  if (!file) return file.error();
+  const int fd = file->fd.release();
   uLong crc = crc32(0L, Z_NULL, 0);
   std::vector<unsigned char> buffer(1 << 16);
   for (;;) {

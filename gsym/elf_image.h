@@ -1,6 +1,7 @@
 // gsym/elf_image.h - one ELF file opened with libelf: the facts the converter
 // needs (type, byte order, build ID, first PT_LOAD, executable sections,
-// function symbols, .gnu_debuglink) and decompressed section bytes.
+// function symbols, .gnu_debuglink) and decompressed section bytes, with the
+// sizes compressed sections claim bounded before anything is decompressed.
 #pragma once
 
 #include <libelf.h>
@@ -29,10 +30,66 @@ struct DebugLink {
   uint32_t crc = 0;
 };
 
+// Bounds on what decompressing a file's sections may allocate: root reads
+// ELF files any user controls, and a compressed section's header states the
+// size libelf allocates and fills (SHF_COMPRESSED: Elf*_Chdr.ch_size;
+// .zdebug_*: "ZLIB" + 8-byte big-endian size).
+//
+// Per section: 256 x its compressed size, but at least 16 MiB. zlib cannot
+// exceed ~1032:1 (and libelf refuses more), so only ratios between 256:1 and
+// 1032:1 are refused, and those are runs of one byte, not debug info: real
+// sections compress 3-10:1, the highest of 2160 compressed sections in a
+// Debian 12 /usr/lib/debug (libc6-dbg and others) is 83:1 (a .debug_abbrev),
+// so 256 leaves 3x headroom. The 16 MiB floor keeps small, well-compressed sections free of
+// any ratio argument and costs little.
+// Whole file: 256 x the file size (every section's allowance together, less
+// the floors of many tiny sections), at least 16 MiB, never more than 4 GiB
+// (the largest debug files of big C++ programs stay below it).
+inline constexpr uint64_t kMaxCompressionRatio = 256;
+inline constexpr uint64_t kMinDecompressedBound = uint64_t(16) << 20;
+inline constexpr uint64_t kMaxDecompressedTotal = uint64_t(4) << 30;
+// Largest ELF file read into memory when it cannot safely be mapped.
+inline constexpr uint64_t kMaxInMemoryElf = uint64_t(2) << 30;
+
+struct SectionSizeLimits {
+  uint64_t max_ratio = kMaxCompressionRatio;
+  uint64_t min_bound = kMinDecompressedBound;
+  uint64_t max_total = kMaxDecompressedTotal;
+};
+
+// Reads the decompressed size every compressed section claims, decompressing
+// nothing, and fails (one line naming the section and the sizes) when one
+// exceeds its bound, when they exceed the file's together, or when a
+// compressed section extends past `file_size`. Run it on an Elf before
+// anything may decompress its sections: elf_compress / elf_compress_gnu,
+// libdw (dwarf_begin_elf decompresses every .debug_* section), elf_strptr on
+// a compressed string table. Sections libelf cannot decompress (no readable
+// header) claim nothing.
+Status check_section_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits = {});
+
+// check_section_sizes, then decompresses in place every .debug_* / .zdebug*
+// section that libdw's dwarf_begin_elf would decompress itself, each claim
+// checked again and each output required to be exactly the claimed size, so
+// libdw finds nothing left to inflate. Needed where several Dwarf handles
+// share one Elf: every dwarf_begin_elf retries elf_compress_gnu on .zdebug*
+// sections, and one whose output starts with "ZLIB" again (refused here)
+// would be inflated again, freeing what the earlier handles read.
+Status decompress_debug_sections(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits = {});
+
 class ElfImage {
  public:
-  // Opens and validates the ELF header (class, byte order, type EXEC/DYN).
-  static Expected<ElfImage> open(const std::string& path);
+  // Opens and validates the ELF header (class, byte order, type EXEC/DYN) and
+  // runs check_section_sizes. A file it refuses still opens (its symbol
+  // tables stay usable) unless the section name table itself is refused;
+  // check_section_sizes() then holds the error and nothing of the file is
+  // decompressed.
+  // The file is opened by descriptor, never blocking, regular files only; a
+  // file that others could truncate is read into memory (at most
+  // kMaxInMemoryElf bytes) instead of mapped.
+  // `known_as` ("" = `path`) is what path() returns: the name for messages
+  // and for finding files beside it when `path` is /proc/self/fd/N.
+  static Expected<ElfImage> open(const std::string& path, const SectionSizeLimits& limits = {},
+                                 const std::string& known_as = "");
 
   ElfImage(ElfImage&&) noexcept;
   ElfImage& operator=(ElfImage&&) noexcept;
@@ -40,8 +97,18 @@ class ElfImage {
 
   const std::string& path() const;
   int fd() const;
+  // gsym::writable_only_by_us() of the opened file: only root or we could
+  // have written it (so what is derived from it may be shared).
+  bool writable_only_by_us() const;
   Elf* elf() const;
   bool little_endian() const;
+  // check_section_sizes on the file as it is now; once refused (at open),
+  // always that error. Run it before every dwarf_begin_elf on elf(): libdw
+  // runs elf_compress_gnu on every .zdebug_* section at each dwarf_begin_elf,
+  // so one already decompressed whose contents start with "ZLIB" claims anew.
+  // While it fails, section_bytes fails for compressed sections and
+  // compressed string tables read as absent.
+  Status check_section_sizes() const;
 
   // GNU build ID from the section named .note.gnu.build-id (as LLVM reads
   // it), else from PT_NOTE segments; empty when there is none.
@@ -57,8 +124,13 @@ class ElfImage {
   // Defined STT_FUNC symbols of .symtab, or of .dynsym when there is no .symtab
   // (`used_dynsym` tells which), in table order.
   std::vector<ElfSymbol> function_symbols(bool* used_dynsym = nullptr) const;
-  // Contents of the named section, decompressed if SHF_COMPRESSED; empty span
-  // when absent or NOBITS. Valid as long as this image lives.
+  // gsym::decompress_debug_sections on this file (fails once refused at
+  // open): run before giving elf() to libdw.
+  Status decompress_debug_sections() const;
+  // Contents of the named section, decompressed if SHF_COMPRESSED (or
+  // .zdebug_* for a .debug_* name); empty span when absent or NOBITS. Output
+  // shorter or longer than the header claimed is an error. Valid as long as
+  // this image lives.
   Expected<std::span<const uint8_t>> section_bytes(std::string_view name) const;
 
  private:

@@ -37,17 +37,19 @@ Error errno_error(const std::string& label, const char* what, int err) {
 
 // Checks what was opened and makes reads blocking again (a regular file
 // never blocks, but libelf and friends should not see EAGAIN semantics).
+// An empty label: messages without a "LABEL: " prefix.
 Expected<OpenFile> check_opened(int raw_fd, const std::string& label) {
+  const std::string prefix = label.empty() ? "" : label + ": ";
   if (raw_fd < 0) {
     const int err = errno;
-    if (err == ELOOP) return Error(label + ": is a symlink (not followed)");
-    return errno_error(label, "cannot open", err);
+    if (err == ELOOP) return Error(prefix + "is a symlink (not followed)");
+    return Error(prefix + "cannot open: " + std::strerror(err));
   }
   OpenFile file;
   file.fd = FileDescriptor(raw_fd);
-  if (::fstat(raw_fd, &file.status) != 0) return errno_error(label, "cannot stat", errno);
-  if (S_ISDIR(file.status.st_mode)) return Error(label + ": is a directory");
-  if (!S_ISREG(file.status.st_mode)) return Error(label + ": not a regular file");
+  if (::fstat(raw_fd, &file.status) != 0) return Error(prefix + "cannot stat: " + std::strerror(errno));
+  if (S_ISDIR(file.status.st_mode)) return Error(prefix + "is a directory");
+  if (!S_ISREG(file.status.st_mode)) return Error(prefix + "not a regular file");
   const int flags = ::fcntl(raw_fd, F_GETFL);
   if (flags < 0 || ::fcntl(raw_fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
     return errno_error(label, "fcntl", errno);

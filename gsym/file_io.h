@@ -56,7 +56,8 @@ bool writable_only_by_us(const struct stat& status);
 // anything but a regular file is refused, "PATH: not a regular file".
 // O_NONBLOCK is cleared again before returning.
 Expected<OpenFile> open_regular_file(const std::string& path, Symlinks symlinks = Symlinks::Follow);
-// The same relative to the directory `dir_fd`; `label` names it in errors.
+// The same relative to the directory `dir_fd` (or AT_FDCWD); `label` names
+// the file in errors ("" = no name: the caller adds it).
 Expected<OpenFile> open_regular_file_at(int dir_fd, const std::string& name, Symlinks symlinks,
                                         const std::string& label);
 // The same for `path` resolved inside the directory tree `root_fd` as if it

@@ -694,13 +694,7 @@ namespace {
 // Opens a GSYM file as untrusted input (never blocks on a FIFO, regular files
 // only); errors without the path, which callers prefix.
 Expected<OpenFile> open_gsym_file(const std::string& path) {
-  Expected<OpenFile> file = open_regular_file(path);
-  if (!file) {
-    std::string message = file.error().message;
-    if (message.starts_with(path + ": ")) message.erase(0, path.size() + 2);
-    return Error(message);
-  }
-  return file;
+  return open_regular_file_at(AT_FDCWD, path, Symlinks::Follow, "");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "userspace/cfi_unwinder.h"
 
+#include "gsym/elf_image.h"
 #include "gsym/file_io.h"
 
 #include <dwarf.h>
@@ -312,6 +313,13 @@ struct CfiUnwinder::ModuleCfi {
         error = module.elf_path + ": build ID differs from the module's " + module.build_id.hex();
         return;
       }
+    }
+    // Compressed sections' claimed sizes are bounded before libdw
+    // (dwarf_begin_elf in load_debug_frame) decompresses any of them.
+    if (gsym::Status sizes = gsym::check_section_sizes(elf, static_cast<uint64_t>(file->status.st_size));
+        !sizes) {
+      error = module.elf_path + ": " + sizes.error().message;
+      return;
     }
     eh_frame = dwarf_getcfi_elf(elf);
     if (!eh_frame && !load_debug_frame())

@@ -85,9 +85,7 @@ gsym::Reader::Load load_mode(const struct stat& st) {
   return gsym::writable_only_by_us(st) ? gsym::Reader::Load::Map : gsym::Reader::Load::Read;
 }
 
-// Bumped whenever the converter's output for a given input may change: a
-// remembered failure is retried under another version.
-constexpr const char* kConverterVersion = "gsymprof-converter-2";
+
 
 }  // namespace
 
@@ -136,6 +134,7 @@ struct GsymLocator::State {
     const gsym::Reader* reader = nullptr;
     GsymOrigin origin = GsymOrigin::None;
     std::string gsym_path, reason, note;
+    bool for_this_file_only = false;  // derived from a file others could write
   };
 
   // A --gsym-dir file: mapped again on use, or (files others may write,
@@ -255,7 +254,7 @@ struct GsymLocator::State {
     gsym::Expected<std::vector<uint8_t>> bytes = gsym::read_descriptor(file->fd.get(), 4096, name);
     if (!bytes) return "";
     std::string text(bytes->begin(), bytes->end());
-    const std::string header = std::string(kConverterVersion) + "\n";
+    const std::string header = std::string(gsym::kConverterVersion) + "\n";
     if (!text.starts_with(header)) return "";
     std::string reason = text.substr(header.size());
     while (!reason.empty() && reason.back() == '\n') reason.pop_back();
@@ -265,7 +264,7 @@ struct GsymLocator::State {
   void remember_failure(const BuildId& id, const std::string& reason) {
     const int dir = cache(true);
     if (dir < 0) return;
-    const std::string text = std::string(kConverterVersion) + "\n" + reason + "\n";
+    const std::string text = std::string(gsym::kConverterVersion) + "\n" + reason + "\n";
     (void)gsym::write_file_atomically_at(
         dir, options.cache_dir, id.hex() + ".failed",
         std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()), 0600);
@@ -275,7 +274,7 @@ struct GsymLocator::State {
   // build ID is `id`. Results of a file others could have written are kept
   // in memory for that file only, never cached.
   Outcome convert(const BuildId& id, const gsym::OpenFile* local, const std::string& local_path,
-                  const std::string& local_problem) {
+                  const std::string& module_path, const std::string& local_problem) {
     Outcome out;
     std::string miss = "no GSYM for build ID " + id.hex();
     if (!options.convert_missing || local_path.empty()) {
@@ -296,7 +295,7 @@ struct GsymLocator::State {
                    (elf_id->empty() ? std::string("none") : elf_id->hex()) + ")";
       return out;
     }
-    const bool shareable = gsym::writable_only_by_us(local->status);
+    bool shareable = gsym::writable_only_by_us(local->status);
     if (shareable) {
       if (std::string earlier = remembered_failure(id); !earlier.empty()) {
         out.reason = miss + "; conversion failed: " + earlier + " (remembered in " +
@@ -306,11 +305,12 @@ struct GsymLocator::State {
     }
     ++conversions;
     // The descriptor, not the path: the file converted is the file checked.
-    const std::string fd_path = "/proc/self/fd/" + std::to_string(local->fd.get());
+    // Debug links are looked for beside the module's own path.
     gsym::ConvertOptions convert_options = options.convert;
+    convert_options.known_as = module_path.empty() || module_path.starts_with("[") ? local_path : module_path;
     gsym::ConvertStats stats;
-    gsym::Expected<std::vector<uint8_t>> bytes = gsym::convert_elf(local_path, convert_options, &stats);
-    (void)fd_path;
+    gsym::Expected<std::vector<uint8_t>> bytes = gsym::convert_elf(
+        "/proc/self/fd/" + std::to_string(local->fd.get()), convert_options, &stats);
     if (!bytes) {
       out.reason = miss + "; conversion failed: " + bytes.error().to_string();
       if (shareable) remember_failure(id, bytes.error().to_string());
@@ -330,8 +330,15 @@ struct GsymLocator::State {
       return out;
     }
     out.origin = GsymOrigin::Converted;
+    // A debug or alt file someone else could write makes the result theirs.
+    const bool debug_shareable = stats.inputs_writable_only_by_us;
     if (!shareable) {
       out.note = "not cached: " + local_path + " is " + why_untrusted(local->status);
+    } else if (!debug_shareable) {
+      out.for_this_file_only = true;
+      out.note = "not cached: a debug file it uses" +
+                 (stats.debug_file_used.empty() ? std::string() : " (" + stats.debug_file_used + ")") +
+                 " could be written by another user";
     } else if (!options.cache_dir.empty()) {
       std::string name = id.hex() + ".gsym";
       if (cache(true) < 0) {
@@ -467,9 +474,10 @@ const gsym::Reader* GsymLocator::locate(const BuildId& build_id,
   }
   if (!own_file_only) found = s.from_cache(build_id);
   State::Outcome outcome =
-      found ? std::move(*found) : s.convert(build_id, local ? &*local : nullptr, local_elf_path, local_problem);
+      found ? std::move(*found)
+            : s.convert(build_id, local ? &*local : nullptr, local_elf_path, report.path, local_problem);
   if (!outcome.reader) s.misses.emplace(std::move(key), outcome);
-  else if (own_file_only) s.resolved_for_file.emplace(std::make_pair(build_id, stamp), outcome);
+  else if (own_file_only || outcome.for_this_file_only) s.resolved_for_file.emplace(std::make_pair(build_id, stamp), outcome);
   else s.resolved.emplace(build_id, outcome);
   return fill(outcome);
 }

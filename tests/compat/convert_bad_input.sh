@@ -1,8 +1,11 @@
 #!/bin/bash
-# gsym convert on bad input: not ELF, truncated ELF, corrupt DWARF, no
-# functions -> exit 1, exactly one line on stderr naming the file, no output
-# file. A malformed compile unit among good ones is skipped with a warning and
-# counted (exit 0). Usage errors exit 2; --help exits 0.
+# gsym convert on bad input: not ELF, truncated ELF, no functions, corrupt
+# DWARF without function symbols -> exit 1, exactly one line on stderr naming
+# the file, no output file. DWARF that cannot be used (corrupt first unit
+# header, a compressed section claiming far more than it can hold) costs the
+# DWARF only: the symbol table still converts, with one warning (exit 0). A
+# malformed compile unit among good ones is skipped with a warning and counted
+# (exit 0). Usage errors exit 2; --help exits 0.
 set -u
 GSYMPROF=$(realpath "${GSYMPROF:-build/gsymprof}")
 command -v gcc >/dev/null || { echo "skip: no gcc"; exit 77; }
@@ -52,7 +55,33 @@ poke() {  # file offset bytes...
   printf "$@" | dd of="$f" bs=1 seek="$o" conv=notrunc status=none
 }
 cp good bad_version; poke bad_version $((info + 4)) '\x63\x00'
-expect_error bad_version "corrupt DWARF"
+
+# expect_symbols_only FILE PHRASE: exit 0, one warning naming FILE and
+# PHRASE, functions from the symbol table only, a valid output.
+expect_symbols_only() {
+  local file=$1 phrase=$2
+  "$GSYMPROF" gsym convert "$file" -o "$file.gsym" 2>err; local rc=$?
+  [[ $rc == 0 ]] || { cat err; fail "$file: exit $rc, want 0"; }
+  [[ $(grep -c 'warning:' err) == 1 ]] || { cat err; fail "$file: want exactly one warning"; }
+  grep -q "warning: $file: .*$phrase.*; functions come from the symbol table only" err ||
+    { cat err; fail "$file: warning lacks '$phrase'"; }
+  grep -Eq "$file -> $file.gsym: [1-9][0-9]* functions \(0 from DWARF, [1-9][0-9]* from symbols\)" err ||
+    { cat err; fail "$file: not converted from the symbol table"; }
+  "$GSYMPROF" gsym verify "$file.gsym" >/dev/null 2>&1 || fail "$file: output does not verify"
+  "$GSYMPROF" gsym lookup "$file.gsym" 0x$(nm good | awk '$3 == "helper" { print $1 }') 2>/dev/null |
+    grep -q helper || fail "$file: helper not named from .symtab"
+}
+expect_symbols_only bad_version "corrupt DWARF: cannot read the first unit header"
+# No function symbols either: the DWARF error is the error.
+strip --strip-all --keep-section='.debug_*' -o bad_version_bare bad_version
+expect_error bad_version_bare "corrupt DWARF"
+
+# Decompression bomb: .debug_info's Elf64_Chdr.ch_size (8 bytes at offset 8
+# of the section) patched to claim 2 GiB. Refused before any allocation.
+objcopy --compress-debug-sections=zlib good bomb
+zinfo=$((16#$(readelf -SW bomb | awk '$2 == ".debug_info" { print $5 }')))
+poke bomb $((zinfo + 8)) '\x00\x00\x00\x80\x00\x00\x00\x00'
+expect_symbols_only bomb "compressed section .debug_info claims 2147483648 bytes"
 
 # Garbage DIEs in the second unit: that unit is skipped, the rest converts.
 cp good bad_dies; head -c 40 /dev/zero | tr '\0' '\377' | dd of=bad_dies bs=1 seek=$((info + second + 12)) conv=notrunc status=none

@@ -33,7 +33,7 @@ expect_exit 1 "gsymprof flamegraph: $tmp/bad.folded: line 2: sample count \"line
   "$tmp/bad.folded" -o "$tmp/bad.svg"
 [[ -e $tmp/bad.svg ]] && fail "bad input left an output file"
 [[ $(wc -l < "$tmp/err") == 1 ]] || fail "error is not one line"
-expect_exit 1 "gsymprof flamegraph: $tmp/nodir/x.svg: cannot create a temporary file: No such file or directory" \
+expect_exit 1 "gsymprof flamegraph: $tmp/nodir/x.svg: cannot open the output directory: No such file or directory" \
   "$tmp/good.folded" -o "$tmp/nodir/x.svg"
 
 expect_exit 0 "" "$tmp/good.folded" --title "T & <t>"

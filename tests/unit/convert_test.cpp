@@ -1,9 +1,12 @@
 // Converter units: LLVM's path splitting, the DWARF line-program decoder and
-// its LLVM lookupAddressRange semantics, ELF checks, and a whole conversion
-// of this test binary (built -g) checked against a function defined here.
+// its LLVM lookupAddressRange semantics, ELF checks, a whole conversion of
+// this test binary (built -g) checked against a function defined here, and
+// the symbol-table fallback when the DWARF cannot be used.
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <link.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -259,7 +262,7 @@ TEST_CASE("convert: bad inputs give one clear error and no output file") {
   write_file(dir.file("empty"), {});
   expect_error(dir.file("empty"), "not an ELF file");
   expect_error(dir.file("missing"), "cannot open");
-  expect_error(dir.path, "not a regular file");
+  expect_error(dir.path, "is a directory");
   std::vector<uint8_t> self = read_file("/proc/self/exe");
   REQUIRE(self.size() > 100000);
   write_file(dir.file("truncated"), std::vector<uint8_t>(self.begin(), self.begin() + 65536));
@@ -277,4 +280,79 @@ TEST_CASE("convert: bad inputs give one clear error and no output file") {
     CHECK(s.error().message.find("does not match") != std::string::npos);
     CHECK_FALSE(exists(out));
   }
+}
+
+TEST_CASE("convert: unusable DWARF costs the DWARF only; the symbol table still names the functions") {
+  if (std::system("command -v gcc >/dev/null && command -v strip >/dev/null") != 0) {
+    MESSAGE("skipped: no gcc or strip");
+    return;
+  }
+  TempDir dir;
+  std::ofstream(dir.file("a.c")) << "int helper(int x);\n"
+                                    "int main(int argc, char** argv) { (void)argv; return helper(argc); }\n";
+  std::ofstream(dir.file("b.c")) << "static inline int sq(int x) { return x * x; }\n"
+                                    "__attribute__((noinline)) int helper(int x) { return sq(x) + 1; }\n";
+  const std::string d = "'" + dir.path + "'/";
+  REQUIRE(std::system(("cd " + d + " && gcc -O2 -g -gdwarf-5 -o good a.c b.c").c_str()) == 0);
+  // Version 0x63 in the first unit header: libdw cannot read any unit.
+  std::vector<uint8_t> bad = read_file(dir.file("good"));
+  {
+    Expected<ElfImage> good = ElfImage::open(dir.file("good"));
+    REQUIRE(good.ok());
+    elf_version(EV_CURRENT);
+    Elf* elf = good->elf();
+    size_t shstrndx = 0;
+    REQUIRE(elf_getshdrstrndx(elf, &shstrndx) == 0);
+    uint64_t info = 0;
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr shdr;
+      const char* n = gelf_getshdr(scn, &shdr) ? elf_strptr(elf, shstrndx, shdr.sh_name) : nullptr;
+      if (n && std::string(n) == ".debug_info") info = shdr.sh_offset;
+    }
+    REQUIRE(info != 0);
+    bad[info + 4] = 0x63;
+    bad[info + 5] = 0;
+  }
+  write_file(dir.file("bad_version"), bad);
+  REQUIRE(chmod(dir.file("bad_version").c_str(), 0755) == 0);
+
+  ConvertOptions options;
+  options.threads = 2;
+  options.search_debug_file = false;
+  std::vector<std::string> warnings;
+  options.warning = [&](const std::string& w) { warnings.push_back(w); };
+  ConvertStats stats;
+  Expected<std::vector<uint8_t>> bytes = convert_elf(dir.file("bad_version"), options, &stats);
+  REQUIRE_MESSAGE(bytes.ok(), bytes.error().message);
+  CHECK(stats.dwarf_error.find(dir.file("bad_version") + ": corrupt DWARF: cannot read the first unit header") == 0);
+  CHECK(stats.dwarf_functions == 0);
+  CHECK(stats.compile_units == 0);
+  CHECK(stats.symbol_functions >= 2);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == stats.dwarf_error + "; functions come from the symbol table only");
+  Expected<Reader> reader = Reader::parse(*bytes);
+  REQUIRE(reader.ok());
+  CHECK(reader->verify().ok());
+  // `helper` is named from .symtab (no line info).
+  bool named = false;
+  Expected<ElfImage> good = ElfImage::open(dir.file("good"));
+  REQUIRE(good.ok());
+  for (const ElfSymbol& sym : good->function_symbols()) {
+    if (sym.name != "helper") continue;
+    Expected<std::optional<LookupResult>> found = reader->lookup(sym.value);
+    REQUIRE(found.ok());
+    REQUIRE(found->has_value());
+    CHECK((*found)->frames.back().name == "helper");
+    CHECK((*found)->frames.back().line == 0);
+    named = true;
+  }
+  CHECK(named);
+
+  // Without function symbols as well, the DWARF error is the error, as before.
+  REQUIRE(std::system(("cd " + d + " && strip --strip-all --keep-section='.debug_*' -o bare bad_version").c_str()) == 0);
+  warnings.clear();
+  Expected<std::vector<uint8_t>> bare = convert_elf(dir.file("bare"), options, &stats);
+  REQUIRE_FALSE(bare.ok());
+  CHECK(bare.error().message.find(dir.file("bare") + ": corrupt DWARF: cannot read the first unit header") == 0);
+  CHECK(warnings.empty());
 }
