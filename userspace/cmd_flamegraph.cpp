@@ -7,6 +7,7 @@
 #include "userspace/atomic_write.h"
 #include "userspace/commands.h"
 #include "userspace/flamegraph.h"
+#include "userspace/text_escape.h"
 
 namespace gsymprof {
 namespace {
@@ -78,23 +79,23 @@ int cmd_flamegraph(int argc, char** argv) {
   } else {
     auto read = read_whole_file(input);
     if (!read) {
-      std::fprintf(stderr, "gsymprof flamegraph: %s\n", read.error().message.c_str());
+      std::fprintf(stderr, "gsymprof flamegraph: %s\n", escape_control(read.error().message).c_str());
       return 1;
     }
     text = std::move(*read);
   }
   auto stacks = parse_folded(text);
   if (!stacks) {
-    std::fprintf(stderr, "gsymprof flamegraph: %s: %s\n", input_name.c_str(),
-                 stacks.error().message.c_str());
+    std::fprintf(stderr, "gsymprof flamegraph: %s: %s\n", escape_control(input_name).c_str(),
+                 escape_control(stacks.error().message).c_str());
     return 1;
   }
   FlamegraphOptions options;
   options.title = title;
   auto svg = render_flamegraph_svg(*stacks, options);
   if (!svg) {
-    std::fprintf(stderr, "gsymprof flamegraph: %s: %s\n", input_name.c_str(),
-                 svg.error().message.c_str());
+    std::fprintf(stderr, "gsymprof flamegraph: %s: %s\n", escape_control(input_name).c_str(),
+                 escape_control(svg.error().message).c_str());
     return 1;
   }
   if (output.empty()) {
@@ -106,7 +107,7 @@ int cmd_flamegraph(int argc, char** argv) {
   }
   auto written = write_file_atomically(output, *svg);
   if (!written) {
-    std::fprintf(stderr, "gsymprof flamegraph: %s\n", written.error().message.c_str());
+    std::fprintf(stderr, "gsymprof flamegraph: %s\n", escape_control(written.error().message).c_str());
     return 1;
   }
   return 0;

@@ -13,6 +13,7 @@
 
 #include "gsym/reader.h"
 #include "userspace/commands.h"
+#include "userspace/text_escape.h"
 
 namespace gsymprof {
 namespace {
@@ -101,9 +102,11 @@ void append_dec(std::string& out, uint64_t v) {
   out.append(buf, ptr);
 }
 
-// LLVM's SourceLocation printer.
+// LLVM's SourceLocation printer. Names and paths come from the GSYM file
+// (anyone's DWARF): control characters are escaped (text_escape.h), so they
+// reach the terminal as \xHH, not raw.
 void append_frame_text(std::string& out, const gsym::LookupFrame& f) {
-  out.append(f.name);
+  append_escaped_control(out, f.name);
   if (f.offset > 0) {
     out.append(" + ");
     append_dec(out, f.offset);
@@ -111,7 +114,7 @@ void append_frame_text(std::string& out, const gsym::LookupFrame& f) {
   if (!f.directory.empty() || !f.basename.empty()) {
     out.append(" @ ");
     if (!f.directory.empty()) {
-      out.append(f.directory);
+      append_escaped_control(out, f.directory);
       const bool backslash = f.directory.find('\\') != std::string_view::npos &&
                              f.directory.find('/') == std::string_view::npos;
       out.push_back(backslash ? '\\' : '/');
@@ -119,54 +122,39 @@ void append_frame_text(std::string& out, const gsym::LookupFrame& f) {
     if (f.basename.empty())
       out.append("<invalid-file>");
     else
-      out.append(f.basename);
+      append_escaped_control(out, f.basename);
     out.push_back(':');
     append_dec(out, f.line);
   }
 }
 
-// JSON string; names are bytes: invalid UTF-8 becomes U+FFFD.
+// JSON string; names are bytes: invalid UTF-8 becomes U+FFFD. DEL and C1
+// controls are \u-escaped too (JSON allows them raw) so that the lines are
+// as safe on a terminal as the text output.
 void append_json_string(std::string& out, std::string_view s) {
   out.push_back('"');
   size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      if (c == '"' || c == '\\') {
-        out.push_back('\\');
-        out.push_back(static_cast<char>(c));
-      } else if (c < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out.append(buf);
-      } else {
-        out.push_back(static_cast<char>(c));
-      }
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
       ++i;
       continue;
     }
-    // Validate one UTF-8 sequence.
-    size_t len = 0;
     uint32_t cp = 0;
-    if ((c & 0xe0) == 0xc0) len = 2, cp = c & 0x1f;
-    else if ((c & 0xf0) == 0xe0) len = 3, cp = c & 0x0f;
-    else if ((c & 0xf8) == 0xf0) len = 4, cp = c & 0x07;
-    bool valid = len != 0 && i + len <= s.size();
-    for (size_t k = 1; valid && k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80) valid = false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    if (valid) {
-      static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-      valid = cp >= kMin[len] && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
-    }
-    if (valid) {
-      out.append(s.substr(i, len));
-      i += len;
-    } else {
+    const size_t len = decode_utf8(s, i, &cp);
+    if (len == 0) {
       out.append("\xef\xbf\xbd");
       ++i;
+    } else if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
+      out.append(buf);
+      i += len;
+    } else {
+      out.append(s.substr(i, len));
+      i += len;
     }
   }
   out.push_back('"');
@@ -219,7 +207,7 @@ struct LookupCommand {
     out.append(": ");
     if (!found.ok()) {
       out.append("error: ");
-      out.append(found.error().to_string());
+      append_escaped_control(out, found.error().to_string());
     } else if (!*found) {
       out.append("error: address ");
       append_hex(out, addr);
@@ -244,8 +232,10 @@ struct LookupCommand {
   }
 };
 
+// Errors can quote the file's contents and the input: escaped for the terminal.
 int fail(const char* cmd, const std::string& file, const std::string& what) {
-  std::fprintf(stderr, "gsymprof gsym %s: %s: %s\n", cmd, file.c_str(), what.c_str());
+  std::fprintf(stderr, "gsymprof gsym %s: %s: %s\n", cmd, escape_control(file).c_str(),
+               escape_control(what).c_str());
   return 1;
 }
 
@@ -371,7 +361,7 @@ struct Dumper {
 
   std::string file_path(uint32_t index) const {
     if (index >= files.size()) return "<invalid file " + std::to_string(index) + ">";
-    return join_path(files[index].directory, files[index].basename);
+    return escape_control(join_path(files[index].directory, files[index].basename));
   }
 
   std::string range_text(const gsym::AddressRange& r) const {
@@ -385,7 +375,8 @@ struct Dumper {
       if (i) out.push_back(' ');
       out.append(range_text(node.ranges[i]));
     }
-    out.append(" " + node.name);
+    out.push_back(' ');
+    append_escaped_control(out, node.name);
     if (depth > 0 || node.call_file != 0)
       out.append(" called from " + file_path(node.call_file) + ":" + std::to_string(node.call_line));
     out.push_back('\n');
@@ -408,8 +399,8 @@ struct Dumper {
       out.append(pad + "MergedFunctions[" + std::to_string(fn.merged.size()) + "]:\n");
       for (size_t i = 0; i < fn.merged.size(); ++i) {
         const gsym::Function& m = fn.merged[i];
-        out.append(pad + "  [" + std::to_string(i) + "] " + range_text(m.range) + " \"" + m.name +
-                   "\"\n");
+        out.append(pad + "  [" + std::to_string(i) + "] " + range_text(m.range) + " \"" +
+                   escape_control(m.name) + "\"\n");
         function(m, indent + 4);
       }
     }
@@ -419,7 +410,7 @@ struct Dumper {
         out.append(pad + "  " + hex_fixed(fn.range.start + cs.return_offset, 16) + " flags=" +
                    hex_fixed(cs.flags, 2));
         for (size_t i = 0; i < cs.match_regex.size(); ++i)
-          out.append((i ? ", \"" : " regex=\"") + cs.match_regex[i] + "\"");
+          out.append((i ? ", \"" : " regex=\"") + escape_control(cs.match_regex[i]) + "\"");
         out.push_back('\n');
       }
     }
@@ -478,7 +469,7 @@ int run_dump(int argc, char** argv) {
   for (size_t i = 0; i < d.files.size(); ++i) {
     char idx[24];
     std::snprintf(idx, sizeof idx, "[%4zu] ", i);
-    out.append(idx + join_path(d.files[i].directory, d.files[i].basename) + "\n");
+    out.append(idx + d.file_path(static_cast<uint32_t>(i)) + "\n");
   }
   out.append("\n");
   int status = 0;
@@ -488,14 +479,14 @@ int run_dump(int argc, char** argv) {
     const uint64_t start = r.function_start(i);
     if (!fn) {
       out.append("FunctionInfo[" + std::to_string(i) + "] @ " + hex_fixed(start, 16) +
-                 ": error: " + fn.error().to_string() + "\n");
+                 ": error: " + escape_control(fn.error().to_string()) + "\n");
       if (status == 0)
         first_error = "function[" + std::to_string(i) + "] at " + hex_fixed(start, 1) + ": " +
                       fn.error().to_string();
       status = 1;
     } else {
       out.append("FunctionInfo[" + std::to_string(i) + "]: " + d.range_text(fn->range) + " \"" +
-                 fn->name + "\"\n");
+                 escape_control(fn->name) + "\"\n");
       d.function(*fn, 0);
     }
     if (out.size() >= (1u << 16)) {

@@ -12,6 +12,7 @@
 
 #include "gsym/convert.h"
 #include "userspace/commands.h"
+#include "userspace/text_escape.h"
 
 namespace gsymprof {
 
@@ -91,7 +92,7 @@ int cmd_gsym_convert(int argc, char** argv) {
   options.progress = [&](uint64_t done, uint64_t total) {
     // Only worth a line on a terminal, and only for inputs that take a while.
     if (!terminal || total < 256) return;
-    std::fprintf(stderr, "\rconverting %s: %llu/%llu units", input.c_str(),
+    std::fprintf(stderr, "\rconverting %s: %llu/%llu units", escape_control(input).c_str(),
                  static_cast<unsigned long long>(done), static_cast<unsigned long long>(total));
     progress_shown = true;
   };
@@ -102,7 +103,7 @@ int cmd_gsym_convert(int argc, char** argv) {
       std::fputs("\n", stderr);
       progress_shown = false;
     }
-    std::fprintf(stderr, "gsymprof gsym convert: warning: %s\n", message.c_str());
+    std::fprintf(stderr, "gsymprof gsym convert: warning: %s\n", escape_control(message).c_str());
   };
 
   const auto start = std::chrono::steady_clock::now();
@@ -110,7 +111,7 @@ int cmd_gsym_convert(int argc, char** argv) {
   gsym::Status status = gsym::convert_elf_to_file(input, output, options, &stats);
   if (progress_shown) std::fputs("\n", stderr);
   if (!status) {
-    std::fprintf(stderr, "gsymprof gsym convert: %s\n", status.error().message.c_str());
+    std::fprintf(stderr, "gsymprof gsym convert: %s\n", escape_control(status.error().message).c_str());
     return 1;
   }
   const double seconds =
@@ -121,7 +122,7 @@ int cmd_gsym_convert(int argc, char** argv) {
   std::fprintf(stderr,
                "%s -> %s: %llu functions (%llu from DWARF, %llu from symbols), %llu units "
                "(%llu skipped)%s, %.2f s\n",
-               input.c_str(), output.c_str(),
+               escape_control(input).c_str(), escape_control(output).c_str(),
                static_cast<unsigned long long>(stats.functions_written),
                static_cast<unsigned long long>(stats.dwarf_functions),
                static_cast<unsigned long long>(stats.symbol_functions),

@@ -17,6 +17,7 @@
 #include "userspace/profile_session.h"
 #include "userspace/symbolize.h"
 #include "userspace/target_options.h"
+#include "userspace/text_escape.h"
 
 namespace gsymprof {
 namespace {
@@ -67,8 +68,10 @@ void print_summary(const Capture& capture, const SessionStats& stats,
     if (!report.resolved()) ++unresolved;
   std::fprintf(stderr, "gsymprof: modules with no symbols: %zu of %zu\n", unresolved,
                symbolized.modules.size());
+  // Paths, reasons and notes hold file names anyone can choose: escaped.
   for (const ModuleReport& report : symbolized.modules)
-    if (!report.resolved()) std::fprintf(stderr, "  %s\n", describe(report).c_str());
+    if (!report.resolved())
+      std::fprintf(stderr, "  %s\n", escape_control(describe(report)).c_str());
 }
 
 }  // namespace
@@ -117,7 +120,7 @@ int cmd_profile(int argc, char** argv) {
     size_t slash = path.rfind('/');
     std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
     if (::access(dir.c_str(), W_OK) != 0) {
-      std::fprintf(stderr, "gsymprof profile: %s: cannot write there: %s\n", path.c_str(),
+      std::fprintf(stderr, "gsymprof profile: %s: cannot write there: %s\n", escape_control(path).c_str(),
                    std::strerror(errno));
       return 1;
     }
@@ -127,7 +130,7 @@ int cmd_profile(int argc, char** argv) {
   GsymLocator locator(locator_options);
   for (const std::string& dir : gsym_dirs) {
     if (auto status = locator.add_gsym_dir(dir); !status) {
-      std::fprintf(stderr, "gsymprof profile: %s\n", status.error().to_string().c_str());
+      std::fprintf(stderr, "gsymprof profile: %s\n", escape_control(status.error().to_string()).c_str());
       return 1;
     }
   }
@@ -135,12 +138,12 @@ int cmd_profile(int argc, char** argv) {
   SessionStats stats;
   auto capture = run_sampling_session(session, &stats);
   if (!capture) {
-    std::fprintf(stderr, "gsymprof profile: %s\n", capture.error().to_string().c_str());
+    std::fprintf(stderr, "gsymprof profile: %s\n", escape_control(capture.error().to_string()).c_str());
     return 1;
   }
   auto symbolized = symbolize(*capture, locator, symbolize_options);
   if (!symbolized) {
-    std::fprintf(stderr, "gsymprof profile: %s\n", symbolized.error().to_string().c_str());
+    std::fprintf(stderr, "gsymprof profile: %s\n", escape_control(symbolized.error().to_string()).c_str());
     return 1;
   }
   const std::string text = folded_text(symbolized->stacks);
@@ -150,16 +153,18 @@ int cmd_profile(int argc, char** argv) {
       return 1;
     }
   } else if (auto status = write_file_atomically(output_path, text); !status) {
-    std::fprintf(stderr, "gsymprof profile: %s\n", status.error().to_string().c_str());
+    std::fprintf(stderr, "gsymprof profile: %s\n", escape_control(status.error().to_string()).c_str());
     return 1;
   }
   if (!svg_path.empty()) {
     if (auto status = write_flamegraph_svg(text, svg_path, "gsymprof profile"); !status) {
-      std::fprintf(stderr, "gsymprof profile: %s\n", status.error().to_string().c_str());
+      std::fprintf(stderr, "gsymprof profile: %s\n", escape_control(status.error().to_string()).c_str());
       return 1;
     }
   }
   print_summary(*capture, stats, *symbolized);
+  for (const std::string& note : locator.notes())
+    std::fprintf(stderr, "gsymprof: note: %s\n", escape_control(note).c_str());
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "userspace/commands.h"
 #include "userspace/profile_session.h"
 #include "userspace/target_options.h"
+#include "userspace/text_escape.h"
 
 namespace gsymprof {
 namespace {
@@ -64,7 +65,7 @@ class SignalsHeld {
 void print_summary(const Capture& capture, const SessionStats& stats, const std::string& path) {
   print_sampling_summary(capture, stats);
   std::fprintf(stderr, "gsymprof: wrote %s: %zu processes, %zu modules, %zu unique stacks\n",
-               path.c_str(), capture.processes.size(), capture.modules.size(),
+               escape_control(path).c_str(), capture.processes.size(), capture.modules.size(),
                capture.stacks.size());
 }
 
@@ -108,13 +109,14 @@ int cmd_record(int argc, char** argv) {
   SessionStats stats;
   auto capture = run_sampling_session(session, &stats);
   if (!capture) {
-    std::fprintf(stderr, "gsymprof record: %s\n", capture.error().to_string().c_str());
+    // Session errors can name a target's files: escaped like the summary.
+    std::fprintf(stderr, "gsymprof record: %s\n", escape_control(capture.error().to_string()).c_str());
     return 1;
   }
   {
     SignalsHeld held;
     if (auto status = write_capture_file(*capture, output_path); !status) {
-      std::fprintf(stderr, "gsymprof record: %s\n", status.error().message.c_str());
+      std::fprintf(stderr, "gsymprof record: %s\n", escape_control(status.error().message).c_str());
       return 1;
     }
   }

@@ -15,6 +15,7 @@
 #include "userspace/gsym_locator.h"
 #include "userspace/json_output.h"
 #include "userspace/symbolize.h"
+#include "userspace/text_escape.h"
 
 namespace gsymprof {
 namespace {
@@ -54,8 +55,9 @@ int usage_error(const std::string& message) {
   return 2;
 }
 
+// Capture errors can quote the capture's strings: escaped for the terminal.
 int failure(const std::string& message) {
-  std::fprintf(stderr, "gsymprof symbolize: %s\n", message.c_str());
+  std::fprintf(stderr, "gsymprof symbolize: %s\n", escape_control(message).c_str());
   return 1;
 }
 
@@ -66,8 +68,9 @@ void print_report(const Capture& capture, const SymbolizeResult& result) {
   std::fprintf(stderr,
                "gsymprof: %" PRIu64 " samples, %zu unique stacks; modules resolved: %zu of %zu\n",
                capture.samples, result.stacks.size(), resolved, result.modules.size());
+  // Paths, reasons and notes come from the capture and the file system.
   for (const ModuleReport& report : result.modules)
-    std::fprintf(stderr, "  %s\n", describe(report).c_str());
+    std::fprintf(stderr, "  %s\n", escape_control(describe(report)).c_str());
 }
 
 }  // namespace
@@ -126,7 +129,8 @@ int cmd_symbolize(int argc, char** argv) {
   } else if (auto status = write_file_atomically(output_path, text); !status) {
     return failure(status.error().message);
   }
-  for (const std::string& note : locator.notes()) std::fprintf(stderr, "gsymprof: note: %s\n", note.c_str());
+  for (const std::string& note : locator.notes())
+    std::fprintf(stderr, "gsymprof: note: %s\n", escape_control(note).c_str());
   print_report(*capture, *result);
   return 0;
 }

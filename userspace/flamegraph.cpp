@@ -8,6 +8,7 @@
 #include <map>
 
 #include "userspace/atomic_write.h"
+#include "userspace/text_escape.h"
 
 namespace gsymprof {
 namespace {
@@ -34,37 +35,6 @@ bool is_hex_digit(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-// Decodes one UTF-8 code point at text[i]; returns its length, or 0 when the
-// bytes there are not valid UTF-8 (overlong, surrogate, above U+10FFFF).
-size_t utf8_length(std::string_view text, size_t i, uint32_t* code_point) {
-  auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
-  uint8_t lead = byte(i);
-  size_t length;
-  uint32_t cp;
-  if (lead < 0x80) {
-    *code_point = lead;
-    return 1;
-  } else if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2, cp = lead & 0x1F;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3, cp = lead & 0x0F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4, cp = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = cp << 6 | (byte(i + k) & 0x3F);
-  }
-  if ((length == 3 && cp < 0x800) || (length == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-      (cp >= 0xD800 && cp <= 0xDFFF))
-    return 0;
-  *code_point = cp;
-  return length;
-}
-
 // The first `max_code_points` code points of already-escaped-safe text.
 size_t code_points(std::string_view text) {
   size_t n = 0;
@@ -88,7 +58,7 @@ std::string sanitize_utf8(std::string_view text) {
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
     uint32_t cp = 0;
-    size_t length = utf8_length(text, i, &cp);
+    size_t length = decode_utf8(text, i, &cp);
     bool allowed = length > 0 && (cp >= 0x20 || cp == '\t' || cp == '\n' || cp == '\r') &&
                    cp != 0xFFFE && cp != 0xFFFF;
     if (allowed) out.append(text.substr(i, length));
@@ -349,7 +319,8 @@ gsym::Expected<std::vector<FoldedLine>> parse_folded(std::string_view text) {
     std::string_view stack = line.substr(0, space), digits = line.substr(space + 1);
     if (digits.empty() || digits.size() > 20 ||
         !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      return bad("sample count \"" + std::string(digits.substr(0, 32)) +
+      // Escaped: the error goes to a terminal and the input is anyone's file.
+      return bad("sample count \"" + escape_control(digits.substr(0, 32)) +
                  "\" is not an unsigned integer");
     uint64_t count = 0;
     for (char c : digits) {

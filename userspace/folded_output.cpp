@@ -2,19 +2,22 @@
 
 #include <algorithm>
 
+#include "userspace/text_escape.h"
+
 namespace gsymprof {
 
 namespace {
 
-// Appends `name` sanitized (see header) without a temporary string.
+// Appends `name` sanitized without a temporary string: ';' -> ':' so a name
+// cannot split a frame, and control characters and invalid UTF-8 escaped as
+// "\xHH" (escape_control) so it cannot split a line ('\n', '\r'), carry a
+// NUL or drive the terminal the folded text is shown on. The escaping never
+// makes a ';', so the order of the two steps does not matter.
 void append_sanitized(std::string& out, std::string_view name) {
   size_t first = out.size();
-  out.append(name);
-  for (size_t i = first; i < out.size(); ++i) {
-    char& c = out[i];
-    if (c == ';') c = ':';
-    else if (c == '\n' || c == '\r') c = ' ';
-  }
+  append_escaped_control(out, name);
+  for (size_t i = first; i < out.size(); ++i)
+    if (out[i] == ';') out[i] = ':';
 }
 
 void append_frame(std::string& out, const SymbolizedFrame& frame) {

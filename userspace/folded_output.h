@@ -6,8 +6,9 @@
 // the count, counts of stacks with equal text summed. Deterministic.
 //
 // Frame names: inlined frames get the suffix "_[i]". Inside comm and names,
-// ';' becomes ':' and '\n', '\r' become ' ', so a name can never split a
-// frame or a line. Spaces are kept (flamegraph.pl splits the count off at
+// control characters (C0 including tab and newline, DEL, C1) and invalid
+// UTF-8 bytes become \xHH (escape_control, text_escape.h) and ';' becomes
+// ':', so a name can never split a frame or a line nor drive a terminal. Spaces are kept (flamegraph.pl splits the count off at
 // the last space).
 #pragma once
 
@@ -20,7 +21,7 @@
 
 namespace gsymprof {
 
-// `name` with ';' -> ':' and '\n', '\r' -> ' '.
+// `name` escaped (escape_control) with ';' -> ':'.
 std::string sanitize_folded_name(std::string_view name);
 
 // A frame as it appears in a folded line: sanitized name, "_[i]" if inlined.

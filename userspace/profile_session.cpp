@@ -18,6 +18,7 @@
 #include "userspace/process_image.h"
 #include "userspace/stack_aggregator.h"
 #include "userspace/stack_copy_unwind.h"
+#include "userspace/text_escape.h"
 
 namespace gsymprof {
 namespace {
@@ -314,9 +315,11 @@ void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
                stats.counters.samples, capture.samples, lost,
                static_cast<double>(capture.duration_ns) / 1e9, capture.frequency_hz,
                stats.stop_reason.c_str());
-  std::fprintf(stderr, "gsymprof: lost by reason: %s\n", lost_reasons.c_str());
+  // Reason names are capture.lost's keys, fixed strings today; escaped so the
+  // terminal stays safe should one ever come from elsewhere.
+  std::fprintf(stderr, "gsymprof: lost by reason: %s\n", escape_control(lost_reasons).c_str());
   std::fprintf(stderr, "gsymprof: truncated stacks: %" PRIu64 "%s%s%s\n", truncated,
-               truncation_reasons.empty() ? "" : " (", truncation_reasons.c_str(),
+               truncation_reasons.empty() ? "" : " (", escape_control(truncation_reasons).c_str(),
                truncation_reasons.empty() ? "" : ")");
 }
 

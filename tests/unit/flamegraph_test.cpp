@@ -200,6 +200,21 @@ TEST_CASE("flame graph: names and title are escaped, output is self-contained an
   CHECK(render("app;main 1\napp;a<b>&\"c\";x\xFFy 2\n", "<T&>") == svg);
 }
 
+TEST_CASE("flame graph: control characters cannot break the XML") {
+  // Escaped names from folded_text stay readable; raw C0 controls (from
+  // folded files written elsewhere) become U+FFFD, which XML allows.
+  const std::string svg = render("app;lib\\x1b[2J.so+0x10;f\x1b\x07\x01 2\n");
+  CHECK(svg.find("<title>lib\\x1b[2J.so+0x10 (2 samples, 100.00%)</title>") != std::string::npos);
+  const std::string fffd = "\xEF\xBF\xBD";
+  CHECK(svg.find("<title>f" + fffd + fffd + fffd + " (2 samples, 100.00%)</title>") != std::string::npos);
+  for (char c : svg) {
+    const auto byte = static_cast<unsigned char>(c);
+    CHECK((byte >= 0x20 || byte == '\n'));
+  }
+  // A bad count is quoted escaped in the error, which goes to a terminal.
+  CHECK(parse_error("a 1\x1b[2J") == "line 1: sample count \"1\\x1b[2J\" is not an unsigned integer");
+}
+
 TEST_CASE("flame graph: empty input and deep stacks") {
   const std::string empty = render("");
   CHECK(empty.find(">No samples</text>") != std::string::npos);

@@ -20,7 +20,7 @@ SymbolizedFrame fn(std::string name, bool inlined = false) {
 }  // namespace
 
 TEST_CASE("folded: names cannot break frames or lines") {
-  CHECK(sanitize_folded_name("a;b\nc\rd e") == "a:b c d e");
+  CHECK(sanitize_folded_name("a;b\nc\rd e") == "a:b\\x0ac\\x0dd e");
   CHECK(folded_frame(fn("inl;ined", true)) == "inl:ined_[i]");
   CHECK(folded_frame(fn("operator()", false)) == "operator()");
 }
@@ -54,4 +54,22 @@ TEST_CASE("folded: empty input, stacks without frames, non-ASCII bytes") {
   CHECK(folded_text({}) == "");
   std::vector<SymbolizedStack> stacks = {{"idle", {}, 2}, {"x", {fn("\xc3\xa9t\xc3\xa9"), fn("a")}, 1}};
   CHECK(folded_text(stacks) == "idle 2\nx;\xc3\xa9t\xc3\xa9;a 1\n");
+}
+
+TEST_CASE("folded: control characters in comm and names are escaped") {
+  // comm from prctl(PR_SET_NAME) or a capture's "\u0000", a module file name
+  // with an escape sequence, a C1 CSI and a stray byte from a user's DWARF.
+  std::vector<SymbolizedStack> stacks = {
+      {std::string("a\x1b]0;x\x07\0", 8),
+       {fn("lib\x1b[2J.so+0x10"), fn("f\xc2\x9b" "1m"), fn("g\x7f\xff", true)},
+       3},
+  };
+  const std::string text = folded_text(stacks);
+  CHECK(text == "a\\x1b]0:x\\x07\\x00;lib\\x1b[2J.so+0x10;f\\xc2\\x9b1m;g\\x7f\\xff_[i] 3\n");
+  for (char c : text.substr(0, text.size() - 1)) {
+    CHECK(static_cast<unsigned char>(c) >= 0x20);
+    CHECK(static_cast<unsigned char>(c) < 0x7f);
+  }
+  // A name can never add a line.
+  CHECK(folded_text({{"x", {fn("a\nb 9\nfake;stack")}, 1}}) == "x;a\\x0ab 9\\x0afake:stack 1\n");
 }
