@@ -7,6 +7,7 @@
 // the wrong type, out-of-range numbers or indexes are a one-line error.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -28,13 +29,23 @@ void canonicalize(Capture& capture);
 // a newline.
 std::string capture_to_json(const Capture& capture);
 
+// The largest capture read: "capture too large: N bytes (limit L)" beyond it,
+// before anything is read. Reading streams (no JSON tree), so a capture costs
+// about what its Capture takes, under its own size for real captures and a
+// small multiple of it for any input (capture-format.md, "Size limit").
+inline constexpr uint64_t kMaxCaptureBytes = uint64_t{1} << 30;  // 1 GiB
+
 // Parses and validates capture-file text. Errors are one line, without the
 // file name (the caller adds it).
-gsym::Expected<Capture> capture_from_json(std::string_view text);
+gsym::Expected<Capture> capture_from_json(std::string_view text,
+                                          uint64_t max_bytes = kMaxCaptureBytes);
 
 // File helpers: the error names the file. Writing is atomic (temp + rename).
+// Reading opens without blocking, refuses anything but a regular file and
+// streams it through a small buffer.
 gsym::Status write_capture_file(const Capture& capture, const std::string& path);
-gsym::Expected<Capture> read_capture_file(const std::string& path);
+gsym::Expected<Capture> read_capture_file(const std::string& path,
+                                          uint64_t max_bytes = kMaxCaptureBytes);
 
 // The stable names used for UnresolvedReason in capture files and reports
 // ("no-mapping", "anonymous-mapping", ...); parse returns false on unknown.

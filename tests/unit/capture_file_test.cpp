@@ -1,9 +1,11 @@
 // Capture file: canonical JSON writer, strict reader, atomic file I/O.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -326,4 +328,246 @@ TEST_CASE("capture files: atomic write, read back, errors name the file") {
   auto unwritable = write_capture_file(sample_capture(), (dir / "no/such/dir.json").string());
   CHECK_FALSE(unwritable.ok());
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// A temporary directory, removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char dir_template[] = "/tmp/capture_file_test.XXXXXX";
+    REQUIRE(mkdtemp(dir_template) != nullptr);
+    path = dir_template;
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string file = (path / name).string();
+    std::ofstream(file, std::ios::binary) << text;
+    return file;
+  }
+};
+
+// The sample with every object's keys in reverse order, sections last to
+// first (stacks before the processes and modules they refer to).
+std::string reversed_sample() {
+  json doc = json::parse(kSampleJson);
+  std::function<std::string(const json&)> dump = [&](const json& v) -> std::string {
+    if (v.is_object()) {
+      std::string out = "{";
+      for (auto it = v.end(); it != v.begin();) {
+        --it;
+        if (out.size() > 1) out += ",";
+        out += json(it.key()).dump() + ":" + dump(*it);
+      }
+      return out + "}";
+    }
+    if (v.is_array()) {
+      std::string out = "[";
+      for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + dump(v[i]);
+      return out + "]";
+    }
+    return v.dump();
+  };
+  return dump(doc);
+}
+
+}  // namespace
+
+TEST_CASE("capture JSON: field order does not matter, sections may refer forward") {
+  const std::string text = reversed_sample();
+  REQUIRE(text.find("\"stacks\"") < text.find("\"processes\""));
+  REQUIRE(text.find("\"processes\"") < text.find("\"modules\""));
+  auto parsed = capture_from_json(text);
+  REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
+  CHECK(capture_to_json(*parsed) == kSampleJson);
+  // Errors found in the later passes name the same paths.
+  json doc = json::parse(kSampleJson);
+  doc["processes"][0]["modules"][1] = 3;
+  const json processes = doc["processes"];
+  doc.erase("processes");
+  const std::string bad = "{\"processes\":" + processes.dump() + "," + doc.dump().substr(1);  // processes first...
+  CHECK(error_of(bad) == "processes[0].modules[1]: module index 3 out of range (3 modules)");
+  // ... and frames before their stack's pid are checked at the stack's end.
+  json stacks = json::parse(kSampleJson)["stacks"];
+  std::string reordered = "[";
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    json frames = stacks[i]["frames"];
+    if (i == 1) frames[0]["module"] = 1;
+    json rest = stacks[i];
+    rest.erase("frames");
+    reordered += (i ? ",{\"frames\":" : "{\"frames\":") + frames.dump() + "," + rest.dump().substr(1);
+  }
+  reordered += "]";
+  json whole = json::parse(kSampleJson);
+  whole.erase("stacks");
+  std::string text2 = whole.dump();
+  text2 = text2.substr(0, text2.size() - 1) + ",\"stacks\":" + reordered + "}";
+  CHECK(error_of(text2) == "stacks[1].frames[0].module: module 1 is not a module of the stack's process");
+}
+
+TEST_CASE("capture JSON: the first error by the reader's field order wins") {
+  // Header fields outrank sections, whatever the document order.
+  CHECK(error_of(edited([](json& d) {
+          d["stacks"][0]["count"] = 0;
+          d.erase("host");
+        })) == "host: missing field");
+  CHECK(error_of(edited([](json& d) {
+          d["modules"][0]["load_bias"] = 1;
+          d["format"] = "perf";
+        })) == "format: not a gsymprof capture (format is \"perf\")");
+  CHECK(error_of(edited([](json& d) {
+          d["samples"] = "x";
+          d["call_graph"] = "";
+        })) == "samples: expected an unsigned integer, got a string");
+  CHECK(error_of(edited([](json& d) {
+          d["lost"]["b"] = -1;
+          d["lost"]["a"] = "x";
+        })) == "lost.\"a\": expected an unsigned integer, got a string");
+  // An earlier section wins even when it comes later in the document.
+  std::string text = reversed_sample();
+  text.replace(text.find("\"r-xp\""), 6, "7");  // modules[0].mappings[1].perms
+  text.replace(text.find("\"count\":10"), 10, "\"count\":0");
+  CHECK(error_of(text) == "modules[0].mappings[1].perms: expected a string, got an integer");
+  // A syntax error anywhere outranks everything.
+  std::string broken = edited([](json& d) { d["format"] = "perf"; });
+  CHECK(error_of(broken.substr(0, broken.size() - 1)).rfind("not valid JSON: ", 0) == 0);
+}
+
+TEST_CASE("capture JSON: duplicate fields are rejected") {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string text = kSampleJson;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  CHECK(error_of(with("\"version\": 1,", "\"version\": 1, \"version\": 1,")) == "version: duplicate field");
+  CHECK(error_of(with("\"count\":1,", "\"count\":1,\"count\":1,")) == "stacks[0].count: duplicate field");
+  CHECK(error_of(with("{\"ringbuf_full\":0,", "{\"ringbuf_full\":0,\"ringbuf_full\":0,")) ==
+        "lost.\"ringbuf_full\": duplicate field");
+  CHECK(error_of(with("\"stacks\": [", "\"stacks\": [], \"stacks\": [")) == "stacks: duplicate field");
+  // Unknown fields are not interpreted, so they may repeat.
+  CHECK(error_of(with("\"version\": 1,", "\"version\": 1, \"x\": 1, \"x\": [],")) == "");
+}
+
+TEST_CASE("capture JSON: bounded memory for hostile shapes") {
+  // Nesting is bounded anywhere, also in fields nobody reads.
+  auto nested = [](int depth) {
+    json doc = json::parse(kSampleJson);
+    std::string text = doc.dump();
+    std::string junk = std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+    return "{\"future\":" + junk + "," + text.substr(1);
+  };
+  CHECK(error_of(nested(15)) == "");
+  CHECK(error_of(nested(16)) == "not a capture: JSON nested deeper than 16 levels");
+  // A process's module list is a set: repeats cost nothing.
+  std::string many = "[";
+  for (int i = 0; i < 100000; ++i) many += i ? ",2,0" : "2,0";
+  many += "]";
+  json doc = json::parse(kSampleJson);
+  std::string text = doc.dump();
+  const std::string from = "\"modules\":[0,2]";
+  text.replace(text.find(from), from.size(), "\"modules\":" + many);
+  auto parsed = capture_from_json(text);
+  REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
+  CHECK(parsed->processes[0].modules == std::vector<uint32_t>{0, 2});
+  CHECK(parsed->processes[0].modules.capacity() < 16);
+  // `lost` reasons are bounded in number.
+  json lost = json::object();
+  for (int i = 0; i < 1024; ++i) lost["r" + std::to_string(i)] = 0;
+  CHECK(error_of(edited([&](json& d) { d["lost"] = lost; })) == "");
+  lost["r1024"] = 0;
+  CHECK(error_of(edited([&](json& d) { d["lost"] = lost; })) == "lost: more than 1024 reasons");
+}
+
+TEST_CASE("capture JSON: size limit") {
+  const std::string text = kSampleJson;
+  CHECK(error_of(text) == "");
+  auto small = capture_from_json(text, text.size());
+  CHECK(small.ok());
+  auto over = capture_from_json(text, text.size() - 1);
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.error().message == "capture too large: " + std::to_string(text.size()) + " bytes (limit " +
+                                    std::to_string(text.size() - 1) + ")");
+  CHECK(kMaxCaptureBytes == uint64_t{1} << 30);
+
+  TempDir dir;
+  const std::string path = dir.write("c.json", text);
+  CHECK(read_capture_file(path, text.size()).ok());
+  auto file_over = read_capture_file(path, 100);
+  REQUIRE_FALSE(file_over.ok());
+  CHECK(file_over.error().message ==
+        path + ": capture too large: " + std::to_string(text.size()) + " bytes (limit 100)");
+}
+
+TEST_CASE("capture files: only regular files, never blocking") {
+  TempDir dir;
+  const std::string fifo = (dir.path / "fifo").string();
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  auto from_fifo = read_capture_file(fifo);  // would block without O_NONBLOCK
+  REQUIRE_FALSE(from_fifo.ok());
+  CHECK(from_fifo.error().message == fifo + ": not a regular file");
+  auto from_dir = read_capture_file(dir.path.string());
+  REQUIRE_FALSE(from_dir.ok());
+  CHECK(from_dir.error().message == dir.path.string() + ": is a directory");
+}
+
+TEST_CASE("capture files: streamed in pieces, same result as from memory") {
+  // Well over the reader's buffer, so tokens straddle refills.
+  Capture big = sample_capture();
+  for (uint32_t i = 0; i < 20000; ++i) {
+    big.stacks.push_back({10, "app", {{1, 0x1000 + i, UnresolvedReason::None}, {0, i, UnresolvedReason::None}},
+                          i % 2 == 0, 1});
+    ++big.samples;
+  }
+  const std::string text = capture_to_json(big);
+  REQUIRE(text.size() > 1024 * 1024);
+  TempDir dir;
+  const std::string path = dir.write("big.json", text);
+  auto from_file = read_capture_file(path);
+  REQUIRE_MESSAGE(from_file.ok(), from_file.error().message);
+  CHECK(capture_to_json(*from_file) == text);
+
+  // Sections out of order need further passes over the file.
+  const size_t stacks_at = text.find("\"stacks\"");
+  const std::string stacks_first = "{" + text.substr(stacks_at, text.rfind("\n}") - stacks_at) + ",\n" +
+                                   text.substr(2, text.find(",\n\"stacks\"") - 2) + "}";
+  REQUIRE(json::parse(stacks_first).size() == json::parse(text).size());
+  auto reordered = read_capture_file(dir.write("reordered.json", stacks_first));
+  REQUIRE_MESSAGE(reordered.ok(), reordered.error().message);
+  CHECK(capture_to_json(*reordered) == text);
+
+  // An error deep in the file names its path and the file.
+  const json stacks = json::parse(text)["stacks"];
+  size_t index = 0;
+  while (index < stacks.size() && stacks[index]["frames"][0] != json{{"module", 0}, {"address", "0x4e1f"}})
+    ++index;
+  REQUIRE(index > 10000);
+  REQUIRE(index < stacks.size());
+  std::string bad = text;
+  bad.replace(bad.find("{\"module\":0,\"address\":\"0x4e1f\"}"), 31, "{\"module\":0,\"address\":\"0xge1f\"}");
+  const std::string bad_path = dir.write("bad.json", bad);
+  auto error = read_capture_file(bad_path);
+  REQUIRE_FALSE(error.ok());
+  CHECK(error.error().message == bad_path + ": stacks[" + std::to_string(index) +
+                                     "].frames[0].address: invalid hex digit in \"0xge1f\"");
+  CHECK(error.error().message == bad_path + ": " + error_of(bad));
+}
+
+TEST_CASE("capture JSON: strings are written as nlohmann writes them") {
+  Capture c = sample_capture();
+  const std::string odd[] = {"a\"b\\c", "tab\there\n", std::string("nul\0x", 5), "\x7f", "caf\xc3\xa9",
+                             "bad \xff byte", "\x01\x1f"};
+  c.stacks.clear();
+  c.samples = 0;
+  for (const std::string& comm : odd) {
+    c.stacks.push_back({10, comm, {}, false, 1});
+    ++c.samples;
+  }
+  const std::string text = capture_to_json(c);
+  for (const std::string& comm : odd)
+    CHECK_MESSAGE(text.find(json(comm).dump(-1, ' ', false, json::error_handler_t::replace)) != std::string::npos,
+                  comm);
+  auto back = capture_from_json(text);
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(capture_to_json(*back) == text);
 }
