@@ -48,8 +48,9 @@ struct ConvertOptions {
 };
 
 // Bumped whenever the converter's output for a given input may change, so
-// that remembered results (a cache) are not trusted across versions.
-inline constexpr const char* kConverterVersion = "gsymprof-converter-2";
+// that remembered results (a cache keyed by it) are not trusted across
+// versions: a converter fix re-converts instead of reusing an older file.
+inline constexpr const char* kConverterVersion = "c2";
 
 struct ConvertStats {
   std::string debug_file_used;     // "" when DWARF came from the input itself

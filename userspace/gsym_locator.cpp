@@ -81,6 +81,12 @@ std::string why_untrusted(const struct stat& st) {
   return "writable by group or others";
 }
 
+// <buildid-hex>.<converter version><suffix>: a file of another converter
+// version is never taken for this one's.
+std::string cache_name(const BuildId& id, const char* suffix) {
+  return id.hex() + "." + gsym::kConverterVersion + suffix;
+}
+
 gsym::Reader::Load load_mode(const struct stat& st) {
   return gsym::writable_only_by_us(st) ? gsym::Reader::Load::Map : gsym::Reader::Load::Read;
 }
@@ -221,7 +227,7 @@ struct GsymLocator::State {
   std::optional<Outcome> from_cache(const BuildId& id) {
     const int dir = cache(false);
     if (dir < 0) return std::nullopt;
-    const std::string name = id.hex() + ".gsym";
+    const std::string name = cache_name(id, ".gsym");
     const std::string path = options.cache_dir + "/" + name;
     gsym::Expected<gsym::OpenFile> file =
         gsym::open_regular_file_at(dir, name, gsym::Symlinks::RefuseFinal, path);
@@ -247,26 +253,23 @@ struct GsymLocator::State {
   std::string remembered_failure(const BuildId& id) {
     const int dir = cache(false);
     if (dir < 0) return "";
-    const std::string name = id.hex() + ".failed";
+    const std::string name = cache_name(id, ".failed");
     gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file_at(
         dir, name, gsym::Symlinks::RefuseFinal, options.cache_dir + "/" + name);
     if (!file || file->status.st_uid != ::geteuid()) return "";
     gsym::Expected<std::vector<uint8_t>> bytes = gsym::read_descriptor(file->fd.get(), 4096, name);
     if (!bytes) return "";
-    std::string text(bytes->begin(), bytes->end());
-    const std::string header = std::string(gsym::kConverterVersion) + "\n";
-    if (!text.starts_with(header)) return "";
-    std::string reason = text.substr(header.size());
+    std::string reason(bytes->begin(), bytes->end());
     while (!reason.empty() && reason.back() == '\n') reason.pop_back();
-    return reason.empty() ? "" : reason;
+    return reason;
   }
 
   void remember_failure(const BuildId& id, const std::string& reason) {
     const int dir = cache(true);
     if (dir < 0) return;
-    const std::string text = std::string(gsym::kConverterVersion) + "\n" + reason + "\n";
+    const std::string text = reason + "\n";
     (void)gsym::write_file_atomically_at(
-        dir, options.cache_dir, id.hex() + ".failed",
+        dir, options.cache_dir, cache_name(id, ".failed"),
         std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()), 0600);
   }
 
@@ -299,7 +302,7 @@ struct GsymLocator::State {
     if (shareable) {
       if (std::string earlier = remembered_failure(id); !earlier.empty()) {
         out.reason = miss + "; conversion failed: " + earlier + " (remembered in " +
-                     options.cache_dir + "/" + id.hex() + ".failed; delete it to retry)";
+                     options.cache_dir + "/" + cache_name(id, ".failed") + "; delete it to retry)";
         return out;
       }
     }
@@ -340,7 +343,7 @@ struct GsymLocator::State {
                  (stats.debug_file_used.empty() ? std::string() : " (" + stats.debug_file_used + ")") +
                  " could be written by another user";
     } else if (!options.cache_dir.empty()) {
-      std::string name = id.hex() + ".gsym";
+      std::string name = cache_name(id, ".gsym");
       if (cache(true) < 0) {
         out.note = "not cached: " + cache_error;
       } else if (gsym::Status written =

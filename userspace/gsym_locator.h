@@ -14,7 +14,8 @@
 //      smallest name. Files others could truncate are read, not mapped.
 //   2. readers added in memory with add_gsym_bytes() (tests, conversions that
 //      could not be cached);
-//   3. the cache directory (LocatorOptions::cache_dir): <buildid-hex>.gsym,
+//   3. the cache directory (LocatorOptions::cache_dir):
+//      <buildid-hex>.<gsym::kConverterVersion>.gsym (e.g. 1a2b.c2.gsym),
 //      private (0700, files 0600), owned by the effective user and writable
 //      by nobody else, for reading as for writing; a refused cache is a note;
 //   4. when LocatorOptions::convert_missing is set and a local ELF path is
@@ -23,7 +24,7 @@
 // Trust: the local file is opened once (non-blocking, regular files only)
 // and its owner decides. A file only root (or the effective user) could have
 // written is the authority for its build ID: its conversion is cached (and a
-// failed one remembered as <buildid-hex>.failed with the converter version),
+// failed one remembered as <buildid-hex>.<converter version>.failed),
 // and cache hits serve it. Any other file claims its build ID without proof:
 // it skips the cache, and its conversion is kept in memory for that very
 // file (dev, inode, size, mtime, ctime) only, so it can neither poison nor

@@ -55,6 +55,10 @@ run_bounded 30 "$WORK/s.out" "$WORK/s.err" env GSYMPROF_CACHE="$C" "$GSYMPROF" s
 [[ $RC == 0 ]] || bad "symbolize (fresh cache): expected exit 0, got $(describe_rc $RC): $(first_lines "$WORK/s.err")"
 grep -q sec_busy_leaf "$WORK/s.out" || bad "symbolize (fresh cache): expected sec_busy_leaf in the output: $(first_lines "$WORK/s.out")"
 cache_is_private "symbolize, fresh cache" "$C"
+# The name the cache gives secret_prog's GSYM (it carries the converter's
+# version): the planted decoys below use it.
+CACHED_NAME=$(cd "$C" && ls | grep -m1 "^$prog_id\..*gsym\$")
+[[ -n $CACHED_NAME ]] || fatal "no cache file for $prog_id in $C: $(ls "$C")"
 
 section "symbolize with a pre-existing root-owned 0755 cache dir"
 C=$WORK/cache-0755
@@ -89,7 +93,15 @@ build "$WORK/decoy" "$SEC_FIX/busy.c" -Dsec_busy_leaf=planted_decoy_leaf \
 "$GSYMPROF" gsym lookup "$WORK/decoy.gsym" "0x$leaf" | grep -q planted_decoy_leaf ||
   fatal "the decoy GSYM does not name 0x$leaf planted_decoy_leaf"
 
-# plant KIND: a cache dir of that kind holding <prog_id>.gsym = the decoy;
+# Control: the same decoy under that name in a cache root owns IS read, so
+# the refusals below are refusals, not misses.
+C=$WORK/cache-control
+mkdir -m 700 "$C" && cp "$WORK/decoy.gsym" "$C/$CACHED_NAME"
+run_bounded 30 "$WORK/r.out" "$WORK/r.err" env GSYMPROF_CACHE="$C" "$GSYMPROF" symbolize "$WORK/cap.json"
+grep -q planted_decoy "$WORK/r.out" || fatal "control: a root-owned cache's $CACHED_NAME was not used: $(first_lines "$WORK/r.err")"
+
+# plant KIND: a cache dir of that kind holding the decoy as <prog_id>.gsym
+# and under the cache's own name;
 # sets C.
 plant() {
   C=$WORK/cache-$1
@@ -102,6 +114,7 @@ plant() {
     sticky-other-writable) mkdir "$C" && chmod 1777 "$C" ;;
   esac
   "${AS_USER[@]}" cp "$WORK/decoy.gsym" "$C/$prog_id.gsym" || fatal "the user cannot plant into $C"
+  "${AS_USER[@]}" cp "$WORK/decoy.gsym" "$C/$CACHED_NAME" || fatal "the user cannot plant into $C"
 }
 
 # refused WHAT DIR BEFORE: checks after a run with the refused cache DIR.
