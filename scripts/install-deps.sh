@@ -7,7 +7,7 @@ PACKAGES="
 build-essential make pkg-config git
 clang llvm lld libclang-rt-14-dev
 libbpf-dev bpftool linux-libc-dev
-libelf-dev libdw-dev zlib1g-dev libzstd-dev
+libelf-dev libdw-dev zlib1g-dev libzstd-dev libiberty-dev
 nlohmann-json3-dev doctest-dev
 llvm-22
 libc6-dbg
