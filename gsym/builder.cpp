@@ -2,7 +2,7 @@
 // ordering rules; gsym-format.md §2, §10.7 for LLVM's).
 #include "gsym/builder.h"
 
-#include "gsym/atomic_file.h"
+#include "gsym/file_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -16,7 +16,6 @@
 #include <nlohmann/json.hpp>
 
 #include "gsym/file_io.h"
-#include "userspace/atomic_write.h"
 
 namespace gsymprof {
 
@@ -1244,7 +1243,7 @@ gsym::Expected<Capture> capture_from_json(std::string_view text, uint64_t max_by
 }
 
 gsym::Status write_capture_file(const Capture& capture, const std::string& path) {
-  return write_file_atomically(path, capture_to_json(capture));
+  return gsym::write_file_atomically(path, capture_to_json(capture));
 }
 
 gsym::Expected<Capture> read_capture_file(const std::string& path, uint64_t max_bytes) {

@@ -4,13 +4,16 @@
 #include <cstring>
 #include <string>
 
-#include "userspace/atomic_write.h"
+#include "gsym/file_io.h"
 #include "userspace/commands.h"
 #include "userspace/flamegraph.h"
 #include "userspace/text_escape.h"
 
 namespace gsymprof {
 namespace {
+
+// Folded text larger than this is refused before it is read.
+constexpr uint64_t kMaxFoldedInputBytes = uint64_t{1} << 31;
 
 constexpr const char* kUsage =
     "usage: gsymprof flamegraph FOLDED [-o OUT.svg] [--title TITLE]\n"
@@ -77,7 +80,7 @@ int cmd_flamegraph(int argc, char** argv) {
       return 1;
     }
   } else {
-    auto read = read_whole_file(input);
+    auto read = gsym::read_file_text(input, kMaxFoldedInputBytes);
     if (!read) {
       std::fprintf(stderr, "gsymprof flamegraph: %s\n", escape_control(read.error().message).c_str());
       return 1;
@@ -105,7 +108,7 @@ int cmd_flamegraph(int argc, char** argv) {
     }
     return 0;
   }
-  auto written = write_file_atomically(output, *svg);
+  auto written = gsym::write_file_atomically(output, *svg);
   if (!written) {
     std::fprintf(stderr, "gsymprof flamegraph: %s\n", escape_control(written.error().message).c_str());
     return 1;
