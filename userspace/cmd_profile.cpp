@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "userspace/atomic_write.h"
+#include "gsym/file_io.h"
 #include "userspace/commands.h"
 #include "userspace/flamegraph.h"
 #include "userspace/folded_output.h"
@@ -146,13 +146,13 @@ int cmd_profile(int argc, char** argv) {
     std::fprintf(stderr, "gsymprof profile: %s\n", escape_control(symbolized.error().to_string()).c_str());
     return 1;
   }
-  const std::string text = folded_text(symbolized->stacks);
+  const std::string text = folded_text(*symbolized);
   if (output_path.empty()) {
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout)) {
       std::fprintf(stderr, "gsymprof profile: cannot write to stdout: %s\n", std::strerror(errno));
       return 1;
     }
-  } else if (auto status = write_file_atomically(output_path, text); !status) {
+  } else if (auto status = gsym::write_file_atomically(output_path, text); !status) {
     std::fprintf(stderr, "gsymprof profile: %s\n", escape_control(status.error().to_string()).c_str());
     return 1;
   }

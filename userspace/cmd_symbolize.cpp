@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "userspace/atomic_write.h"
+#include "gsym/file_io.h"
 #include "userspace/capture_file.h"
 #include "userspace/commands.h"
 #include "userspace/folded_output.h"
@@ -121,12 +121,15 @@ int cmd_symbolize(int argc, char** argv) {
 
   auto result = symbolize(*capture, locator, options);
   if (!result) return failure(capture_path + ": " + result.error().to_string());
+  // The result no longer needs the capture's stacks (the biggest part of
+  // it): free them before the output text is built.
+  std::vector<CaptureStack>().swap(capture->stacks);
 
-  const std::string text = format == "json" ? symbolized_json(*result) : folded_text(result->stacks);
+  const std::string text = format == "json" ? symbolized_json(*result) : folded_text(*result);
   if (output_path.empty()) {
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
       return failure(std::string("cannot write to stdout: ") + std::strerror(errno));
-  } else if (auto status = write_file_atomically(output_path, text); !status) {
+  } else if (auto status = gsym::write_file_atomically(output_path, text); !status) {
     return failure(status.error().message);
   }
   for (const std::string& note : locator.notes())

@@ -1,3 +1,4 @@
+#include "gsym/file_io.h"
 #include "userspace/flamegraph.h"
 
 #include <algorithm>
@@ -7,7 +8,6 @@
 #include <limits>
 #include <map>
 
-#include "userspace/atomic_write.h"
 #include "userspace/text_escape.h"
 
 namespace gsymprof {
@@ -487,7 +487,7 @@ gsym::Status write_flamegraph_svg(std::string_view folded_text, const std::strin
   options.title = title;
   auto svg = render_flamegraph_svg(*stacks, options);
   if (!svg) return svg.error();
-  return write_file_atomically(path, *svg);
+  return gsym::write_file_atomically(path, *svg);
 }
 
 }  // namespace gsymprof

@@ -39,19 +39,23 @@ std::string folded_frame(const SymbolizedFrame& frame) {
   return out;
 }
 
-std::vector<FoldedLine> fold_stacks(const std::vector<SymbolizedStack>& stacks) {
+std::vector<FoldedLine> fold_stacks(const SymbolizeResult& result) {
+  // Each distinct frame is sanitized once, not at every occurrence.
+  std::vector<std::string> frames;
+  frames.reserve(result.frames.size());
+  for (const SymbolizedFrame& frame : result.frames) frames.push_back(folded_frame(frame));
   std::vector<FoldedLine> lines;
-  lines.reserve(stacks.size());
-  for (const SymbolizedStack& stack : stacks) {
+  lines.reserve(result.stacks.size());
+  for (const SymbolizedStack& stack : result.stacks) {
     if (stack.count == 0) continue;
     FoldedLine line;
     size_t size = stack.comm.size();
-    for (const SymbolizedFrame& frame : stack.frames) size += frame.name.size() + 5;
+    for (uint32_t id : stack.frames) size += frames.at(id).size() + 1;
     line.stack.reserve(size);
     append_sanitized(line.stack, stack.comm);
-    for (const SymbolizedFrame& frame : stack.frames) {
+    for (uint32_t id : stack.frames) {
       line.stack += ';';
-      append_frame(line.stack, frame);
+      line.stack += frames[id];
     }
     line.count = stack.count;
     lines.push_back(std::move(line));
@@ -70,8 +74,8 @@ std::vector<FoldedLine> fold_stacks(const std::vector<SymbolizedStack>& stacks) 
   return merged;
 }
 
-std::string folded_text(const std::vector<SymbolizedStack>& stacks) {
-  std::vector<FoldedLine> lines = fold_stacks(stacks);
+std::string folded_text(const SymbolizeResult& result) {
+  std::vector<FoldedLine> lines = fold_stacks(result);
   size_t size = 0;
   for (const FoldedLine& line : lines) size += line.stack.size() + 22;
   std::string out;

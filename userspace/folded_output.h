@@ -1,7 +1,7 @@
 // userspace/folded_output.h - symbolized stacks -> folded-stack text
 // (FlameGraph's "collapsed" format).
 //
-// Input: SymbolizedStack (symbolize.h). Output: one line per unique folded
+// Input: a SymbolizeResult (symbolize.h). Output: one line per unique folded
 // stack, "comm;root;...;leaf COUNT\n", sorted bytewise by the part before
 // the count, counts of stacks with equal text summed. Deterministic.
 //
@@ -33,10 +33,11 @@ struct FoldedLine {
   bool operator==(const FoldedLine&) const = default;
 };
 
-// Unique folded stacks, sorted bytewise by `stack`, counts summed.
-std::vector<FoldedLine> fold_stacks(const std::vector<SymbolizedStack>& stacks);
+// Unique folded stacks of result.stacks (frame ids into result.frames; any
+// order, repeats allowed), sorted bytewise by `stack`, counts summed.
+std::vector<FoldedLine> fold_stacks(const SymbolizeResult& result);
 
 // The complete folded text ("" when there are no stacks).
-std::string folded_text(const std::vector<SymbolizedStack>& stacks);
+std::string folded_text(const SymbolizeResult& result);
 
 }  // namespace gsymprof

@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
+#include <vector>
+
 namespace gsymprof {
 namespace {
 
@@ -26,24 +29,36 @@ const char* frame_kind_name(FrameKind kind) {
 }
 
 std::string symbolized_json(const SymbolizeResult& result) {
+  // Each distinct frame is serialized once; a stack's line splices the
+  // pieces, the same bytes as dumping the whole stack object (compact dumps
+  // nest verbatim).
+  std::vector<std::string> frames;
+  frames.reserve(result.frames.size());
+  for (const SymbolizedFrame& frame : result.frames)
+    frames.push_back(dump({{"name", frame.name},
+                           {"kind", frame_kind_name(frame.kind)},
+                           {"file", frame.file},
+                           {"line", frame.line},
+                           {"inlined", frame.inlined},
+                           {"module", frame.module_path},
+                           {"build_id", frame.build_id.hex()}}));
   uint64_t samples = 0;
   for (const SymbolizedStack& stack : result.stacks) samples += stack.count;
   std::string out = "{\"format\":\"gsymprof-stacks\",\"version\":1,\"samples\":" +
                     std::to_string(samples) + ",\n\"stacks\":[";
   bool first = true;
   for (const SymbolizedStack& stack : result.stacks) {
-    ojson frames = ojson::array();
-    for (const SymbolizedFrame& frame : stack.frames)
-      frames.push_back({{"name", frame.name},
-                        {"kind", frame_kind_name(frame.kind)},
-                        {"file", frame.file},
-                        {"line", frame.line},
-                        {"inlined", frame.inlined},
-                        {"module", frame.module_path},
-                        {"build_id", frame.build_id.hex()}});
-    ojson json_stack = {{"comm", stack.comm}, {"count", stack.count}, {"frames", std::move(frames)}};
     out += first ? "\n" : ",\n";
-    out += dump(json_stack);
+    out += "{\"comm\":";
+    out += dump(stack.comm);
+    out += ",\"count\":";
+    out += std::to_string(stack.count);
+    out += ",\"frames\":[";
+    for (size_t i = 0; i < stack.frames.size(); ++i) {
+      if (i != 0) out += ',';
+      out += frames.at(stack.frames[i]);
+    }
+    out += "]}";
     first = false;
   }
   out += "\n],\n\"modules\":[";

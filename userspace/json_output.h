@@ -7,8 +7,9 @@
 //    "modules":[{"path":...,"build_id":...,"resolved":true,"source":"gsym-dir",
 //                "gsym":"/dir/x.gsym","reason":""},...]}
 // with FRAME = {"name","kind","file","line","inlined","module","build_id"},
-// frames root first, stacks and modules in the result's (sorted) order, one
-// stack per line. Deterministic; bytes that are not UTF-8 become U+FFFD.
+// frames root first (each stack's ids resolved through result.frames),
+// stacks and modules in the result's (sorted) order, one stack per line.
+// Deterministic; bytes that are not UTF-8 become U+FFFD.
 #pragma once
 
 #include <string>

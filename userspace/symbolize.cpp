@@ -76,55 +76,19 @@ class Symbolizer {
     locate_modules();
     collect_sequences();
     look_up_addresses();
-
-    std::vector<std::vector<uint32_t>> symbolized(sequences_.size());
-    for (const auto& [frames, index] : sequences_) symbolized[index] = symbolize_sequence(frames);
-    result_.stats.unique_stacks = sequences_.size();
+    symbolize_sequences();
     rank_frames();
-
-    // Stacks as rank sequences: integer compares order and merge them
-    // exactly as comparing their frames field by field would.
-    struct Row {
-      std::string comm;
-      std::vector<uint32_t> ranks;
-      uint64_t count;
-    };
-    std::vector<Row> rows;
-    for (const CaptureStack& stack : capture_.stacks) {
-      if (stack.count == 0) continue;
-      Row row;
-      row.comm = options_.pid_in_comm ? stack.comm + "-" + std::to_string(stack.pid) : stack.comm;
-      const std::vector<uint32_t>& ids = symbolized[sequences_.at(stack.frames)];
-      row.ranks.reserve(ids.size() + 1);
-      if (stack.truncated) row.ranks.push_back(rank_[truncated_id()]);
-      for (uint32_t id : ids) row.ranks.push_back(rank_[id]);
-      row.count = stack.count;
-      rows.push_back(std::move(row));
-    }
-    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-      if (int c = a.comm.compare(b.comm); c != 0) return c < 0;
-      return a.ranks < b.ranks;
-    });
-    for (Row& row : rows) {
-      SymbolizedStack* last = result_.stacks.empty() ? nullptr : &result_.stacks.back();
-      if (last && last->comm == row.comm && last_ranks_ == row.ranks) {
-        last->count += row.count;
-        continue;
-      }
-      SymbolizedStack stack;
-      stack.comm = std::move(row.comm);
-      stack.frames.reserve(row.ranks.size());
-      for (uint32_t rank : row.ranks) stack.frames.push_back(frames_[by_rank_[rank]]);
-      stack.count = row.count;
-      result_.stacks.push_back(std::move(stack));
-      last_ranks_ = std::move(row.ranks);
-    }
+    rank_comms();
+    build_stacks();
     for (auto& [key, report] : reports_) result_.modules.push_back(std::move(report));
     return std::move(result_);
   }
 
  private:
   gsym::Status validate() const {
+    // Stacks are indexed by 32-bit words (a few per stack instead of copies).
+    if (capture_.stacks.size() >= kNone)
+      return gsym::Error(std::to_string(capture_.stacks.size()) + " stacks: too many");
     for (size_t s = 0; s < capture_.stacks.size(); ++s) {
       const std::vector<CaptureFrame>& frames = capture_.stacks[s].frames;
       for (size_t f = 0; f < frames.size(); ++f) {
@@ -177,23 +141,48 @@ class Symbolizer {
     }
   }
 
-  // Unique frame sequences, each symbolized once.
+  // Unique frame sequences, each symbolized once: counted stacks' indexes
+  // sorted by their frames, compared in place (keys copied into a map would
+  // double the capture's frames).
   void collect_sequences() {
-    for (const CaptureStack& stack : capture_.stacks)
-      if (stack.count != 0) sequences_.try_emplace(stack.frames, sequences_.size());
+    const std::vector<CaptureStack>& stacks = capture_.stacks;
+    for (uint32_t s = 0; s < stacks.size(); ++s)
+      if (stacks[s].count != 0) order_.push_back(s);
+    std::sort(order_.begin(), order_.end(),
+              [&](uint32_t a, uint32_t b) { return stacks[a].frames < stacks[b].frames; });
+    sequence_of_.assign(stacks.size(), kNone);
+    for (uint32_t s : order_) {
+      if (sequences_.empty() || stacks[sequences_.back()].frames != stacks[s].frames)
+        sequences_.push_back(s);
+      sequence_of_[s] = static_cast<uint32_t>(sequences_.size() - 1);
+      if (stacks[s].truncated) any_truncated_ = true;
+    }
+    result_.stats.unique_stacks = sequences_.size();
   }
 
   // Every unique (reader, address), looked up once, in sorted order per reader.
   void look_up_addresses() {
     std::vector<AddressKey> keys;
-    for (const auto& [frames, index] : sequences_)
-      for (const CaptureFrame& frame : frames)
+    auto compact = [&keys] {
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    };
+    // Compacted as it grows, so it holds about the distinct keys rather than
+    // one per frame of every sequence.
+    size_t compact_at = size_t{1} << 20;
+    for (uint32_t s : sequences_)
+      for (const CaptureFrame& frame : capture_.stacks[s].frames)
         if (frame.module >= 0) {
           uint32_t reader = module_reader_[static_cast<size_t>(frame.module)];
-          if (reader != kNoReader) keys.push_back({reader, frame.address});
+          if (reader == kNoReader) continue;
+          keys.push_back({reader, frame.address});
+          if (keys.size() >= compact_at) {
+            compact();
+            compact_at = std::max(compact_at, 2 * keys.size());
+          }
         }
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    compact();
+    keys.shrink_to_fit();
     result_.stats.unique_addresses = keys.size();
 
     gsym::LookupScratch scratch;
@@ -266,10 +255,25 @@ class Symbolizer {
     return truncated_id_;
   }
 
+  // Every unique sequence's frame ids, root first, into one pool.
+  void symbolize_sequences() {
+    size_t frames = 0;
+    for (uint32_t s : sequences_) frames += capture_.stacks[s].frames.size();
+    pool_.reserve(frames);  // a lower bound: inline frames add more
+    sequence_begin_.reserve(sequences_.size() + 1);
+    sequence_begin_.push_back(0);
+    for (uint32_t s : sequences_) {
+      symbolize_sequence(capture_.stacks[s].frames);
+      sequence_begin_.push_back(pool_.size());
+    }
+    if (any_truncated_) truncated_id();
+  }
+
   // Ranks frames by content so that equal frames share a rank and rank
-  // order is frame order (ids from different addresses may be equal frames).
+  // order is frame order (ids from different addresses may be equal
+  // frames); the distinct frames move to the result, indexed by rank, and
+  // the pool's ids become ranks.
   void rank_frames() {
-    truncated_id();  // so every stack's frames have ranks
     std::vector<uint32_t> order(frames_.size());
     for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(),
@@ -279,11 +283,94 @@ class Symbolizer {
       if (i == 0 || frames_[order[i - 1]] != frames_[order[i]]) by_rank_.push_back(order[i]);
       rank_[order[i]] = static_cast<uint32_t>(by_rank_.size() - 1);
     }
+    result_.frames.reserve(by_rank_.size());
+    for (uint32_t id : by_rank_) result_.frames.push_back(std::move(frames_[id]));
+    std::vector<SymbolizedFrame>().swap(frames_);
+    for (uint32_t& id : pool_) id = rank_[id];
+    if (truncated_id_ != kNone) truncated_rank_ = rank_[truncated_id_];
   }
 
-  std::vector<uint32_t> symbolize_sequence(const std::vector<CaptureFrame>& frames) {
-    std::vector<uint32_t> out;
-    out.reserve(frames.size());
+  // Display comms ("comm" or "comm-PID"), ranked in string order so that
+  // stacks compare a number instead of a string.
+  void rank_comms() {
+    std::map<std::string, uint32_t, std::less<>> ids;  // comm -> id in first-seen order
+    comm_of_.assign(capture_.stacks.size(), kNone);
+    for (uint32_t s : order_) {
+      const CaptureStack& stack = capture_.stacks[s];
+      auto it = options_.pid_in_comm
+                    ? ids.try_emplace(stack.comm + "-" + std::to_string(stack.pid), 0).first
+                    : ids.find(std::string_view(stack.comm));
+      if (it == ids.end()) it = ids.try_emplace(stack.comm, 0).first;
+      if (it->second == 0) it->second = static_cast<uint32_t>(ids.size());  // 1-based: 0 = new
+      comm_of_[s] = it->second - 1;
+    }
+    std::vector<uint32_t> rank(ids.size());
+    comms_.reserve(ids.size());
+    for (auto& [comm, id] : ids) {
+      rank[id - 1] = static_cast<uint32_t>(comms_.size());
+      comms_.push_back(comm);
+    }
+    for (uint32_t s : order_) comm_of_[s] = rank[comm_of_[s]];
+  }
+
+  // A stack's frame ranks without copying them: the truncated root frame,
+  // if any, then its sequence's ranks from the pool.
+  struct RankView {
+    uint32_t root = kNone;  // kNone: not truncated
+    const uint32_t* ranks = nullptr;
+    size_t count = 0;
+    size_t size() const { return count + (root != kNone); }
+    uint32_t operator[](size_t i) const {
+      return root == kNone ? ranks[i] : i == 0 ? root : ranks[i - 1];
+    }
+  };
+
+  RankView view(uint32_t s) const {
+    size_t sequence = sequence_of_[s];
+    return {capture_.stacks[s].truncated ? truncated_rank_ : kNone,
+            pool_.data() + sequence_begin_[sequence],
+            sequence_begin_[sequence + 1] - sequence_begin_[sequence]};
+  }
+
+  // <0, 0, >0 as (comm, frames) of stacks a and b compare.
+  int compare_stacks(uint32_t a, uint32_t b) const {
+    if (comm_of_[a] != comm_of_[b]) return comm_of_[a] < comm_of_[b] ? -1 : 1;
+    RankView x = view(a), y = view(b);
+    if (x.root == y.root && sequence_of_[a] == sequence_of_[b]) return 0;
+    size_t n = std::min(x.size(), y.size());
+    for (size_t i = 0; i < n; ++i)
+      if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+    return x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
+  }
+
+  // Counted stacks sorted by (comm, frame ranks), which is (comm, frames)
+  // field by field; equal neighbours merge into one result stack.
+  void build_stacks() {
+    std::sort(order_.begin(), order_.end(),
+              [&](uint32_t a, uint32_t b) { return compare_stacks(a, b) < 0; });
+    size_t distinct = 0;
+    for (size_t i = 0; i < order_.size(); ++i)
+      if (i == 0 || compare_stacks(order_[i - 1], order_[i]) != 0) ++distinct;
+    result_.stacks.reserve(distinct);
+    for (size_t i = 0; i < order_.size(); ++i) {
+      const CaptureStack& stack = capture_.stacks[order_[i]];
+      if (i != 0 && compare_stacks(order_[i - 1], order_[i]) == 0) {
+        result_.stacks.back().count += stack.count;
+        continue;
+      }
+      SymbolizedStack out;
+      out.comm = comms_[comm_of_[order_[i]]];
+      RankView ranks = view(order_[i]);
+      out.frames.reserve(ranks.size());
+      for (size_t f = 0; f < ranks.size(); ++f) out.frames.push_back(ranks[f]);
+      out.count = stack.count;
+      result_.stacks.push_back(std::move(out));
+    }
+  }
+
+  // Appends the frame ids of `frames`, root first, to pool_.
+  void symbolize_sequence(const std::vector<CaptureFrame>& frames) {
+    std::vector<uint32_t>& out = pool_;
     // Capture frames are leaf first; emit root first.
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
       const CaptureFrame& frame = *it;
@@ -341,7 +428,6 @@ class Symbolizer {
       }
       out.push_back(slot->second);
     }
-    return out;
   }
 
   static constexpr uint32_t kNoReader = UINT32_MAX;
@@ -358,7 +444,12 @@ class Symbolizer {
   std::map<const gsym::Reader*, uint32_t> reader_ids_;
   std::vector<std::vector<ReportKey>> reader_reports_;  // reader id -> its modules' reports
   std::map<ReportKey, ModuleReport> reports_;
-  std::map<std::vector<CaptureFrame>, size_t> sequences_;
+  std::vector<uint32_t> order_;          // counted stacks' indexes, sorted as needed
+  std::vector<uint32_t> sequences_;      // unique sequence -> a stack index holding it
+  std::vector<uint32_t> sequence_of_;    // stack index -> unique sequence (kNone: count 0)
+  bool any_truncated_ = false;           // some counted stack is truncated
+  std::vector<uint32_t> pool_;           // sequences' frame ids, root first; then ranks
+  std::vector<size_t> sequence_begin_;   // sequence -> its start in pool_, then the end
   std::vector<AddressFrames> addresses_;  // sorted by key
   std::vector<NamedFrame> named_;
   std::unordered_map<std::string, std::string> demangled_;
@@ -369,7 +460,9 @@ class Symbolizer {
   uint32_t unknown_id_ = kNone, truncated_id_ = kNone;
   std::vector<uint32_t> rank_;     // id -> rank
   std::vector<uint32_t> by_rank_;  // rank -> an id with that content
-  std::vector<uint32_t> last_ranks_;  // ranks of result_.stacks.back()
+  uint32_t truncated_rank_ = kNone;
+  std::vector<uint32_t> comm_of_;   // stack index -> rank of its display comm
+  std::vector<std::string> comms_;  // display comms by rank
   SymbolizeResult result_;
 };
 

@@ -3,9 +3,10 @@
 //
 // Input: a Capture (normalized frames: module index + unslid address, or an
 // unresolved runtime address) and a GsymLocator.
-// Output: unique stacks, root first, with names (demangled), files, lines,
-// inline marks and per-frame module identity; plus one ModuleReport per
-// distinct (path, build ID) referenced by any stack.
+// Output: one table of distinct frames (names demangled, files, lines,
+// inline marks, module identity) and unique stacks, root first, as ids into
+// that table; plus one ModuleReport per distinct (path, build ID) referenced
+// by any stack.
 //
 // Rules:
 // - Each unique (GSYM reader, unslid address) is looked up once, in sorted
@@ -22,8 +23,11 @@
 // - CaptureStack::truncated adds a "[truncated]" root frame.
 // - Stacks that are equal after symbolization (comm, every frame field) are
 //   merged and their counts summed; stacks with count 0 are dropped.
-// - Cost: distinct frames are built once and stacks are sorted and merged as
-//   integer rank sequences; only the returned stacks copy frame strings.
+// - Cost: distinct frames are built once; unique sequences are found by
+//   sorting stack indexes (comparing the capture's frames in place, no
+//   copies), and stacks are sorted and merged as frame-id sequences. Memory
+//   beyond the capture is a few 32-bit words per stack and per frame of a
+//   unique sequence, plus the distinct frames and comms.
 #pragma once
 
 #include <cstdint>
@@ -59,8 +63,8 @@ struct SymbolizedFrame {
 };
 
 struct SymbolizedStack {
-  std::string comm;                     // "comm", or "comm-PID" with pid_in_comm
-  std::vector<SymbolizedFrame> frames;  // root first
+  std::string comm;              // "comm", or "comm-PID" with pid_in_comm
+  std::vector<uint32_t> frames;  // root first, indexes into SymbolizeResult::frames
   uint64_t count = 0;
   bool operator==(const SymbolizedStack&) const = default;
 };
@@ -92,7 +96,12 @@ struct SymbolizeStats {
 };
 
 struct SymbolizeResult {
-  // Sorted by (comm, frames) field by field; no two equal (comm, frames).
+  // Distinct frames, sorted (operator<=>), each referenced by some stack:
+  // equal ids are equal frames and id order is frame order.
+  std::vector<SymbolizedFrame> frames;
+  // Sorted by (comm, frame ids), i.e. by (comm, frames) field by field; no
+  // two equal (comm, frames). Each frame is stored once in `frames`, not per
+  // stack: a big capture has millions of frame occurrences.
   std::vector<SymbolizedStack> stacks;
   // One per distinct (path, build ID) of a module referenced by a stack,
   // sorted by (path, build ID). Lookup errors are noted here.

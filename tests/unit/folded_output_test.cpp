@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,27 @@ SymbolizedFrame fn(std::string name, bool inlined = false) {
   return frame;
 }
 
+// A result from stacks written out frame by frame: each distinct frame goes
+// into the table once, as symbolize() stores it.
+struct Stack {
+  std::string comm;
+  std::vector<SymbolizedFrame> frames;
+  uint64_t count = 0;
+};
+SymbolizeResult result_of(const std::vector<Stack>& stacks) {
+  SymbolizeResult result;
+  for (const Stack& in : stacks) {
+    SymbolizedStack out{in.comm, {}, in.count};
+    for (const SymbolizedFrame& frame : in.frames) {
+      auto it = std::find(result.frames.begin(), result.frames.end(), frame);
+      if (it == result.frames.end()) it = result.frames.insert(it, frame);
+      out.frames.push_back(static_cast<uint32_t>(it - result.frames.begin()));
+    }
+    result.stacks.push_back(std::move(out));
+  }
+  return result;
+}
+
 }  // namespace
 
 TEST_CASE("folded: names cannot break frames or lines") {
@@ -26,7 +48,7 @@ TEST_CASE("folded: names cannot break frames or lines") {
 }
 
 TEST_CASE("folded: sorted bytewise, equal text merged, zero counts dropped") {
-  std::vector<SymbolizedStack> stacks = {
+  std::vector<Stack> stacks = {
       {"b", {fn("main"), fn("work")}, 3},
       {"a", {fn("main"), fn("leaf", true)}, 2},
       {"a", {fn("main")}, 1},
@@ -39,37 +61,42 @@ TEST_CASE("folded: sorted bytewise, equal text merged, zero counts dropped") {
   SymbolizedFrame at_line_7 = fn("work");
   at_line_7.line = 7;
   stacks.push_back({"b", {fn("main"), at_line_7}, 10});
-  CHECK(folded_text(stacks) ==
+  CHECK(folded_text(result_of(stacks)) ==
         "B;x 4\n"
         "a:x;main 6\n"
         "a;main 1\n"
         "a;main;leaf_[i] 2\n"
         "b;main;work 18\n");
-  std::vector<FoldedLine> lines = fold_stacks(stacks);
+  std::vector<FoldedLine> lines = fold_stacks(result_of(stacks));
   REQUIRE(lines.size() == 5);
   CHECK(lines[4] == FoldedLine{"b;main;work", 18});
 }
 
 TEST_CASE("folded: empty input, stacks without frames, non-ASCII bytes") {
   CHECK(folded_text({}) == "");
-  std::vector<SymbolizedStack> stacks = {{"idle", {}, 2}, {"x", {fn("\xc3\xa9t\xc3\xa9"), fn("a")}, 1}};
-  CHECK(folded_text(stacks) == "idle 2\nx;\xc3\xa9t\xc3\xa9;a 1\n");
+  // The same frame id in many stacks and twice in one.
+  SymbolizeResult shared;
+  shared.frames = {fn("main"), fn("loop", true)};
+  shared.stacks = {{"a", {0, 1, 1}, 2}, {"b", {0, 1}, 3}, {"a", {0, 1, 1}, 1}};
+  CHECK(folded_text(shared) == "a;main;loop_[i];loop_[i] 3\nb;main;loop_[i] 3\n");
+  std::vector<Stack> stacks = {{"idle", {}, 2}, {"x", {fn("\xc3\xa9t\xc3\xa9"), fn("a")}, 1}};
+  CHECK(folded_text(result_of(stacks)) == "idle 2\nx;\xc3\xa9t\xc3\xa9;a 1\n");
 }
 
 TEST_CASE("folded: control characters in comm and names are escaped") {
   // comm from prctl(PR_SET_NAME) or a capture's "\u0000", a module file name
   // with an escape sequence, a C1 CSI and a stray byte from a user's DWARF.
-  std::vector<SymbolizedStack> stacks = {
+  std::vector<Stack> stacks = {
       {std::string("a\x1b]0;x\x07\0", 8),
        {fn("lib\x1b[2J.so+0x10"), fn("f\xc2\x9b" "1m"), fn("g\x7f\xff", true)},
        3},
   };
-  const std::string text = folded_text(stacks);
+  const std::string text = folded_text(result_of(stacks));
   CHECK(text == "a\\x1b]0:x\\x07\\x00;lib\\x1b[2J.so+0x10;f\\xc2\\x9b1m;g\\x7f\\xff_[i] 3\n");
   for (char c : text.substr(0, text.size() - 1)) {
     CHECK(static_cast<unsigned char>(c) >= 0x20);
     CHECK(static_cast<unsigned char>(c) < 0x7f);
   }
   // A name can never add a line.
-  CHECK(folded_text({{"x", {fn("a\nb 9\nfake;stack")}, 1}}) == "x;a\\x0ab 9\\x0afake:stack 1\n");
+  CHECK(folded_text(result_of({{"x", {fn("a\nb 9\nfake;stack")}, 1}})) == "x;a\\x0ab 9\\x0afake:stack 1\n");
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -118,13 +119,20 @@ Capture make_capture() {
   return capture;
 }
 
+// A stack's frames resolved through the result's frame table.
+std::vector<SymbolizedFrame> frames_of(const SymbolizeResult& result, const SymbolizedStack& stack) {
+  std::vector<SymbolizedFrame> frames;
+  for (uint32_t id : stack.frames) frames.push_back(result.frames.at(id));
+  return frames;
+}
+
 }  // namespace
 
 TEST_CASE("symbolize: folded output with inline frames, fallbacks, truncation, merging") {
   GsymLocator locator = make_locator();
   auto result = symbolize(make_capture(), locator);
   REQUIRE(result.ok());
-  CHECK(folded_text(result->stacks) ==
+  CHECK(folded_text(*result) ==
         "app;[truncated];main;libmissing.so+0x2456;b_func 2\n"
         "app;[unknown];app+0x5000 5\n"
         "app;main;foo(int);bar(int)_[i];baz_[i] 7\n"
@@ -152,7 +160,7 @@ TEST_CASE("symbolize: frames carry file, line, inlined and module identity") {
       {FrameKind::Function, "bar(int)", "/src/include/inline.h", 30, true, "/usr/bin/app", app_id},
       {FrameKind::Function, "baz", "/src/include/inline.h", 40, true, "/usr/bin/app", app_id},
   };
-  CHECK(stack.frames == expected);
+  CHECK(frames_of(*result, stack) == expected);
 }
 
 TEST_CASE("symbolize: --no-inline keeps only the concrete function") {
@@ -163,12 +171,13 @@ TEST_CASE("symbolize: --no-inline keeps only the concrete function") {
   capture.stacks.resize(1);
   auto result = symbolize(capture, locator, options);
   REQUIRE(result.ok());
-  CHECK(folded_text(result->stacks) == "app;main;foo(int) 3\n");
-  REQUIRE(result->stacks[0].frames.size() == 2);
+  CHECK(folded_text(*result) == "app;main;foo(int) 3\n");
+  std::vector<SymbolizedFrame> frames = frames_of(*result, result->stacks[0]);
+  REQUIRE(frames.size() == 2);
   // Without inline frames the concrete function gets the line row itself.
-  CHECK(result->stacks[0].frames[1].file == "/src/include/inline.h");
-  CHECK(result->stacks[0].frames[1].line == 40);
-  CHECK_FALSE(result->stacks[0].frames[1].inlined);
+  CHECK(frames[1].file == "/src/include/inline.h");
+  CHECK(frames[1].line == 40);
+  CHECK_FALSE(frames[1].inlined);
 }
 
 TEST_CASE("symbolize: --pid-in-comm keeps processes apart") {
@@ -177,7 +186,7 @@ TEST_CASE("symbolize: --pid-in-comm keeps processes apart") {
   options.pid_in_comm = true;
   auto result = symbolize(make_capture(), locator, options);
   REQUIRE(result.ok());
-  CHECK(folded_text(result->stacks) ==
+  CHECK(folded_text(*result) ==
         "app-42;[truncated];main;libmissing.so+0x2456;b_func 2\n"
         "app-42;[unknown];app+0x5000 5\n"
         "app-42;main;foo(int);bar(int)_[i];baz_[i] 3\n"
@@ -193,11 +202,11 @@ TEST_CASE("symbolize: names only without line information") {
   capture.stacks.resize(1);
   auto result = symbolize(capture, locator, options);
   REQUIRE(result.ok());
-  for (const SymbolizedFrame& frame : result->stacks[0].frames) {
+  for (const SymbolizedFrame& frame : frames_of(*result, result->stacks[0])) {
     CHECK(frame.file == "");
     CHECK(frame.line == 0);
   }
-  CHECK(folded_text(result->stacks) == "app;main;foo(int);bar(int)_[i];baz_[i] 3\n");
+  CHECK(folded_text(*result) == "app;main;foo(int);bar(int)_[i];baz_[i] 3\n");
 }
 
 TEST_CASE("symbolize: per-module reports") {
@@ -249,7 +258,7 @@ TEST_CASE("symbolize: each unique address is looked up once, in sorted batches")
   CHECK(result->stats.lookups == 6);
   REQUIRE(order.size() == 2);
   for (const auto& [reader, addrs] : order) CHECK(std::is_sorted(addrs.begin(), addrs.end()));
-  CHECK(folded_text(result->stacks) ==
+  CHECK(folded_text(*result) ==
         "app;[truncated];main;foo(int);bar(int)_[i];foo(int);bar(int)_[i];baz_[i] 25\n"
         "app;[truncated];main;libmissing.so+0x2456;b_func 2\n"
         "app;[unknown];app+0x5000 5\n"
@@ -270,7 +279,7 @@ TEST_CASE("symbolize: lookup errors fall back to module+offset and are reported"
   };
   auto result = symbolize(capture, locator, options);
   REQUIRE(result.ok());
-  CHECK(folded_text(result->stacks) == "app;main;app+0x1125 3\n");
+  CHECK(folded_text(*result) == "app;main;app+0x1125 3\n");
   CHECK(result->stats.lookup_errors == 1);
   REQUIRE(result->modules.size() == 1);
   CHECK(result->modules[0].note == "lookup error at 0x1125: corrupt inline info at offset 0x40");
@@ -299,8 +308,46 @@ TEST_CASE("symbolize: modules without build ID or GSYM, and empty stacks") {
   capture.stacks.push_back({1, "tool", {}, true, 1});
   auto result = symbolize(capture, locator);
   REQUIRE(result.ok());
-  CHECK(folded_text(result->stacks) == "tool 1\ntool;[truncated] 1\ntool;tool+0x123 2\n");
+  CHECK(folded_text(*result) == "tool 1\ntool;[truncated] 1\ntool;tool+0x123 2\n");
   REQUIRE(result->modules.size() == 1);
   CHECK(result->modules[0].reason == "no build ID");
   CHECK(describe(result->modules[0]) == "/opt/tool (no build ID): no symbols: no build ID");
+}
+
+TEST_CASE("symbolize: one sorted table of distinct frames, stacks hold ids") {
+  GsymLocator locator = make_locator();
+  Capture capture = make_capture();
+  // 0x1125 and 0x1128 are the same frames (same function, line and inline
+  // chain): their ids must be equal so that the stacks merge.
+  capture.stacks.push_back({42, "app", {in(kApp, 0x1128), in(kApp, 0x1050)}, false, 10});
+  capture.stacks.push_back({42, "app", {in(kApp, 0x1125), in(kApp, 0x1050)}, true, 1});
+  auto result = symbolize(capture, locator);
+  REQUIRE(result.ok());
+  const std::vector<SymbolizedFrame>& frames = result->frames;
+  CHECK(std::is_sorted(frames.begin(), frames.end()));
+  CHECK(std::adjacent_find(frames.begin(), frames.end()) == frames.end());
+  std::vector<bool> used(frames.size(), false);
+  for (const SymbolizedStack& stack : result->stacks)
+    for (uint32_t id : stack.frames) used.at(id) = true;
+  CHECK(std::find(used.begin(), used.end(), false) == used.end());
+  for (size_t i = 1; i < result->stacks.size(); ++i) {
+    const SymbolizedStack& a = result->stacks[i - 1];
+    const SymbolizedStack& b = result->stacks[i];
+    CHECK(std::tie(a.comm, a.frames) < std::tie(b.comm, b.frames));
+    auto fa = frames_of(*result, a), fb = frames_of(*result, b);
+    CHECK(std::tie(a.comm, fa) < std::tie(b.comm, fb));  // id order is frame order
+  }
+  CHECK(folded_text(*result) ==
+        "app;[truncated];main;foo(int);bar(int)_[i];baz_[i] 1\n"
+        "app;[truncated];main;libmissing.so+0x2456;b_func 2\n"
+        "app;[unknown];app+0x5000 5\n"
+        "app;main;foo(int);bar(int)_[i];baz_[i] 17\n"
+        "other;[unknown] 1\n");
+  CHECK(result->stats.unique_stacks == 5);
+  // Without any truncated stack there is no [truncated] frame to refer to.
+  capture = make_capture();
+  capture.stacks.erase(capture.stacks.begin() + 1);
+  result = symbolize(capture, locator);
+  REQUIRE(result.ok());
+  for (const SymbolizedFrame& frame : result->frames) CHECK(frame.kind != FrameKind::Truncated);
 }
