@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/test_files.h"
 #include "gsym/convert.h"
 #include "gsym/dwarf_line_table.h"
 #include "gsym/elf_image.h"
@@ -30,25 +31,11 @@ namespace {
 extern "C" __attribute__((noinline, used)) int convert_test_marker(int x) { return x * 3 + 1; }
 constexpr uint32_t kMarkerLine = __LINE__ - 1;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/convert_test.XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-  std::string file(const std::string& name) const { return path + "/" + name; }
+using test_files::read_file;
+using test_files::write_file;
+struct TempDir : test_files::TempDir {
+  TempDir() : test_files::TempDir("convert_test") {}
 };
-
-void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), {});
-}
 
 bool exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 

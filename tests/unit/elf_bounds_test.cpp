@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/test_files.h"
 #include "gsym/convert.h"
 #include "gsym/elf_image.h"
 #include "gsym/reader.h"
@@ -32,25 +33,11 @@ namespace {
 constexpr uint64_t kMiB = uint64_t(1) << 20;
 constexpr uint64_t kGiB = uint64_t(1) << 30;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/elf_bounds_test.XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-  std::string file(const std::string& name) const { return path + "/" + name; }
+using test_files::read_file;
+using test_files::write_file;
+struct TempDir : test_files::TempDir {
+  TempDir() : test_files::TempDir("elf_bounds_test") {}
 };
-
-void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), {});
-}
 
 bool have_tools(const char* tools) {
   return std::system(("for t in " + std::string(tools) + "; do command -v $t >/dev/null || exit 1; done").c_str()) == 0;

@@ -14,24 +14,15 @@
 #include <sstream>
 #include <string>
 
+#include "tests/unit/test_files.h"
 #include "gsym/file_io.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char templ[] = "/tmp/file_io_test.XXXXXX";
-    REQUIRE(::mkdtemp(templ) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
+struct TempDir : test_files::TempDir {
+  TempDir() : test_files::TempDir("file_io_test") {}
 };
 
 std::string slurp(const std::string& path) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/test_files.h"
 #include "gsym/builder.h"
 #include "userspace/gsym_locator.h"
 
@@ -17,18 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char templ[] = "/tmp/gsym_locator_test.XXXXXX";
-    REQUIRE(::mkdtemp(templ) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
+struct TempDir : test_files::TempDir {
+  TempDir() : test_files::TempDir("gsym_locator_test") {}
 };
 
 std::vector<uint8_t> gsym_bytes(const std::vector<uint8_t>& build_id, const std::string& function) {
