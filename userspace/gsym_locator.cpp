@@ -257,6 +257,19 @@ struct GsymLocator::State {
     gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file_at(
         dir, name, gsym::Symlinks::RefuseFinal, options.cache_dir + "/" + name);
     if (!file || file->status.st_uid != ::geteuid()) return "";
+    // A debug file that appeared since (the -dbgsym package installed, the
+    // usual fix) is a reason to try again.
+    const std::string hex = id.hex();
+    for (const std::string& debug_dir : options.convert.debug_directories) {
+      struct stat st {};
+      const std::string debug_file =
+          debug_dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
+      if (hex.size() > 2 && ::stat(debug_file.c_str(), &st) == 0 &&
+          (st.st_ctim.tv_sec > file->status.st_mtim.tv_sec ||
+           (st.st_ctim.tv_sec == file->status.st_mtim.tv_sec &&
+            st.st_ctim.tv_nsec >= file->status.st_mtim.tv_nsec)))
+        return "";
+    }
     gsym::Expected<std::vector<uint8_t>> bytes = gsym::read_descriptor(file->fd.get(), 4096, name);
     if (!bytes) return "";
     std::string reason(bytes->begin(), bytes->end());

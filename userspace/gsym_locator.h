@@ -24,7 +24,8 @@
 // Trust: the local file is opened once (non-blocking, regular files only)
 // and its owner decides. A file only root (or the effective user) could have
 // written is the authority for its build ID: its conversion is cached (and a
-// failed one remembered as <buildid-hex>.<converter version>.failed),
+// failed one remembered as <buildid-hex>.<converter version>.failed until
+// a DIR/.build-id/ debug file for it appears),
 // and cache hits serve it. Any other file claims its build ID without proof:
 // it skips the cache, and its conversion is kept in memory for that very
 // file (dev, inode, size, mtime, ctime) only, so it can neither poison nor

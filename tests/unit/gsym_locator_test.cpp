@@ -266,6 +266,16 @@ TEST_CASE("locator: failed conversions are not retried") {
   CHECK(third.reason.starts_with(first.reason));
   CHECK(third.reason.find("e0e0e0e0.c2.failed; delete it to retry") != std::string::npos);
   CHECK(next_run.conversions_attempted() == 0);
+
+  // A debug file for the build ID appearing later (a -dbgsym package
+  // installed) makes the next run try again.
+  fs::create_directories(tmp / "debug/.build-id/e0");
+  std::ofstream(tmp / "debug/.build-id/e0/e0e0e0.debug") << "not yet an ELF";
+  options.convert.debug_directories = {tmp / "debug"};
+  GsymLocator after_install(options);
+  ModuleReport fourth;
+  CHECK(after_install.locate(id, tmp / "empty.so", fourth) == nullptr);
+  CHECK(after_install.conversions_attempted() == 1);
 }
 
 TEST_CASE("locator: an unsafe cache directory is not written, the conversion still serves") {
