@@ -23,7 +23,7 @@ CXXFLAGS   += $(CXXSTD) $(WARN) $(OPT) $(SAN_FLAGS) -pthread
 LDLIBS     += -lbpf -ldw -lelf -lz -liberty -pthread
 
 GSYM_SRCS  := $(wildcard gsym/*.cpp)
-USER_SRCS  := $(filter-out userspace/main.cpp,$(wildcard userspace/*.cpp))
+USER_SRCS  := $(wildcard userspace/*/*.cpp)
 UNIT_SRCS  := $(wildcard tests/unit/*.cpp)
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.cpp)

@@ -1,5 +1,5 @@
 /* bpf/profile.h - the records that cross the kernel/user boundary between
- * bpf/profile.bpf.c and userspace/sampler.cpp. Fixed-width types only.
+ * bpf/profile.bpf.c and userspace/sample/sampler.cpp. Fixed-width types only.
  *
  * Every ring-buffer record starts with struct profile_event_header; `kind`
  * says which record follows and `size` its total size in bytes, so a reader

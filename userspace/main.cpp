@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "gsym/file_io.h"
-#include "userspace/commands.h"
+#include "userspace/cli/commands.h"
 
 namespace {
 

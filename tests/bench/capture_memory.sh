@@ -46,7 +46,7 @@ export GSYMPROF_CACHE=$WORK/cache  # an empty cache: nothing found, nothing conv
 # The reader alone, as `symbolize` calls it.
 cat > "$WORK/read_capture.cpp" <<'EOF'
 #include <cstdio>
-#include "userspace/capture_file.h"
+#include "userspace/capture/capture_file.h"
 int main(int argc, char** argv) {
   auto capture = gsymprof::read_capture_file(argv[1]);
   if (!capture) {

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "tests/unit/snapshot_support.h"
-#include "userspace/cfi_unwinder.h"
-#include "userspace/stack_snapshot.h"
+#include "userspace/unwind/cfi_unwinder.h"
+#include "userspace/unwind/stack_snapshot.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "userspace/capture_file.h"
+#include "userspace/capture/capture_file.h"
 
 namespace {
 

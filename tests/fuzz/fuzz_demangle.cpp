@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "userspace/demangle.h"
+#include "userspace/symbolize/demangle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view name(reinterpret_cast<const char*>(data), size);

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "userspace/flamegraph.h"
+#include "userspace/output/flamegraph.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

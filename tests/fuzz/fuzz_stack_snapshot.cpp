@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "userspace/cfi_unwinder.h"
-#include "userspace/stack_snapshot.h"
+#include "userspace/unwind/cfi_unwinder.h"
+#include "userspace/unwind/stack_snapshot.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto parsed = gsymprof::parse_snapshot(std::span(data, size));

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "userspace/build_id.h"
+#include "userspace/base/build_id.h"
 
 using gsymprof::BuildId;
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "userspace/capture_file.h"
+#include "userspace/capture/capture_file.h"
 
 using namespace gsymprof;
 using nlohmann::json;

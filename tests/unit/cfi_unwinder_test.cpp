@@ -14,10 +14,10 @@
 #include <thread>
 
 #include "tests/unit/snapshot_support.h"
-#include "userspace/cfi_unwinder.h"
-#include "userspace/process_image.h"
-#include "userspace/stack_copy_unwind.h"
-#include "userspace/stack_snapshot.h"
+#include "userspace/unwind/cfi_unwinder.h"
+#include "userspace/process/process_image.h"
+#include "userspace/unwind/stack_copy_unwind.h"
+#include "userspace/unwind/stack_snapshot.h"
 
 using gsymprof::CfiUnwinder;
 using gsymprof::LeafFixup;

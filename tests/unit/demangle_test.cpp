@@ -4,7 +4,7 @@
 #include <thread>
 #include <vector>
 
-#include "userspace/demangle.h"
+#include "userspace/symbolize/demangle.h"
 
 using gsymprof::demangle;
 

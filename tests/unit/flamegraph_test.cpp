@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "userspace/flamegraph.h"
+#include "userspace/output/flamegraph.h"
 
 using namespace gsymprof;
 

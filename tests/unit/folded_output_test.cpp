@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "userspace/folded_output.h"
+#include "userspace/output/folded_output.h"
 
 using namespace gsymprof;
 

@@ -11,7 +11,7 @@
 
 #include "tests/unit/test_files.h"
 #include "gsym/builder.h"
-#include "userspace/gsym_locator.h"
+#include "userspace/symbolize/gsym_locator.h"
 
 using namespace gsymprof;
 namespace fs = std::filesystem;

@@ -11,8 +11,8 @@
 #include <sstream>
 #include <vector>
 
-#include "userspace/module_identity.h"
-#include "userspace/proc_maps.h"
+#include "userspace/process/module_identity.h"
+#include "userspace/process/proc_maps.h"
 
 using namespace gsymprof;
 

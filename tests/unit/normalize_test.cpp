@@ -2,7 +2,7 @@
 // segment holding the file offset, with IP - 1 for return addresses.
 #include <doctest/doctest.h>
 
-#include "userspace/normalize.h"
+#include "userspace/aggregate/normalize.h"
 
 using namespace gsymprof;
 

@@ -1,7 +1,7 @@
 // Tests for userspace/proc_maps: /proc/PID/maps text -> MapEntry.
 #include <doctest/doctest.h>
 
-#include "userspace/proc_maps.h"
+#include "userspace/process/proc_maps.h"
 
 using gsymprof::MapEntry;
 using gsymprof::parse_proc_maps;

@@ -5,9 +5,9 @@
 
 #include <map>
 
-#include "userspace/capture_file.h"
-#include "userspace/process_image.h"
-#include "userspace/stack_aggregator.h"
+#include "userspace/capture/capture_file.h"
+#include "userspace/process/process_image.h"
+#include "userspace/aggregate/stack_aggregator.h"
 
 using namespace gsymprof;
 

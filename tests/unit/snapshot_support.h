@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "userspace/stack_snapshot.h"
+#include "userspace/unwind/stack_snapshot.h"
 
 namespace snapshot_support {
 

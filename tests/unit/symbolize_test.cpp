@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "gsym/builder.h"
-#include "userspace/folded_output.h"
-#include "userspace/gsym_locator.h"
-#include "userspace/symbolize.h"
+#include "userspace/output/folded_output.h"
+#include "userspace/symbolize/gsym_locator.h"
+#include "userspace/symbolize/symbolize.h"
 
 using namespace gsymprof;
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "userspace/text_escape.h"
+#include "userspace/base/text_escape.h"
 
 using namespace gsymprof;
 

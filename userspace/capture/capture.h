@@ -1,0 +1,84 @@
+// userspace/capture/capture.h - a capture: normalized, aggregated stacks plus the
+// module table needed to symbolize them anywhere. It is the hand-off between
+// sampling (live, /proc) and symbolization (no /proc): `profile` builds one in
+// memory and symbolizes it; `record` writes it (capture_file.h); `symbolize`
+// reads it back. The on-disk format is documented in capture-format.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "userspace/base/build_id.h"
+
+namespace gsymprof {
+
+// Why a frame could not be normalized to {module, unslid_addr}.
+enum class UnresolvedReason : uint8_t {
+  None = 0,
+  NoMapping,         // runtime_addr lies in no mapping of the process
+  AnonymousMapping,  // JIT, heap, stack, ... (the vDSO is a module: vdso_file.h)
+  ModuleUnreadable,  // mapping has a file but its ELF could not be read
+  NoSegment,         // file offset lies in no PT_LOAD segment
+  ProcessGone,       // maps could not be read at all
+};
+const char* to_string(UnresolvedReason reason);
+
+struct ModuleMapping {
+  uint64_t start = 0, end = 0;  // runtime address range
+  uint64_t file_offset = 0;
+  std::string perms;            // "r-xp"
+};
+
+// One module (ELF file) of one process.
+struct CaptureModule {
+  std::string path;             // as in /proc/PID/maps ("(deleted)" stripped)
+  BuildId build_id;             // empty = none found
+  uint64_t load_bias = 0;       // runtime_addr - unslid_addr
+  std::vector<ModuleMapping> mappings;
+  std::string error;            // why identity could not be read ("" = fine)
+  // Live profiles only, never in capture files: a path that opens this very
+  // file (module_identity.h, ModuleIdentity::local_file); "" = use `path`.
+  std::string local_file;
+};
+
+struct CaptureFrame {
+  // module >= 0: index into Capture::modules, address = unslid_addr (already
+  // adjusted by -1 for return addresses). module < 0: address = runtime_addr,
+  // reason says why it is unresolved.
+  int32_t module = -1;
+  uint64_t address = 0;
+  UnresolvedReason reason = UnresolvedReason::None;
+  bool operator==(const CaptureFrame&) const = default;
+  auto operator<=>(const CaptureFrame&) const = default;
+};
+
+struct CaptureStack {
+  uint32_t pid = 0;
+  std::string comm;
+  std::vector<CaptureFrame> frames;  // leaf first
+  bool truncated = false;            // the unwinder stopped early
+  uint64_t count = 0;
+};
+
+struct CaptureProcess {
+  uint32_t pid = 0;
+  std::string comm;
+  std::vector<uint32_t> modules;  // indexes into Capture::modules
+};
+
+struct Capture {
+  std::string host, kernel_release;
+  uint32_t frequency_hz = 0;
+  uint64_t start_time_unix_ns = 0;
+  uint64_t duration_ns = 0;
+  std::string call_graph = "fp";          // how stacks were unwound
+  std::map<std::string, uint64_t> lost;   // loss counters by reason
+  uint64_t samples = 0;                   // samples taken (stacks' counts sum)
+  std::vector<CaptureModule> modules;
+  std::vector<CaptureProcess> processes;
+  std::vector<CaptureStack> stacks;
+};
+
+}  // namespace gsymprof

@@ -1,0 +1,55 @@
+// userspace/capture/capture_file.h - Capture <-> JSON capture file (format
+// "gsymprof-capture", version 1; see capture-format.md, field by field).
+//
+// Input: a Capture (from the sampling session) or capture-file bytes.
+// Output: deterministic JSON text, or a validated Capture. The parser is
+// strict: not JSON, wrong format name or version, missing fields, fields of
+// the wrong type, out-of-range numbers or indexes are a one-line error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "gsym/expected.h"
+#include "userspace/capture/capture.h"
+
+namespace gsymprof {
+
+inline constexpr const char* kCaptureFormatName = "gsymprof-capture";
+inline constexpr int kCaptureFormatVersion = 1;  // the version this code writes and reads
+
+// Puts a capture in canonical order so equal captures serialize to equal
+// bytes: modules sorted by (path, build ID, load bias, mappings) with frame and
+// process indexes remapped, processes sorted by pid, identical stacks merged
+// (counts added) and stacks sorted by (pid, comm, frames, truncated).
+void canonicalize(Capture& capture);
+
+// Canonical JSON text (a copy of `capture` is canonicalized first), ending in
+// a newline.
+std::string capture_to_json(const Capture& capture);
+
+// The largest capture read: "capture too large: N bytes (limit L)" beyond it,
+// before anything is read. Reading streams (no JSON tree), so a capture costs
+// about what its Capture takes, under its own size for real captures and a
+// small multiple of it for any input (capture-format.md, "Size limit").
+inline constexpr uint64_t kMaxCaptureBytes = uint64_t{1} << 30;  // 1 GiB
+
+// Parses and validates capture-file text. Errors are one line, without the
+// file name (the caller adds it).
+gsym::Expected<Capture> capture_from_json(std::string_view text,
+                                          uint64_t max_bytes = kMaxCaptureBytes);
+
+// File helpers: the error names the file. Writing is atomic (temp + rename).
+// Reading opens without blocking, refuses anything but a regular file and
+// streams it through a small buffer.
+gsym::Status write_capture_file(const Capture& capture, const std::string& path);
+gsym::Expected<Capture> read_capture_file(const std::string& path,
+                                          uint64_t max_bytes = kMaxCaptureBytes);
+
+// The stable names used for UnresolvedReason in capture files and reports
+// ("no-mapping", "anonymous-mapping", ...); parse returns false on unknown.
+const char* unresolved_reason_name(UnresolvedReason reason);
+bool parse_unresolved_reason(std::string_view name, UnresolvedReason* reason);
+
+}  // namespace gsymprof

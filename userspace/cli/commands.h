@@ -1,0 +1,15 @@
+// userspace/cli/commands.h - the gsymprof subcommands. Each takes the arguments
+// after its own name (argv[0] is the command name) and returns the exit code:
+// 0 ok, 1 bad input or failure (one line on stderr), 2 usage error.
+#pragma once
+
+namespace gsymprof {
+
+int cmd_gsym(int argc, char** argv);        // cmd_gsym.cpp: lookup, dump, verify, convert
+int cmd_gsym_convert(int argc, char** argv);  // cmd_gsym_convert.cpp: gsym convert
+int cmd_profile(int argc, char** argv);     // cmd_profile.cpp
+int cmd_record(int argc, char** argv);      // cmd_record.cpp
+int cmd_symbolize(int argc, char** argv);   // cmd_symbolize.cpp
+int cmd_flamegraph(int argc, char** argv);  // cmd_flamegraph.cpp
+
+}  // namespace gsymprof

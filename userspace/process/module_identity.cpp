@@ -1,0 +1,255 @@
+#include "userspace/process/module_identity.h"
+
+#include "userspace/process/vdso_file.h"
+
+#include "gsym/file_io.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace gsymprof {
+namespace {
+
+// Largest build ID accepted; GNU ld writes 20 bytes (sha1), some tools 16/32.
+constexpr size_t kMaxBuildIdSize = 64;
+// A sane limit on program headers; real files have about a dozen.
+constexpr size_t kMaxProgramHeaders = 4096;
+
+struct ElfCloser {
+  void operator()(Elf* elf) const { elf_end(elf); }
+};
+using ElfHandle = std::unique_ptr<Elf, ElfCloser>;
+
+bool libelf_ready() {
+  static const bool ready = elf_version(EV_CURRENT) != EV_NONE;
+  return ready;
+}
+
+gsym::Error elf_error(const char* what) {
+  return gsym::Error(std::string(what) + ": " + elf_errmsg(-1));
+}
+
+// Looks for NT_GNU_BUILD_ID among the notes in `data`.
+bool find_build_id(Elf_Data* data, BuildId& out) {
+  if (!data || !data->d_buf) return false;
+  size_t offset = 0;
+  GElf_Nhdr note;
+  size_t name_offset = 0, desc_offset = 0;
+  while (offset < data->d_size) {
+    size_t next = gelf_getnote(data, offset, &note, &name_offset, &desc_offset);
+    if (next == 0 || next <= offset) break;
+    const auto* bytes = static_cast<const uint8_t*>(data->d_buf);
+    if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 &&
+        std::memcmp(bytes + name_offset, "GNU", 4) == 0 && note.n_descsz > 0 &&
+        note.n_descsz <= kMaxBuildIdSize) {
+      out = BuildId(std::span<const uint8_t>(bytes + desc_offset, note.n_descsz));
+      return true;
+    }
+    offset = next;
+  }
+  return false;
+}
+
+// The GNU build ID: PT_NOTE segments first (what the loader mapped), then
+// SHT_NOTE sections (files without PT_NOTE, e.g. some debug files).
+BuildId elf_build_id(Elf* elf, size_t phnum) {
+  BuildId id;
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr phdr;
+    if (!gelf_getphdr(elf, static_cast<int>(i), &phdr) || phdr.p_type != PT_NOTE) continue;
+    Elf_Type type = phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
+    if (find_build_id(elf_getdata_rawchunk(elf, static_cast<int64_t>(phdr.p_offset),
+                                           phdr.p_filesz, type),
+                      id))
+      return id;
+  }
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE) continue;
+    if (find_build_id(elf_getdata(scn, nullptr), id)) return id;
+  }
+  return id;
+}
+
+gsym::Expected<ModuleIdentity> read_identity(Elf* elf) {
+  if (elf_kind(elf) != ELF_K_ELF) return gsym::Error("not an ELF file");
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf, &ehdr)) return elf_error("bad ELF header");
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) != 0) return elf_error("bad program headers");
+  if (phnum > kMaxProgramHeaders) return gsym::Error("too many program headers");
+
+  ModuleIdentity identity;
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr phdr;
+    if (!gelf_getphdr(elf, static_cast<int>(i), &phdr)) return elf_error("bad program header");
+    if (phdr.p_type == PT_LOAD) {
+      if (phdr.p_filesz > phdr.p_memsz || phdr.p_offset + phdr.p_filesz < phdr.p_offset ||
+          phdr.p_vaddr + phdr.p_memsz < phdr.p_vaddr)
+        return gsym::Error("PT_LOAD segment " + std::to_string(i) + " is malformed");
+      identity.segments.push_back({phdr.p_offset, phdr.p_vaddr, phdr.p_filesz, phdr.p_memsz,
+                                   (phdr.p_flags & PF_X) != 0});
+    }
+  }
+  if (identity.segments.empty()) return gsym::Error("no PT_LOAD segments");
+  identity.build_id = elf_build_id(elf, phnum);
+  return identity;
+}
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+}  // namespace
+
+gsym::Expected<ModuleIdentity> read_module_identity(std::span<const uint8_t> elf_bytes) {
+  if (!libelf_ready()) return elf_error("libelf");
+  // libelf wants a mutable pointer but ELF_C_READ_MEMORY never writes.
+  ElfHandle elf(elf_memory(const_cast<char*>(reinterpret_cast<const char*>(elf_bytes.data())),
+                           elf_bytes.size()));
+  if (!elf) return elf_error("not an ELF file");
+  return read_identity(elf.get());
+}
+
+gsym::Expected<ModuleIdentity> read_module_identity_fd(int fd) {
+  if (!libelf_ready()) return elf_error("libelf");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return gsym::Error(std::string("cannot stat: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return gsym::Error("not a regular file");
+  // A file someone else can truncate is read, not mapped (SIGBUS).
+  ElfHandle elf(elf_begin(fd, gsym::writable_only_by_us(st) ? ELF_C_READ_MMAP : ELF_C_READ, nullptr));
+  if (!elf) return elf_error("not an ELF file");
+  gsym::Expected<ModuleIdentity> identity = read_identity(elf.get());
+  if (identity) identity->file = FileStamp::of(st);
+  return identity;
+}
+
+std::string FileStamp::key() const {
+  return std::to_string(dev) + ":" + std::to_string(inode) + ":" + std::to_string(size) + ":" +
+         std::to_string(mtime_ns) + ":" + std::to_string(ctime_ns);
+}
+
+FileStamp FileStamp::of(const struct stat& st) {
+  FileStamp stamp;
+  stamp.dev = st.st_dev;
+  stamp.inode = st.st_ino;
+  stamp.size = static_cast<uint64_t>(st.st_size);
+  stamp.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  stamp.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  stamp.trusted = gsym::writable_only_by_us(st);
+  return stamp;
+}
+
+namespace {
+
+// Descriptors kept for symbolization, one per file; a bound well below
+// RLIMIT_NOFILE leaves room for everything else.
+struct KeptFiles {
+  std::mutex mutex;
+  std::map<std::string, std::string> by_stamp;  // stamp key -> /proc/self/fd/N
+  size_t limit = 0;
+};
+
+KeptFiles& kept_files() {
+  static KeptFiles kept;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct rlimit limit {};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+      if (limit.rlim_cur < limit.rlim_max && limit.rlim_max != RLIM_INFINITY) {
+        limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, 65536);
+        ::setrlimit(RLIMIT_NOFILE, &limit);
+        ::getrlimit(RLIMIT_NOFILE, &limit);
+      }
+      kept.limit = limit.rlim_cur > 512 ? static_cast<size_t>(limit.rlim_cur / 2) : 0;
+    }
+  });
+  return kept;
+}
+
+}  // namespace
+
+std::string keep_module_file_open(int fd, const FileStamp& stamp) {
+  KeptFiles& kept = kept_files();
+  std::lock_guard lock(kept.mutex);
+  const std::string key = stamp.key();
+  if (auto it = kept.by_stamp.find(key); it != kept.by_stamp.end()) return it->second;
+  if (kept.by_stamp.size() >= kept.limit) return "";
+  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return "";
+  std::string path = "/proc/self/fd/" + std::to_string(copy);
+  kept.by_stamp.emplace(key, path);
+  return path;
+}
+
+gsym::Expected<BuildId> read_elf_build_id(const std::string& path) {
+  gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(path);
+  if (!file) {
+    const std::string& message = file.error().message;
+    if (message.ends_with(std::strerror(ENOENT)) || message.ends_with(std::strerror(ENOTDIR)))
+      return gsym::Error("file missing");
+    return gsym::Error("cannot open " + file.error().message);
+  }
+  return read_elf_build_id_fd(file->fd.get(), path);
+}
+
+gsym::Expected<BuildId> read_elf_build_id_fd(int fd, const std::string& label) {
+  if (!libelf_ready()) return elf_error("libelf");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return gsym::Error(label + ": cannot stat: " + errno_text(errno));
+  ElfHandle elf(elf_begin(fd, gsym::writable_only_by_us(st) ? ELF_C_READ_MMAP : ELF_C_READ, nullptr));
+  size_t phnum = 0;
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return gsym::Error(label + ": not an ELF file");
+  if (elf_getphdrnum(elf.get(), &phnum) != 0) return gsym::Error(label + ": bad program headers");
+  return elf_build_id(elf.get(), phnum);
+}
+
+gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry& mapping,
+                                                    const std::string& proc_root, bool keep_open) {
+  if (mapping.path == kVdsoPath) {
+    const gsym::Expected<VdsoFile>& vdso = own_vdso_file();
+    if (!vdso) return gsym::Error("vDSO: " + vdso.error().message);
+    if (mapping.end - mapping.start != vdso->size)
+      return gsym::Error("[vdso] is not the size of gsymprof's own vDSO (a process of another ABI?)");
+    gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(vdso->path);
+    if (!file) return file.error();
+    auto identity = read_module_identity_fd(file->fd.get());
+    // The vDSO copy is gsymprof's own, whoever maps the vDSO.
+    if (identity) identity->local_file = vdso->path;
+    return identity;
+  }
+  char range[64];
+  std::snprintf(range, sizeof(range), "%llx-%llx", static_cast<unsigned long long>(mapping.start),
+                static_cast<unsigned long long>(mapping.end));
+  const std::string proc_pid = proc_root + "/" + std::to_string(pid);
+  // map_files entries are magic links to the mapped file itself: followed.
+  gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(proc_pid + "/map_files/" + range);
+  if (!file) {
+    std::string first_error = "map_files: " + file.error().message;
+    if (mapping.deleted) return gsym::Error("file deleted and " + first_error);
+    gsym::FileDescriptor root(::open((proc_pid + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!root.valid()) return gsym::Error(first_error + "; " + proc_pid + "/root: " + errno_text(errno));
+    file = gsym::open_regular_file_in_root(root.get(), mapping.path, mapping.path);
+    if (!file) return gsym::Error(first_error + "; " + file.error().message);
+    const struct stat& st = file->status;
+    if (st.st_ino != mapping.inode || major(st.st_dev) != mapping.dev_major ||
+        minor(st.st_dev) != mapping.dev_minor)
+      return gsym::Error(mapping.path + " is not the file that was mapped (replaced since?)");
+  }
+  auto identity = read_module_identity_fd(file->fd.get());
+  if (identity && keep_open) identity->local_file = keep_module_file_open(file->fd.get(), identity->file);
+  return identity;
+}
+
+}  // namespace gsymprof

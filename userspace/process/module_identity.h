@@ -1,0 +1,78 @@
+// userspace/process/module_identity.h - stage: an ELF file -> its GNU build ID and
+// PT_LOAD segments (libelf). The segments turn a file offset into the
+// unslid_addr a GSYM file is keyed by (see normalize.h).
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gsym/expected.h"
+#include "userspace/base/build_id.h"
+#include "userspace/process/proc_maps.h"
+
+namespace gsymprof {
+
+struct LoadSegment {
+  uint64_t file_offset = 0;  // p_offset
+  uint64_t vaddr = 0;        // p_vaddr
+  uint64_t file_size = 0;    // p_filesz
+  uint64_t mem_size = 0;     // p_memsz
+  bool executable = false;   // PF_X
+  bool operator==(const LoadSegment&) const = default;
+};
+
+// Which file, as fstat saw the descriptor it was read through. Two stamps
+// are equal only for the same file with the same contents (ctime changes on
+// every write and cannot be set by the file's owner).
+struct FileStamp {
+  uint64_t dev = 0, inode = 0, size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  // gsym::writable_only_by_us: only root (or we) could have written it, so
+  // what is derived from it may be cached and shared by build ID.
+  bool trusted = false;
+  bool known() const { return dev != 0 || inode != 0; }
+  std::string key() const;  // "dev:inode:size:mtime:ctime", for caches in memory
+  static FileStamp of(const struct stat& status);
+  bool operator==(const FileStamp&) const = default;
+};
+
+struct ModuleIdentity {
+  BuildId build_id;                   // empty: the file has no GNU build ID
+  std::vector<LoadSegment> segments;  // PT_LOAD, in program-header order
+  FileStamp file;                     // the file it was read from (unknown for bytes)
+  // "/proc/self/fd/N": the very file, kept open for symbolization after the
+  // process is gone (live profiles only; "" = not kept).
+  std::string local_file;
+};
+
+// Reads the identity from ELF bytes in memory (tests, fuzzing).
+gsym::Expected<ModuleIdentity> read_module_identity(std::span<const uint8_t> elf_bytes);
+// Reads the identity from an open file descriptor (not closed).
+gsym::Expected<ModuleIdentity> read_module_identity_fd(int fd);
+
+// Keeps a duplicate of `fd` open for the rest of the run, one per file (by
+// stamp), and returns "/proc/self/fd/N" for it; "" past the limit on kept
+// files (then symbolization falls back to the module's path).
+std::string keep_module_file_open(int fd, const FileStamp& stamp);
+
+// The GNU build ID of the ELF file at `path` (empty: it has none). The error
+// is exactly "file missing" when the path does not exist.
+gsym::Expected<BuildId> read_elf_build_id(const std::string& path);
+gsym::Expected<BuildId> read_elf_build_id_fd(int fd, const std::string& label);
+
+// Opens the file behind a mapping of process `pid`: first through
+// /proc/PID/map_files/START-END (works for deleted files and other mount
+// namespaces), then PATH resolved inside /proc/PID/root (symlinks cannot
+// leave it), accepted only if its device and inode still match the mapping.
+// Only regular files are read, never blocking (a FIFO put at the path).
+// `proc_root` is "/proc" except in tests. The file is kept open
+// (ModuleIdentity::local_file) when `keep_open` is set.
+gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry& mapping,
+                                                    const std::string& proc_root = "/proc",
+                                                    bool keep_open = false);
+
+}  // namespace gsymprof

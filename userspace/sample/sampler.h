@@ -1,0 +1,78 @@
+// userspace/sample/sampler.h - stage: the kernel side, loaded and attached.
+//
+// Loads bpf/profile.bpf.c (the only user of its skeleton), attaches it to one
+// cpu-clock perf event per online CPU at the chosen frequency, and delivers
+// ring-buffer records to a SampleSink as RawSample / exec notifications.
+// Handlers must be quick: they run inside the ring-buffer poll.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gsym/expected.h"
+#include "userspace/sample/raw_sample.h"
+
+namespace gsymprof {
+
+struct SamplerOptions {
+  uint32_t frequency_hz = 99;
+  bool filter_by_tgid = false;         // false: every process (whole system)
+  std::vector<uint32_t> target_tgids;  // with filter_by_tgid
+  bool follow_forks = true;            // children of targets become targets
+  size_t ring_buffer_bytes = size_t{8} << 20;  // power of two
+  // --call-graph dwarf: send user registers + this many bytes of the user
+  // stack (RawStackCopy) instead of frame-pointer IPs. 0 = frame pointers.
+  uint32_t stack_copy_bytes = 0;
+};
+
+// Per-reason counters summed over CPUs (see bpf/profile.h).
+struct SamplerCounters {
+  uint64_t samples = 0;        // samples of target tasks, before losses
+  uint64_t ringbuf_full = 0;   // lost: ring buffer full
+  uint64_t stack_error = 0;    // lost: bpf_get_stack failed
+  uint64_t no_user_stack = 0;  // lost: kernel thread / no user frames
+  uint64_t truncated = 0;      // kept, stack hit the depth limit
+  uint64_t exec_lost = 0;      // exec notifications lost
+  uint64_t stack_copy_short = 0;  // kept, the kernel copied less stack than asked
+  uint64_t bad_records = 0;    // user space: records it could not decode
+};
+
+class SampleSink {
+ public:
+  virtual ~SampleSink() = default;
+  virtual void on_sample(const RawSample& sample) = 0;
+  virtual void on_exec(uint32_t tgid) = 0;
+  virtual void on_stack_copy(const RawStackCopy& copy) = 0;  // stack-copy mode
+};
+
+class Sampler {
+ public:
+  // Opens, configures, loads and attaches. Errors are one line.
+  static gsym::Expected<std::unique_ptr<Sampler>> start(const SamplerOptions& options,
+                                                        SampleSink& sink);
+  ~Sampler();
+  Sampler(const Sampler&) = delete;
+  Sampler& operator=(const Sampler&) = delete;
+
+  // Adds a target process (only meaningful with filter_by_tgid).
+  gsym::Status add_target(uint32_t tgid);
+  // Delivers pending records, waiting up to timeout_ms for the first one.
+  // Returns the number of records delivered; EINTR counts as 0.
+  gsym::Expected<int> poll(int timeout_ms);
+  // Delivers everything still queued without waiting.
+  gsym::Expected<int> drain();
+  SamplerCounters counters() const;
+  size_t cpus_attached() const;
+
+ private:
+  struct State;
+  explicit Sampler(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// Online CPUs from the text of /sys/devices/system/cpu/online ("0-3,6").
+gsym::Expected<std::vector<int>> parse_cpu_list(const std::string& text);
+
+}  // namespace gsymprof

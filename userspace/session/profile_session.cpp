@@ -1,0 +1,326 @@
+#include "userspace/session/profile_session.h"
+
+#include <fcntl.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "userspace/process/process_image.h"
+#include "userspace/aggregate/stack_aggregator.h"
+#include "userspace/unwind/stack_copy_unwind.h"
+#include "userspace/base/text_escape.h"
+
+namespace gsymprof {
+namespace {
+
+volatile sig_atomic_t g_stop_signal = 0;
+
+void on_stop_signal(int signal) { g_stop_signal = signal; }
+
+// Installs SIGINT/SIGTERM handlers for the session's lifetime, without
+// SA_RESTART so a blocking poll returns early.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+class AggregatingSink : public SampleSink {
+ public:
+  AggregatingSink(StackAggregator& aggregator, StackCopyUnwinder& unwinder)
+      : aggregator_(aggregator), unwinder_(unwinder) {}
+  void on_sample(const RawSample& sample) override { aggregator_.add(sample); }
+  void on_exec(uint32_t tgid) override { aggregator_.note_exec(tgid); }
+  // --call-graph dwarf: unwind now, while the process's modules are known.
+  void on_stack_copy(const RawStackCopy& copy) override { unwinder_.unwind(copy, add_); }
+  // Walks held for a maps re-read, once sampling is over.
+  void flush() { unwinder_.flush(add_); }
+
+ private:
+  StackAggregator& aggregator_;
+  StackCopyUnwinder& unwinder_;
+  SampleCallback add_ = [this](const RawSample& sample) { aggregator_.add(sample); };
+};
+
+// A process is alive until it is gone or a zombie.
+bool process_alive(uint32_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  size_t paren = text.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= text.size()) return false;
+  char state = text[paren + 2];
+  return state != 'Z' && state != 'X' && state != 'x';
+}
+
+// A child forked and held before exec until the sampler knows its pid, so it
+// is profiled from its first instruction.
+class LaunchedCommand {
+ public:
+  ~LaunchedCommand() {
+    if (go_fd_ >= 0) ::close(go_fd_);  // EOF: a held child exits without exec
+    if (pid_ > 0 && !reaped_) terminate();
+  }
+
+  gsym::Status fork_held(const std::vector<std::string>& command) {
+    int go[2], exec_error[2];
+    if (pipe2(go, O_CLOEXEC) != 0 || pipe2(exec_error, O_CLOEXEC) != 0)
+      return gsym::Error(std::string("pipe: ") + std::strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) return gsym::Error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      ::close(go[1]);
+      ::close(exec_error[0]);
+      char byte;
+      if (::read(go[0], &byte, 1) != 1) _exit(127);
+      std::vector<char*> argv;
+      for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execvp(argv[0], argv.data());
+      int error = errno;
+      (void)!::write(exec_error[1], &error, sizeof(error));
+      _exit(127);
+    }
+    ::close(go[0]);
+    ::close(exec_error[1]);
+    pid_ = pid;
+    go_fd_ = go[1];
+    exec_error_fd_ = exec_error[0];
+    name_ = command[0];
+    return {};
+  }
+
+  // Lets the child exec; fails if exec did.
+  gsym::Status release() {
+    char byte = 1;
+    if (::write(go_fd_, &byte, 1) != 1)
+      return gsym::Error(std::string("cannot start ") + name_ + ": " + std::strerror(errno));
+    ::close(go_fd_);
+    go_fd_ = -1;
+    int error = 0;
+    ssize_t n;
+    do n = ::read(exec_error_fd_, &error, sizeof(error));
+    while (n < 0 && errno == EINTR);
+    ::close(exec_error_fd_);
+    exec_error_fd_ = -1;
+    if (n == sizeof(error)) {
+      wait_blocking();
+      return gsym::Error("cannot run " + name_ + ": " + std::strerror(error));
+    }
+    return {};
+  }
+
+  uint32_t pid() const { return static_cast<uint32_t>(pid_); }
+  bool exited() {
+    if (reaped_) return true;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      reaped_ = true;
+      status_ = status;
+    }
+    return reaped_;
+  }
+  int status() const { return status_; }
+
+  // SIGTERM, a grace period, then SIGKILL.
+  void terminate() {
+    if (reaped_) return;
+    ::kill(pid_, SIGTERM);
+    for (int i = 0; i < 100 && !exited(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!reaped_) {
+      ::kill(pid_, SIGKILL);
+      wait_blocking();
+    }
+  }
+
+ private:
+  void wait_blocking() {
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+    status_ = status;
+  }
+
+  pid_t pid_ = -1;
+  int go_fd_ = -1, exec_error_fd_ = -1;
+  bool reaped_ = false;
+  int status_ = -1;
+  std::string name_;
+};
+
+uint64_t unix_time_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+}  // namespace
+
+gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, SessionStats* stats) {
+  const TargetOptions& targets = options.targets;
+  if (std::string problem = validate_target_options(targets); !problem.empty())
+    return gsym::Error(problem);
+  for (uint32_t pid : targets.pids)
+    if (!process_alive(pid)) return gsym::Error("no process with pid " + std::to_string(pid));
+
+  ProcessTable processes(ProcSource::live());
+  StackAggregator aggregator(processes);
+  StackCopyUnwinder stack_unwinder(processes);
+  AggregatingSink sink(aggregator, stack_unwinder);
+
+  SamplerOptions sampler_options;
+  sampler_options.frequency_hz = targets.frequency_hz;
+  sampler_options.filter_by_tgid = !targets.whole_system();
+  sampler_options.target_tgids = targets.pids;
+  sampler_options.ring_buffer_bytes = options.ring_buffer_bytes;
+  const bool copy_stacks = targets.call_graph == "dwarf";
+  if (copy_stacks) sampler_options.stack_copy_bytes = targets.stack_copy_bytes;
+
+  Capture capture;
+  struct utsname host {};
+  if (uname(&host) == 0) {
+    capture.host = host.nodename;
+    capture.kernel_release = host.release;
+  }
+  capture.frequency_hz = targets.frequency_hz;
+  capture.call_graph = targets.call_graph;
+
+  StopSignals stop_signals;
+  auto sampler = Sampler::start(sampler_options, sink);
+  if (!sampler) return sampler.error();
+
+  // Snapshot the named processes now, in case they exit before sampling.
+  for (uint32_t pid : targets.pids) processes.current_image(pid);
+
+  std::unique_ptr<LaunchedCommand> command;
+  if (!targets.command.empty()) {
+    command = std::make_unique<LaunchedCommand>();
+    if (auto s = command->fork_held(targets.command); !s) return s.error();
+    if (auto s = (*sampler)->add_target(command->pid()); !s) return s.error();
+    // Until exec the child is a copy of us: snapshot that image now, as a
+    // sample taken before exec may be read only after it (the exec event
+    // then starts the command's own image).
+    processes.current_image(command->pid());
+    if (auto s = command->release(); !s) return s.error();
+  }
+
+  capture.start_time_unix_ns = unix_time_ns();
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline =
+      targets.duration_s
+          ? start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(*targets.duration_s))
+          : std::chrono::steady_clock::time_point::max();
+  auto next_liveness_check = start;
+  std::string stop_reason;
+  while (stop_reason.empty()) {
+    auto now = std::chrono::steady_clock::now();
+    if (g_stop_signal) {
+      stop_reason = "interrupted";
+      break;
+    }
+    if (now >= deadline) {
+      stop_reason = "duration";
+      break;
+    }
+    if (now >= next_liveness_check) {
+      next_liveness_check = now + std::chrono::milliseconds(100);
+      if (command && command->exited()) stop_reason = "targets exited";
+      if (!targets.pids.empty() &&
+          std::none_of(targets.pids.begin(), targets.pids.end(), process_alive))
+        stop_reason = "targets exited";
+      if (!stop_reason.empty()) break;
+    }
+    // Short waits: samples arrive without wakeups (see Sampler::poll), and a
+    // short-lived process must be read (maps, unwinding) while it exists.
+    auto wait = std::min<std::chrono::steady_clock::duration>(deadline - now,
+                                                              std::chrono::milliseconds(10));
+    int timeout_ms = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
+    auto polled = (*sampler)->poll(std::max(timeout_ms, 1));
+    if (!polled) return polled.error();
+  }
+  capture.duration_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count());
+
+  if (auto drained = (*sampler)->drain(); !drained) return drained.error();
+  SamplerCounters counters = (*sampler)->counters();
+  sampler->reset();  // detach: stop sampling before the user-space work
+  // Images that missed an address since their last read, while alive.
+  processes.refresh_stale();
+  sink.flush();
+  if (command) command->terminate();
+
+  aggregator.build(capture);
+  capture.lost[kLostRingBufferFull] = counters.ringbuf_full;
+  capture.lost[kLostStackError] = counters.stack_error;
+  capture.lost[kLostNoUserStack] = counters.no_user_stack;
+  capture.lost[kLostExecEvents] = counters.exec_lost;
+  capture.lost[kLostBadRecords] = counters.bad_records;
+  // Kept but cut short by the CFI unwinder ("unwind_stack_copy_too_small", ...).
+  if (copy_stacks)
+    for (const auto& [reason, count] : stack_unwinder.truncations()) capture.lost[reason] = count;
+
+  if (stats) {
+    stats->counters = counters;
+    stats->unique_raw_stacks = aggregator.unique_stacks();
+    stats->maps_reads = processes.map_reads();
+    stats->stop_reason = stop_reason;
+    stats->command_exit_status = command ? command->status() : -1;
+  }
+  return capture;
+}
+
+void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
+  uint64_t lost = 0;
+  std::string lost_reasons, truncation_reasons;
+  for (const auto& [reason, count] : capture.lost) {
+    std::string& list =
+        reason.starts_with(kTruncatedByUnwinderPrefix) ? truncation_reasons : lost_reasons;
+    list += (list.empty() ? "" : ", ") + reason + " " + std::to_string(count);
+    if (!reason.starts_with(kTruncatedByUnwinderPrefix)) lost += count;  // unwind_*: kept
+  }
+  uint64_t truncated = 0;
+  for (const CaptureStack& stack : capture.stacks)
+    if (stack.truncated) truncated += stack.count;
+  std::fprintf(stderr,
+               "gsymprof: %" PRIu64 " samples taken, %" PRIu64 " recorded, %" PRIu64
+               " lost (%.2f s at %u Hz, stopped: %s)\n",
+               stats.counters.samples, capture.samples, lost,
+               static_cast<double>(capture.duration_ns) / 1e9, capture.frequency_hz,
+               stats.stop_reason.c_str());
+  // Reason names are capture.lost's keys, fixed strings today; escaped so the
+  // terminal stays safe should one ever come from elsewhere.
+  std::fprintf(stderr, "gsymprof: lost by reason: %s\n", escape_control(lost_reasons).c_str());
+  std::fprintf(stderr, "gsymprof: truncated stacks: %" PRIu64 "%s%s%s\n", truncated,
+               truncation_reasons.empty() ? "" : " (", escape_control(truncation_reasons).c_str(),
+               truncation_reasons.empty() ? "" : ")");
+}
+
+}  // namespace gsymprof

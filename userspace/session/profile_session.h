@@ -1,0 +1,50 @@
+// userspace/session/profile_session.h - stage: targeting options -> Capture. Runs the
+// whole sampling side (sampler, process table, aggregation) for `profile` and
+// `record` alike; nothing here symbolizes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gsym/expected.h"
+#include "userspace/capture/capture.h"
+#include "userspace/sample/sampler.h"
+#include "userspace/session/target_options.h"
+
+namespace gsymprof {
+
+struct SessionOptions {
+  TargetOptions targets;
+  size_t ring_buffer_bytes = size_t{8} << 20;
+};
+
+struct SessionStats {
+  SamplerCounters counters;
+  uint64_t unique_raw_stacks = 0;
+  uint64_t maps_reads = 0;            // /proc/PID/maps reads (first sight, dlopen)
+  std::string stop_reason;            // "duration", "interrupted", "targets exited"
+  int command_exit_status = -1;       // wait status of the launched command, -1 if none
+};
+
+// Samples until the duration elapses, SIGINT/SIGTERM arrives, or every
+// target has exited. Errors (one line): bad pid, BPF unavailable, command
+// cannot be started. Capture::lost holds every loss counter by name.
+gsym::Expected<Capture> run_sampling_session(const SessionOptions& options,
+                                             SessionStats* stats = nullptr);
+
+// The names used in Capture::lost.
+inline constexpr const char* kLostRingBufferFull = "ringbuf_full";
+inline constexpr const char* kLostStackError = "stack_error";
+inline constexpr const char* kLostNoUserStack = "no_user_stack";
+inline constexpr const char* kLostExecEvents = "exec_events";
+inline constexpr const char* kLostBadRecords = "bad_records";
+// --call-graph dwarf adds "unwind_<reason>" counters (stack_copy_unwind.h):
+// samples kept, but whose stack the CFI unwinder had to cut short.
+inline constexpr const char* kTruncatedByUnwinderPrefix = "unwind_";
+
+// Prints the sampling part of the end-of-run summary on stderr, the same for
+// profile and record: samples taken, recorded and lost, losses by reason,
+// truncated stacks.
+void print_sampling_summary(const Capture& capture, const SessionStats& stats);
+
+}  // namespace gsymprof

@@ -1,0 +1,133 @@
+// userspace/symbolize/gsym_locator.h - build ID -> GSYM reader.
+//
+// Input: a module's GNU build ID and (optionally) a local ELF path.
+// Output: a const gsym::Reader* whose header build ID equals the module's,
+// or nullptr, plus a ModuleReport saying where it came from or why not.
+//
+// Sources, in order (first hit wins):
+//   1. every --gsym-dir given to add_gsym_dir(), in the order given: each
+//      regular file named *.gsym directly in the directory (NOT recursive:
+//      a dir is a flat store, as with the cache), under any name, indexed by
+//      the build ID in its GSYM header. Files with an empty build ID, or that
+//      do not parse, FIFOs and devices are skipped with a note. Among files
+//      with equal build IDs the first directory wins, then the bytewise-
+//      smallest name. Files others could truncate are read, not mapped.
+//   2. readers added in memory with add_gsym_bytes() (tests, conversions that
+//      could not be cached);
+//   3. the cache directory (LocatorOptions::cache_dir):
+//      <buildid-hex>.<gsym::kConverterVersion>.gsym (e.g. 1a2b.c2.gsym),
+//      private (0700, files 0600), owned by the effective user and writable
+//      by nobody else, for reading as for writing; a refused cache is a note;
+//   4. when LocatorOptions::convert_missing is set and a local ELF path is
+//      given whose own build ID (read from its notes) equals the module's:
+//      gsym::convert_elf() (which finds a separate debug file itself).
+// Trust: the local file is opened once (non-blocking, regular files only)
+// and its owner decides. A file only root (or the effective user) could have
+// written is the authority for its build ID: its conversion is cached (and a
+// failed one remembered as <buildid-hex>.<converter version>.failed until
+// a DIR/.build-id/ debug file for it appears),
+// and cache hits serve it. Any other file claims its build ID without proof:
+// it skips the cache, and its conversion is kept in memory for that very
+// file (dev, inode, size, mtime, ctime) only, so it can neither poison nor
+// borrow the names of another file with the same build ID.
+// A GSYM whose header build ID differs from the module's is never used.
+// Outcomes (hits and misses) are memoized per run. Modules without a build
+// ID are never matched (nothing could prove a GSYM belongs to them).
+//
+// Not thread-safe: one locator per symbolization run.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gsym/convert.h"
+#include "gsym/expected.h"
+#include "gsym/reader.h"
+#include "userspace/base/build_id.h"
+
+namespace gsymprof {
+
+// $GSYMPROF_CACHE when set and not empty, else /var/cache/gsymprof.
+std::string default_cache_dir();
+
+struct LocatorOptions {
+  std::string cache_dir;        // "" = no cache (neither read nor written)
+  bool convert_missing = true;  // convert local ELF files on a miss
+  gsym::ConvertOptions convert; // for conversions (threads, debug dirs, ...)
+};
+
+enum class GsymOrigin : uint8_t {
+  None = 0,   // unresolved
+  GsymDir,    // a file found in a --gsym-dir
+  Memory,     // add_gsym_bytes()
+  Cache,      // an existing cache file
+  Converted,  // converted now (and cached unless `note` says otherwise)
+};
+const char* to_string(GsymOrigin origin);  // "none", "gsym-dir", "memory", "cache", "converted"
+
+// Per module: resolved (from where) or why not.
+struct ModuleReport {
+  std::string path;         // the module's path as captured
+  BuildId build_id;         // the module's build ID (may be empty)
+  GsymOrigin origin = GsymOrigin::None;
+  std::string gsym_path;    // the GSYM file used ("" for in-memory)
+  // Why unresolved, "" when resolved. One of:
+  //   "no build ID"
+  //   "no GSYM for build ID X"
+  //   "no GSYM for build ID X; file missing"
+  //   "no GSYM for build ID X; build-ID mismatch (file has Y)"
+  //   "no GSYM for build ID X; conversion failed: ..."
+  //   "no GSYM for build ID X; ..." (other local-file problems, e.g. not ELF)
+  std::string reason;
+  std::string note;         // non-fatal remark, e.g. "not cached: ..." ("" = none)
+  bool resolved() const { return origin != GsymOrigin::None; }
+  bool operator==(const ModuleReport&) const = default;
+};
+
+// One line, no newline:
+//   "/usr/bin/app (build ID 1a2b...): gsym-dir /gsyms/app.gsym"
+//   "/usr/lib/libx.so (build ID 3c4d...): no symbols: no GSYM for build ID 3c4d...; file missing"
+//   "/opt/y (no build ID): no symbols: no build ID"
+// A note, when present, is appended as " (NOTE)".
+std::string describe(const ModuleReport& report);
+
+class GsymLocator {
+ public:
+  explicit GsymLocator(LocatorOptions options = {});
+  GsymLocator(GsymLocator&&) noexcept;
+  GsymLocator& operator=(GsymLocator&&) noexcept;
+  ~GsymLocator();
+
+  // Indexes `dir` now (see above). Error (naming the dir) when it cannot be
+  // opened or is not a directory; bad files in it are notes, not errors.
+  gsym::Status add_gsym_dir(const std::string& dir);
+
+  // Adds a GSYM held in memory, indexed by its header build ID (after the
+  // --gsym-dirs). `name` appears in notes. Error when the bytes do not parse
+  // or the build ID is empty.
+  gsym::Status add_gsym_bytes(std::vector<uint8_t> bytes, const std::string& name);
+
+  // The reader for the module with `build_id`, or nullptr; `report` is
+  // filled either way (build_id, origin, gsym_path, reason, note; `path` is
+  // left as the caller set it).
+  // `local_elf_path` ("" = none) is only used for conversion. The pointer
+  // stays valid for the locator's lifetime.
+  const gsym::Reader* locate(const BuildId& build_id, const std::string& local_elf_path,
+                             ModuleReport& report);
+
+  // Non-fatal remarks from indexing, in order ("skipped DIR/x.gsym: ...").
+  const std::vector<std::string>& notes() const;
+
+  // How many conversions were attempted (for tests of the miss cache).
+  uint64_t conversions_attempted() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace gsymprof

@@ -1,0 +1,541 @@
+#include "userspace/unwind/cfi_unwinder.h"
+
+#include "gsym/elf_image.h"
+#include "gsym/file_io.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace gsymprof {
+
+const char* to_string(UnwindStop stop) {
+  switch (stop) {
+    case UnwindStop::Complete: return "complete";
+    case UnwindStop::StackCopyTooSmall: return "stack copy too small";
+    case UnwindStop::NoCfi: return "no CFI for module";
+    case UnwindStop::NoModule: return "no module";
+    case UnwindStop::UnreadableMemory: return "unreadable memory";
+    case UnwindStop::BadCfi: return "bad CFI";
+    case UnwindStop::DepthLimit: return "depth limit";
+    case UnwindStop::Loop: return "loop";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// DWARF register numbers on x86-64.
+constexpr int kRbp = 6, kRsp = 7, kReturnAddress = 16;
+constexpr int kRegisterCount = 17;
+// Registers worth carrying from frame to frame: callee-saved ones (CFA rules
+// may use them, e.g. %rbp) and the stack pointer. Caller-saved registers are
+// undefined after a call, so recovering them buys nothing.
+constexpr std::array<int, 7> kTrackedRegisters = {3, kRbp, kRsp, 12, 13, 14, 15};
+
+constexpr size_t kMaxExpressionOps = 64;
+constexpr size_t kMaxExpressionStack = 16;
+
+struct Registers {
+  std::array<uint64_t, kRegisterCount> value{};
+  uint32_t known = 0;  // bit per register
+
+  bool has(uint64_t reg) const { return reg < kRegisterCount && (known >> reg & 1); }
+  void set(int reg, uint64_t v) {
+    value[reg] = v;
+    known |= 1u << reg;
+  }
+  void forget(int reg) { known &= ~(1u << reg); }
+};
+
+enum class Eval : uint8_t { Ok, TooSmall, Unreadable, Bad };
+
+UnwindStop stop_for(Eval e) {
+  switch (e) {
+    case Eval::TooSmall: return UnwindStop::StackCopyTooSmall;
+    case Eval::Unreadable: return UnwindStop::UnreadableMemory;
+    default: return UnwindStop::BadCfi;
+  }
+}
+
+// Reads `size` bytes at runtime address `addr`, only from the copied stack.
+Eval read_stack(const StackView& stack, uint64_t addr, size_t size, uint64_t& out) {
+  if (addr < stack.stack_start) return Eval::Unreadable;
+  uint64_t offset = addr - stack.stack_start;
+  if (offset > stack.stack.size() || stack.stack.size() - offset < size) return Eval::TooSmall;
+  out = 0;
+  for (size_t i = 0; i < size; ++i) out |= static_cast<uint64_t>(stack.stack[offset + i]) << (8 * i);
+  return Eval::Ok;
+}
+
+// Evaluates a CFI DWARF expression as libdw hands it out. `cfa` feeds
+// DW_OP_call_frame_cfa (absent while computing the CFA itself). On Ok,
+// `is_value` tells whether the result is the value (DW_OP_stack_value, or a
+// register) or the address where the value is saved.
+Eval evaluate(const Dwarf_Op* ops, size_t nops, const Registers& regs, const StackView& stack,
+              const std::optional<uint64_t>& cfa, uint64_t& result, bool& is_value) {
+  is_value = false;
+  if (nops == 0 || nops > kMaxExpressionOps) return Eval::Bad;
+  // The register rule "saved in register N" arrives as a lone DW_OP_regx.
+  if (nops == 1 && (ops[0].atom == DW_OP_regx ||
+                    (ops[0].atom >= DW_OP_reg0 && ops[0].atom <= DW_OP_reg31))) {
+    uint64_t reg = ops[0].atom == DW_OP_regx ? ops[0].number : ops[0].atom - DW_OP_reg0;
+    if (!regs.has(reg)) return Eval::Unreadable;
+    result = regs.value[reg];
+    is_value = true;
+    return Eval::Ok;
+  }
+
+  std::array<uint64_t, kMaxExpressionStack> st;
+  size_t depth = 0;
+  auto push = [&](uint64_t v) {
+    if (depth == st.size()) return false;
+    st[depth++] = v;
+    return true;
+  };
+  for (size_t i = 0; i < nops; ++i) {
+    const Dwarf_Op& op = ops[i];
+    const uint8_t a = op.atom;
+    bool ok = true;
+    if (a >= DW_OP_lit0 && a <= DW_OP_lit31) {
+      ok = push(a - DW_OP_lit0);
+    } else if (a >= DW_OP_breg0 && a <= DW_OP_breg31) {
+      if (!regs.has(a - DW_OP_breg0)) return Eval::Unreadable;
+      ok = push(regs.value[a - DW_OP_breg0] + op.number);  // number holds the signed offset
+    } else {
+      switch (a) {
+        case DW_OP_bregx:
+          if (!regs.has(op.number)) return Eval::Unreadable;
+          ok = push(regs.value[op.number] + op.number2);
+          break;
+        case DW_OP_call_frame_cfa:
+          if (!cfa) return Eval::Bad;
+          ok = push(*cfa);
+          break;
+        case DW_OP_addr: case DW_OP_const1u: case DW_OP_const2u: case DW_OP_const4u:
+        case DW_OP_const8u: case DW_OP_constu: case DW_OP_const1s: case DW_OP_const2s:
+        case DW_OP_const4s: case DW_OP_const8s: case DW_OP_consts:
+          ok = push(op.number);  // libdw sign-extends the signed forms
+          break;
+        case DW_OP_stack_value:
+          if (i + 1 != nops) return Eval::Bad;
+          is_value = true;
+          break;
+        case DW_OP_nop:
+          break;
+        case DW_OP_deref:
+        case DW_OP_deref_size: {
+          if (depth < 1) return Eval::Bad;
+          size_t size = a == DW_OP_deref ? 8 : op.number;
+          if (size == 0 || size > 8) return Eval::Bad;
+          uint64_t v = 0;
+          if (Eval e = read_stack(stack, st[depth - 1], size, v); e != Eval::Ok) return e;
+          st[depth - 1] = v;
+          break;
+        }
+        case DW_OP_dup:
+          if (depth < 1) return Eval::Bad;
+          ok = push(st[depth - 1]);
+          break;
+        case DW_OP_drop:
+          if (depth < 1) return Eval::Bad;
+          --depth;
+          break;
+        case DW_OP_over:
+          if (depth < 2) return Eval::Bad;
+          ok = push(st[depth - 2]);
+          break;
+        case DW_OP_pick:
+          if (op.number >= depth) return Eval::Bad;
+          ok = push(st[depth - 1 - op.number]);
+          break;
+        case DW_OP_swap:
+          if (depth < 2) return Eval::Bad;
+          std::swap(st[depth - 1], st[depth - 2]);
+          break;
+        case DW_OP_rot:
+          if (depth < 3) return Eval::Bad;
+          std::swap(st[depth - 1], st[depth - 2]);
+          std::swap(st[depth - 2], st[depth - 3]);
+          break;
+        case DW_OP_plus_uconst:
+          if (depth < 1) return Eval::Bad;
+          st[depth - 1] += op.number;
+          break;
+        case DW_OP_neg:
+          if (depth < 1) return Eval::Bad;
+          st[depth - 1] = 0 - st[depth - 1];
+          break;
+        case DW_OP_not:
+          if (depth < 1) return Eval::Bad;
+          st[depth - 1] = ~st[depth - 1];
+          break;
+        case DW_OP_abs:
+          if (depth < 1) return Eval::Bad;
+          if (static_cast<int64_t>(st[depth - 1]) < 0) st[depth - 1] = 0 - st[depth - 1];
+          break;
+        default: {
+          // Binary operators: pop b, pop a, push a OP b.
+          if (depth < 2) return Eval::Bad;
+          uint64_t b = st[depth - 1], x = st[depth - 2];
+          int64_t sb = static_cast<int64_t>(b), sx = static_cast<int64_t>(x);
+          uint64_t r = 0;
+          switch (a) {
+            case DW_OP_plus: r = x + b; break;
+            case DW_OP_minus: r = x - b; break;
+            case DW_OP_mul: r = x * b; break;
+            case DW_OP_and: r = x & b; break;
+            case DW_OP_or: r = x | b; break;
+            case DW_OP_xor: r = x ^ b; break;
+            case DW_OP_shl: r = b >= 64 ? 0 : x << b; break;
+            case DW_OP_shr: r = b >= 64 ? 0 : x >> b; break;
+            case DW_OP_shra: r = static_cast<uint64_t>(sx >> (b >= 64 ? 63 : b)); break;
+            case DW_OP_div:
+              if (b == 0 || (sx == INT64_MIN && sb == -1)) return Eval::Bad;
+              r = static_cast<uint64_t>(sx / sb);
+              break;
+            case DW_OP_mod:
+              if (b == 0) return Eval::Bad;
+              r = x % b;
+              break;
+            case DW_OP_eq: r = sx == sb; break;
+            case DW_OP_ne: r = sx != sb; break;
+            case DW_OP_lt: r = sx < sb; break;
+            case DW_OP_gt: r = sx > sb; break;
+            case DW_OP_le: r = sx <= sb; break;
+            case DW_OP_ge: r = sx >= sb; break;
+            default: return Eval::Bad;  // branches, TLS, registers as locations, ...
+          }
+          --depth;
+          st[depth - 1] = r;
+        }
+      }
+    }
+    if (!ok) return Eval::Bad;
+  }
+  if (depth < 1) return Eval::Bad;
+  result = st[depth - 1];
+  return Eval::Ok;
+}
+
+enum class Rule : uint8_t { Value, Undefined, SameValue, Failed };
+
+// The caller's value of `regno` under `frame`'s rule for it.
+Rule recover_register(Dwarf_Frame* frame, int regno, const Registers& regs, const StackView& stack,
+                      uint64_t cfa, uint64_t& value, Eval& failure) {
+  Dwarf_Op ops_mem[3];
+  Dwarf_Op* ops = nullptr;
+  size_t nops = 0;
+  if (dwarf_frame_register(frame, regno, ops_mem, &ops, &nops) != 0) {
+    failure = Eval::Bad;
+    return Rule::Failed;
+  }
+  if (nops == 0) return ops == nullptr ? Rule::SameValue : Rule::Undefined;
+  uint64_t result = 0;
+  bool is_value = false;
+  failure = evaluate(ops, nops, regs, stack, cfa, result, is_value);
+  if (failure != Eval::Ok) return Rule::Failed;
+  if (!is_value) {
+    failure = read_stack(stack, result, 8, result);
+    if (failure != Eval::Ok) return Rule::Failed;
+  }
+  value = result;
+  return Rule::Value;
+}
+
+struct FrameDeleter {
+  void operator()(Dwarf_Frame* frame) const { std::free(frame); }
+};
+using FramePtr = std::unique_ptr<Dwarf_Frame, FrameDeleter>;
+
+std::once_flag elf_init_once;
+
+}  // namespace
+
+// One module's ELF and its CFI sections, opened once and kept.
+struct CfiUnwinder::ModuleCfi {
+  int fd = -1;
+  Elf* elf = nullptr;
+  Dwarf_CFI* eh_frame = nullptr;  // owned (dwarf_cfi_end)
+  Dwarf* dwarf = nullptr;         // for .debug_frame, opened on first need
+  Dwarf_CFI* debug_frame = nullptr;  // owned by `dwarf`
+  bool debug_frame_tried = false;
+  std::string error;  // non-empty: unusable
+
+  ~ModuleCfi() {
+    if (eh_frame) dwarf_cfi_end(eh_frame);
+    if (dwarf) dwarf_end(dwarf);
+    if (elf) elf_end(elf);
+    if (fd >= 0) close(fd);
+  }
+
+  void load(const UnwindModule& module) {
+    std::call_once(elf_init_once, [] { elf_version(EV_CURRENT); });
+    gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(module.elf_path);
+    if (!file) {
+      error = file.error().message;
+      return;
+    }
+    if (module.file.known()) {
+      const FileStamp opened = FileStamp::of(file->status);
+      if (opened.dev != module.file.dev || opened.inode != module.file.inode ||
+          opened.ctime_ns != module.file.ctime_ns) {
+        error = module.elf_path + ": not the file the module was identified from (replaced since?)";
+        return;
+      }
+    }
+    const bool mappable = gsym::writable_only_by_us(file->status);
+    fd = file->fd.release();
+    // A file someone else can truncate is read, not mapped (SIGBUS).
+    elf = elf_begin(fd, mappable ? ELF_C_READ_MMAP : ELF_C_READ, nullptr);
+    GElf_Ehdr ehdr;
+    if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr)) {
+      error = module.elf_path + ": not an ELF file";
+      return;
+    }
+    if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != EM_X86_64) {
+      error = module.elf_path + ": not an x86-64 ELF file";
+      return;
+    }
+    if (!module.build_id.empty()) {
+      const void* id = nullptr;
+      ssize_t size = dwelf_elf_gnu_build_id(elf, &id);
+      if (size <= 0 || BuildId(std::span(static_cast<const uint8_t*>(id), size)) != module.build_id) {
+        error = module.elf_path + ": build ID differs from the module's " + module.build_id.hex();
+        return;
+      }
+    }
+    // Compressed sections' claimed sizes are bounded before libdw
+    // (dwarf_begin_elf in load_debug_frame) decompresses any of them.
+    if (gsym::Status sizes = gsym::check_section_sizes(elf, static_cast<uint64_t>(file->status.st_size));
+        !sizes) {
+      error = module.elf_path + ": " + sizes.error().message;
+      return;
+    }
+    eh_frame = dwarf_getcfi_elf(elf);
+    if (!eh_frame && !load_debug_frame())
+      error = module.elf_path + ": no .eh_frame or .debug_frame";
+  }
+
+  bool load_debug_frame() {
+    if (!debug_frame_tried) {
+      debug_frame_tried = true;
+      dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);
+      if (dwarf) debug_frame = dwarf_getcfi(dwarf);
+    }
+    return debug_frame != nullptr;
+  }
+
+  // CFI row for `unslid_addr`: .eh_frame first, then .debug_frame.
+  FramePtr frame_at(uint64_t unslid_addr) {
+    Dwarf_Frame* frame = nullptr;
+    if (eh_frame && dwarf_cfi_addrframe(eh_frame, unslid_addr, &frame) == 0) return FramePtr(frame);
+    if (load_debug_frame() && dwarf_cfi_addrframe(debug_frame, unslid_addr, &frame) == 0)
+      return FramePtr(frame);
+    return nullptr;
+  }
+};
+
+CfiUnwinder::CfiUnwinder(UnwindOptions options) : options_(options) {}
+CfiUnwinder::~CfiUnwinder() = default;
+
+namespace {
+
+// Loaded CFI is shared by build ID. A failure belongs to the path tried (it
+// may be gone, e.g. /proc/PID/map_files of an exited process, or hold another
+// build), so another path of the same build still gets its chance.
+// Only CFI of a file nobody else could have written stands for its build ID
+// everywhere; anyone's file could claim any build ID.
+std::string success_key(const UnwindModule& module) {
+  if (module.file.known() && !module.file.trusted)
+    return "file:" + module.file.key() + ":" + module.build_id.hex();
+  return module.build_id.empty() ? "path:" + module.elf_path
+                                 : std::string(module.build_id.bytes().begin(),
+                                               module.build_id.bytes().end());
+}
+std::string failure_key(const UnwindModule& module) {
+  return "failed:" + module.build_id.hex() + ":" + module.elf_path;
+}
+
+}  // namespace
+
+CfiUnwinder::ModuleCfi* CfiUnwinder::cfi_for(const UnwindModule& module) {
+  if (auto it = cache_.find(success_key(module)); it != cache_.end()) return it->second.get();
+  std::string failed = failure_key(module);
+  if (cache_.count(failed)) return nullptr;
+  auto cfi = std::make_unique<ModuleCfi>();
+  cfi->load(module);
+  if (!cfi->error.empty()) {
+    ++stats_.modules_failed;
+    cache_.emplace(std::move(failed), std::move(cfi));
+    return nullptr;
+  }
+  ++stats_.modules_opened;
+  return cache_.emplace(success_key(module), std::move(cfi)).first->second.get();
+}
+
+std::string CfiUnwinder::module_error(const UnwindModule& module) {
+  std::lock_guard lock(mutex_);
+  if (cache_.count(success_key(module))) return "";
+  auto it = cache_.find(failure_key(module));
+  return it == cache_.end() ? "" : it->second->error;
+}
+
+CfiCacheStats CfiUnwinder::stats() {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+UnwindResult CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module) {
+  UnwindResult result;
+  unwind(stack, find_module, result);
+  return result;
+}
+
+void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module, UnwindResult& out) {
+  std::lock_guard lock(mutex_);
+  out.ips.clear();
+  out.stop = UnwindStop::Complete;
+
+  Registers regs;
+  regs.set(kRsp, stack.regs.sp);
+  regs.set(kRbp, stack.regs.bp);
+  uint64_t pc = stack.regs.ip;
+  // Frame 0's pc is the interrupted instruction; a return address points after
+  // its call, which may be the last instruction of the function, so look up
+  // pc - 1 there. After a signal frame the pc is exact again.
+  bool exact_pc = true;
+
+  for (;;) {
+    out.ips.push_back(pc);
+    regs.set(kReturnAddress, pc);  // DW_OP_breg16 is %rip (PLT stubs' CFA rules use it)
+    const uint64_t lookup_addr = exact_pc ? pc : pc - 1;
+    const UnwindModule* module = find_module ? find_module(lookup_addr) : nullptr;
+    if (!module) {
+      out.stop = UnwindStop::NoModule;
+      return;
+    }
+    ModuleCfi* cfi = cfi_for(*module);
+    FramePtr frame = cfi ? cfi->frame_at(lookup_addr - module->load_bias) : nullptr;
+    if (!frame) {
+      out.stop = UnwindStop::NoCfi;
+      return;
+    }
+
+    Dwarf_Op* cfa_ops = nullptr;
+    size_t cfa_nops = 0;
+    uint64_t cfa = 0;
+    bool is_value = false;
+    if (dwarf_frame_cfa(frame.get(), &cfa_ops, &cfa_nops) != 0 || cfa_nops == 0) {
+      out.stop = UnwindStop::BadCfi;
+      return;
+    }
+    if (Eval e = evaluate(cfa_ops, cfa_nops, regs, stack, std::nullopt, cfa, is_value); e != Eval::Ok) {
+      out.stop = stop_for(e);
+      return;
+    }
+
+    bool signal_frame = false;
+    int ra_reg = dwarf_frame_info(frame.get(), nullptr, nullptr, &signal_frame);
+    if (ra_reg < 0 || ra_reg >= kRegisterCount) {
+      out.stop = UnwindStop::BadCfi;
+      return;
+    }
+    uint64_t return_address = 0;
+    Eval failure = Eval::Ok;
+    switch (recover_register(frame.get(), ra_reg, regs, stack, cfa, return_address, failure)) {
+      case Rule::Undefined:  // the outermost frame (_start, clone) says so
+        return;
+      case Rule::SameValue:
+        out.stop = UnwindStop::BadCfi;
+        return;
+      case Rule::Failed:
+        out.stop = stop_for(failure);
+        return;
+      case Rule::Value:
+        break;
+    }
+    if (return_address == 0) return;  // a zeroed return address ends a stack too
+
+    Registers caller;
+    for (int reg : kTrackedRegisters) {
+      uint64_t value = 0;
+      Eval ignored = Eval::Ok;
+      switch (recover_register(frame.get(), reg, regs, stack, cfa, value, ignored)) {
+        case Rule::Value: caller.set(reg, value); break;
+        case Rule::SameValue:
+          if (regs.has(reg)) caller.set(reg, regs.value[reg]);
+          break;
+        case Rule::Undefined:
+        case Rule::Failed: break;  // unknown from here on; only fatal if a rule needs it
+      }
+    }
+    // By the x86-64 ABI the caller's stack pointer is the CFA, unless the CFI
+    // says otherwise (signal frames restore it from the saved context).
+    Dwarf_Op ops_mem[3];
+    Dwarf_Op* sp_ops = nullptr;
+    size_t sp_nops = 0;
+    if (dwarf_frame_register(frame.get(), kRsp, ops_mem, &sp_ops, &sp_nops) != 0 || sp_nops == 0 ||
+        !caller.has(kRsp))
+      caller.set(kRsp, cfa);
+
+    if (caller.value[kRsp] <= regs.value[kRsp]) {
+      out.stop = UnwindStop::Loop;
+      return;
+    }
+    if (out.ips.size() >= options_.max_frames) {
+      out.stop = UnwindStop::DepthLimit;
+      return;
+    }
+    regs = caller;
+    pc = return_address;
+    exact_pc = signal_frame;
+  }
+}
+
+LeafFixup CfiUnwinder::leaf_fixup(const StackView& stack, const ModuleFinder& find_module) {
+  std::lock_guard lock(mutex_);
+  LeafFixup fixup;
+  const UnwindModule* module = find_module ? find_module(stack.regs.ip) : nullptr;
+  ModuleCfi* cfi = module ? cfi_for(*module) : nullptr;
+  FramePtr frame = cfi ? cfi->frame_at(stack.regs.ip - module->load_bias) : nullptr;
+  if (!frame) return fixup;
+
+  Dwarf_Op* cfa_ops = nullptr;
+  size_t cfa_nops = 0;
+  if (dwarf_frame_cfa(frame.get(), &cfa_ops, &cfa_nops) != 0 || cfa_nops != 1 ||
+      cfa_ops[0].atom != DW_OP_bregx)
+    return fixup;
+  if (cfa_ops[0].number == kRbp) {
+    fixup.kind = LeafFixup::Kind::FramePointerFrame;
+    return fixup;
+  }
+  if (cfa_ops[0].number != kRsp) return fixup;
+
+  Registers regs;
+  regs.set(kRsp, stack.regs.sp);
+  regs.set(kRbp, stack.regs.bp);
+  regs.set(kReturnAddress, stack.regs.ip);
+  uint64_t cfa = stack.regs.sp + cfa_ops[0].number2;
+  int ra_reg = dwarf_frame_info(frame.get(), nullptr, nullptr, nullptr);
+  uint64_t caller_ip = 0;
+  Eval failure = Eval::Ok;
+  if (ra_reg < 0 || ra_reg >= kRegisterCount ||
+      recover_register(frame.get(), ra_reg, regs, stack, cfa, caller_ip, failure) != Rule::Value ||
+      caller_ip == 0)
+    return fixup;
+  fixup.kind = LeafFixup::Kind::ReturnAddressOnStack;
+  fixup.caller_ip = caller_ip;
+  return fixup;
+}
+
+}  // namespace gsymprof

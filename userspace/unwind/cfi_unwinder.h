@@ -1,0 +1,106 @@
+// userspace/unwind/cfi_unwinder.h - unwinds a copied user stack with the modules'
+// DWARF CFI (.eh_frame, else .debug_frame), for code built without frame
+// pointers. x86-64 only.
+//
+// Input: a StackView (registers IP/SP/BP + a copy of the top of the stack) and
+// a ModuleFinder (stack_snapshot.h). Output: the IP list the frame-pointer
+// path produces (leaf first: the sampled IP, then return addresses, all
+// runtime addresses, not yet adjusted by -1) and why the walk stopped.
+//
+// Safety on garbage: memory is read ONLY from the copied bytes, CFA and
+// register expressions run on a bounded stack with a bounded op count, the
+// depth is bounded, and the stack pointer must strictly increase from frame
+// to frame (else: Loop). A module's file is used only if its build ID matches.
+//
+// Thread safety: CfiUnwinder may be shared by threads; its CFI cache is
+// guarded by one mutex held for each whole unwind (libdw's CFI caches are
+// filled lazily and are not thread-safe).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "userspace/unwind/stack_snapshot.h"
+
+namespace gsymprof {
+
+enum class UnwindStop : uint8_t {
+  Complete,           // reached the outermost frame (return address undefined or 0)
+  StackCopyTooSmall,  // needed bytes above the end of the copied stack
+  NoCfi,              // the module has no CFI, or none covers the address
+  NoModule,           // the address lies in no known module (JIT, anonymous, garbage)
+  UnreadableMemory,   // needed bytes below the copy, or a register not recovered
+  BadCfi,             // a CFI rule the unwinder cannot evaluate
+  DepthLimit,         // max_frames reached
+  Loop,               // the stack pointer did not increase
+};
+inline constexpr size_t kUnwindStopCount = 8;
+// Stable lower-case names, used as loss-counter keys: "stack copy too small", ...
+const char* to_string(UnwindStop stop);
+
+struct UnwindOptions {
+  size_t max_frames = 127;
+};
+
+struct UnwindResult {
+  std::vector<uint64_t> ips;  // leaf first, runtime addresses
+  UnwindStop stop = UnwindStop::Complete;
+  bool truncated() const { return stop != UnwindStop::Complete; }
+};
+
+// Frame-pointer mode's leaf fix-up: does the return address still sit on the
+// stack at frame 0 (function entry, prologue before `mov %rsp,%rbp`, epilogue
+// after `pop %rbp`, or a leaf that sets up no frame)? Then a frame-pointer
+// walk skips the leaf's caller, and `caller_ip` is that missing frame.
+struct LeafFixup {
+  enum class Kind : uint8_t {
+    FramePointerFrame,  // CFA is %rbp-based: the frame-pointer walk is right
+    ReturnAddressOnStack,  // CFA is %rsp-based: caller_ip is the missing caller
+    Unknown,            // no module/CFI, or the slot is outside the copied bytes
+  };
+  Kind kind = Kind::Unknown;
+  uint64_t caller_ip = 0;
+};
+
+struct CfiCacheStats {
+  uint64_t modules_opened = 0;  // distinct modules whose CFI was loaded
+  uint64_t modules_failed = 0;  // distinct modules with no usable CFI
+};
+
+class CfiUnwinder {
+ public:
+  explicit CfiUnwinder(UnwindOptions options = {});
+  ~CfiUnwinder();
+  CfiUnwinder(const CfiUnwinder&) = delete;
+  CfiUnwinder& operator=(const CfiUnwinder&) = delete;
+
+  // Unwinds into `out` (its vector's capacity is reused across calls).
+  void unwind(const StackView& stack, const ModuleFinder& find_module, UnwindResult& out);
+  UnwindResult unwind(const StackView& stack, const ModuleFinder& find_module);
+
+  LeafFixup leaf_fixup(const StackView& stack, const ModuleFinder& find_module);
+
+  // Why a module's CFI could not be used ("" when it loaded or was never tried).
+  std::string module_error(const UnwindModule& module);
+  CfiCacheStats stats();
+
+  struct ModuleCfi;  // parsed CFI of one module (cfi_unwinder.cpp)
+
+ private:
+  ModuleCfi* cfi_for(const UnwindModule& module);  // caller holds mutex_
+
+  UnwindOptions options_;
+  std::mutex mutex_;
+  // Loaded CFI keyed by build ID bytes (by path for modules without one);
+  // failures keyed by build ID and path.
+  std::map<std::string, std::unique_ptr<ModuleCfi>> cache_;
+  CfiCacheStats stats_;
+};
+
+}  // namespace gsymprof

@@ -1,0 +1,111 @@
+#include "userspace/unwind/stack_copy_unwind.h"
+
+#include "userspace/process/vdso_file.h"
+
+#include <cctype>
+#include <cstdio>
+
+#include "userspace/aggregate/normalize.h"
+
+namespace gsymprof {
+
+StackCopyUnwinder::StackCopyUnwinder(ProcessTable& processes, UnwindOptions options)
+    : processes_(processes), unwinder_(options) {}
+
+const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t addr) {
+  int32_t map = processes_.image(image_id).find_map(addr);
+  if (map < 0) {
+    // Perhaps mapped since the maps were read (dlopen): read them again
+    // (rate-limited by the process table).
+    processes_.cover(image_id, std::span<const uint64_t>(&addr, 1));
+    map = processes_.image(image_id).find_map(addr);
+    if (map < 0) return nullptr;
+  }
+  const ProcessImage& image = processes_.image(image_id);
+  const int32_t module_index = image.map_module[map];
+  if (module_index < 0) return nullptr;
+  auto key = std::pair(image_id, module_index);
+  if (auto it = modules_.find(key); it != modules_.end()) return &it->second;
+
+  const ProcessModule& module = image.modules[module_index];
+  if (!module.error.empty()) return nullptr;
+  const MapEntry& entry = image.maps[map];
+  std::optional<uint64_t> bias = load_bias(module.identity.segments, entry);
+  if (!bias) return nullptr;
+  // map_files reaches the very file mapped, also when deleted or in another
+  // mount namespace; the CFI cache is keyed by build ID, so this path is
+  // opened once per build, not once per process.
+  char path[96];
+  std::snprintf(path, sizeof path, "/proc/%u/map_files/%llx-%llx", image.pid,
+                static_cast<unsigned long long>(entry.start), static_cast<unsigned long long>(entry.end));
+  const std::string file = module.path == kVdsoPath ? openable_module_path(module.path) : std::string(path);
+  return &modules_.emplace(key, UnwindModule{file, module.identity.build_id, *bias, module.identity.file}).first->second;
+}
+
+bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack) {
+  unwinder_.unwind(stack, [&](uint64_t addr) { return find_module(image_id, addr); }, result_);
+  if (result_.stop != UnwindStop::NoModule) return false;
+  const uint64_t last = result_.ips.back();
+  const uint64_t lookup = result_.ips.size() == 1 ? last : last - 1;
+  return processes_.image(image_id).find_map(lookup) < 0;
+}
+
+void StackCopyUnwinder::emit_result(uint32_t pid, uint32_t tid, std::string_view comm,
+                                    const SampleCallback& emit) {
+  ++stacks_;
+  ++stops_[static_cast<size_t>(result_.stop)];
+  RawSample sample;
+  sample.pid = pid;
+  sample.tid = tid;
+  sample.comm = comm;
+  sample.ips = result_.ips;
+  sample.truncated = result_.truncated();
+  emit(sample);
+}
+
+void StackCopyUnwinder::retry_held(const SampleCallback& emit, bool final) {
+  std::vector<Held> held;
+  held.swap(held_);
+  for (const Held& h : held) {
+    ++retried_;
+    StackView view{h.regs, h.stack_start, h.stack};
+    if (walk(h.image, view) && !final && held_.size() < kMaxHeld) {
+      held_.push_back(h);  // still unmapped: wait for the next re-read
+      continue;
+    }
+    emit_result(h.pid, h.tid, h.comm, emit);
+  }
+  maps_reads_at_hold_ = processes_.map_reads();
+}
+
+void StackCopyUnwinder::unwind(const RawStackCopy& copy, const SampleCallback& emit) {
+  // The maps were read again since walks were held: they may finish now.
+  if (!held_.empty() && processes_.map_reads() != maps_reads_at_hold_) retry_held(emit, false);
+
+  const uint32_t image_id = processes_.current_image(copy.pid);
+  if (walk(image_id, copy.stack) && held_.size() < kMaxHeld) {
+    if (held_.empty()) maps_reads_at_hold_ = processes_.map_reads();
+    held_.push_back({image_id, copy.pid, copy.tid, std::string(copy.comm), copy.stack.regs,
+                     copy.stack.stack_start,
+                     std::vector<uint8_t>(copy.stack.stack.begin(), copy.stack.stack.end())});
+    return;
+  }
+  emit_result(copy.pid, copy.tid, copy.comm, emit);
+}
+
+void StackCopyUnwinder::flush(const SampleCallback& emit) { retry_held(emit, true); }
+
+std::map<std::string, uint64_t> StackCopyUnwinder::truncations() const {
+  std::map<std::string, uint64_t> out;
+  for (size_t i = 0; i < stops_.size(); ++i) {
+    auto stop = static_cast<UnwindStop>(i);
+    if (stop == UnwindStop::Complete) continue;
+    std::string name = std::string("unwind_") + to_string(stop);
+    for (char& c : name)
+      c = c == ' ' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out[name] = stops_[i];
+  }
+  return out;
+}
+
+}  // namespace gsymprof

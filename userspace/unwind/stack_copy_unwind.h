@@ -1,0 +1,75 @@
+// userspace/unwind/stack_copy_unwind.h - stage (--call-graph dwarf): a copied user
+// stack (RawStackCopy, from the sampler) -> the IP list the frame-pointer path
+// produces (RawSample), unwound with CFI (cfi_unwinder.h) while the process's
+// modules are known. Everything after it (aggregation, normalization, capture)
+// is the same for both call-graph modes.
+//
+// A walk that reaches an address outside every known mapping (a library
+// mapped after the maps were last read, e.g. while the dynamic loader ran)
+// is held, with a copy of its stack, until the process's maps are read again
+// (ProcessTable rate-limits re-reads), then unwound again; flush() settles
+// whatever is still held at the end of a session.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "userspace/unwind/cfi_unwinder.h"
+#include "userspace/process/process_image.h"
+#include "userspace/sample/raw_sample.h"
+#include "userspace/unwind/stack_snapshot.h"
+
+namespace gsymprof {
+
+class StackCopyUnwinder {
+ public:
+  explicit StackCopyUnwinder(ProcessTable& processes, UnwindOptions options = {});
+
+  // Unwinds `copy` with the modules of its process's current image and
+  // passes the sample to `emit` (now, or later from a call of unwind() or
+  // flush()). Views passed to `emit` are valid during the call only.
+  void unwind(const RawStackCopy& copy, const SampleCallback& emit);
+  // Retries every held walk one last time and emits it, finished or not.
+  void flush(const SampleCallback& emit);
+
+  // Stacks that ended early, by reason: "unwind_stack_copy_too_small", ...
+  // (the UnwindStop names, '_'-joined, lower case); complete ones not counted.
+  std::map<std::string, uint64_t> truncations() const;
+  uint64_t stacks() const { return stacks_; }
+  uint64_t retried() const { return retried_; }
+
+  // Most walks held at once (each holds a stack copy); beyond, emit as is.
+  static constexpr size_t kMaxHeld = 256;
+
+ private:
+  struct Held {
+    uint32_t image = 0, pid = 0, tid = 0;
+    std::string comm;
+    UserRegisters regs;
+    uint64_t stack_start = 0;
+    std::vector<uint8_t> stack;
+  };
+  // Unwinds into result_; returns whether it stopped at an address outside
+  // every mapping of the image (worth another try after a maps re-read).
+  bool walk(uint32_t image, const StackView& stack);
+  void emit_result(uint32_t pid, uint32_t tid, std::string_view comm, const SampleCallback& emit);
+  void retry_held(const SampleCallback& emit, bool final);
+  const UnwindModule* find_module(uint32_t image, uint64_t addr);
+
+  ProcessTable& processes_;
+  CfiUnwinder unwinder_;
+  UnwindResult result_;
+  // (image id, module index) -> how to read that module's CFI.
+  std::map<std::pair<uint32_t, int32_t>, UnwindModule> modules_;
+  std::vector<Held> held_;
+  uint64_t maps_reads_at_hold_ = 0;
+  std::array<uint64_t, kUnwindStopCount> stops_{};
+  uint64_t stacks_ = 0, retried_ = 0;
+};
+
+}  // namespace gsymprof
