@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gsym/file_io.h"
+#include "userspace/process/vdso_file.h"
 #include "userspace/capture/capture_file.h"
 #include "userspace/cli/commands.h"
 #include "userspace/output/folded_output.h"
@@ -80,6 +81,9 @@ int cmd_symbolize(int argc, char** argv) {
   bool have_capture = false;
   std::vector<std::string> gsym_dirs;
   SymbolizeOptions options;
+  // The [vdso] of the recording machine: this machine's own image stands in
+  // when its build ID matches (the locator checks), like any local file.
+  options.local_elf_path = [](const CaptureModule& module) { return openable_module_path(module.path); };
 
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];

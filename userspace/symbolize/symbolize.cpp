@@ -1,6 +1,5 @@
 #include "userspace/symbolize/symbolize.h"
 
-#include "userspace/process/vdso_file.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -123,7 +122,7 @@ class Symbolizer {
       std::string elf_path =
           options_.local_elf_path ? options_.local_elf_path(module)
           : !module.local_file.empty() ? module.local_file
-                                       : openable_module_path(module.path);
+                                       : module.path;
       ModuleReport report;
       report.path = module.path;
       const gsym::Reader* reader = locator_.locate(module.build_id, elf_path, report);

@@ -79,7 +79,9 @@ struct SymbolizeOptions {
   bool pid_in_comm = false;      // root "comm-PID" instead of "comm"
   bool line_information = true;  // false: names only (file "" and line 0)
   // Where to find a module's ELF for conversion on a GSYM miss; "" = do not
-  // convert. Default (empty function): the captured module path.
+  // convert. Default (empty function): the module's local_file (live), else
+  // its captured path. Symbolization itself never looks at /proc: a caller
+  // that has a stand-in for a module (the vDSO) says so here.
   std::function<std::string(const CaptureModule&)> local_elf_path;
   // Default (empty function): reader.lookup_into(addr, options, scratch).
   LookupFunction lookup;
