@@ -193,6 +193,16 @@ bool writable_only_by_us(const struct stat& status) {
          (status.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
+bool is_missing_file(const Error& error) {
+  const std::string_view suffix = "cannot open: ";
+  const std::string& m = error.message;
+  for (int err : {ENOENT, ENOTDIR}) {
+    const std::string tail = std::string(suffix) + std::strerror(err);
+    if (m.size() >= tail.size() && m.compare(m.size() - tail.size(), tail.size(), tail) == 0) return true;
+  }
+  return false;
+}
+
 Expected<OpenFile> open_regular_file(const std::string& path, Symlinks symlinks) {
   return check_opened(::open(path.c_str(), kReadFlags | symlink_flag(symlinks)), path);
 }

@@ -66,6 +66,10 @@ Expected<OpenFile> open_regular_file_at(int dir_fd, const std::string& name, Sym
 Expected<OpenFile> open_regular_file_in_root(int root_fd, const std::string& path,
                                              const std::string& label);
 
+// True when an error of the open functions above says the path does not
+// exist (ENOENT, ENOTDIR): a miss to report as such, not a failure.
+bool is_missing_file(const Error& error);
+
 // Reads a whole regular file (opened as above); refuses files larger than
 // `max_bytes` before reading them ("PATH: file too large (N bytes, limit L)").
 Expected<std::vector<uint8_t>> read_file_bytes(const std::string& path, uint64_t max_bytes);

@@ -708,8 +708,12 @@ Expected<Reader> Reader::open(const std::string& path) {
 Expected<Reader> Reader::map(const std::string& path) {
   Expected<OpenFile> file = open_gsym_file(path);
   if (!file) return file.error();
-  // A mapping of a file someone else can truncate would die of SIGBUS.
-  return from_descriptor(file->fd.get(), writable_only_by_us(file->status) ? Load::Map : Load::Read);
+  return from_descriptor(file->fd.get(), safe_load(file->status));
+}
+
+// A mapping of a file someone else can truncate would die of SIGBUS.
+Reader::Load Reader::safe_load(const struct stat& status) {
+  return writable_only_by_us(status) ? Load::Map : Load::Read;
 }
 
 Expected<Reader> Reader::from_descriptor(int fd, Load load) {

@@ -11,6 +11,8 @@
 // the start of the frame's own (first) range.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -113,6 +115,9 @@ class Reader {
   // Map only files nobody else can truncate (a truncated mapping is SIGBUS).
   enum class Load : uint8_t { Read, Map };
   static Expected<Reader> from_descriptor(int fd, Load load);
+  // Map when only root or we can write the file (stat of the open file),
+  // else Read: the rule map() follows.
+  static Load safe_load(const struct stat& status);
 
   Reader(Reader&&) noexcept;
   Reader& operator=(Reader&&) noexcept;

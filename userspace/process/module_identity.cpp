@@ -196,9 +196,7 @@ std::string keep_module_file_open(int fd, const FileStamp& stamp) {
 gsym::Expected<BuildId> read_elf_build_id(const std::string& path) {
   gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(path);
   if (!file) {
-    const std::string& message = file.error().message;
-    if (message.ends_with(std::strerror(ENOENT)) || message.ends_with(std::strerror(ENOTDIR)))
-      return gsym::Error("file missing");
+    if (gsym::is_missing_file(file.error())) return gsym::Error("file missing");
     return gsym::Error("cannot open " + file.error().message);
   }
   return read_elf_build_id_fd(file->fd.get(), path);

@@ -87,10 +87,6 @@ std::string cache_name(const BuildId& id, const char* suffix) {
   return id.hex() + "." + gsym::kConverterVersion + suffix;
 }
 
-gsym::Reader::Load load_mode(const struct stat& st) {
-  return gsym::writable_only_by_us(st) ? gsym::Reader::Load::Map : gsym::Reader::Load::Read;
-}
-
 
 
 }  // namespace
@@ -195,7 +191,7 @@ struct GsymLocator::State {
   const gsym::Reader* load_matching(const gsym::OpenFile& file, const std::string& path,
                                     const BuildId& id, std::string& problem) {
     gsym::Expected<gsym::Reader> reader =
-        gsym::Reader::from_descriptor(file.fd.get(), load_mode(file.status));
+        gsym::Reader::from_descriptor(file.fd.get(), gsym::Reader::safe_load(file.status));
     if (!reader) {
       problem = path + ": " + reader.error().to_string();
       return nullptr;
@@ -232,7 +228,7 @@ struct GsymLocator::State {
     gsym::Expected<gsym::OpenFile> file =
         gsym::open_regular_file_at(dir, name, gsym::Symlinks::RefuseFinal, path);
     if (!file) {
-      if (!file.error().message.ends_with(std::strerror(ENOENT)))
+      if (!gsym::is_missing_file(file.error()))
         notes.push_back("skipped " + file.error().to_string());
       return std::nullopt;
     }
@@ -404,7 +400,7 @@ gsym::Status GsymLocator::add_gsym_dir(const std::string& dir) {
     }
     // Mapping only parses the header and checks section bounds: cheap. A
     // file others may truncate is read whole instead and kept.
-    const gsym::Reader::Load load = load_mode(file->status);
+    const gsym::Reader::Load load = gsym::Reader::safe_load(file->status);
     gsym::Expected<gsym::Reader> reader = gsym::Reader::from_descriptor(file->fd.get(), load);
     if (!reader) {
       state_->notes.push_back("skipped " + path + ": " + reader.error().to_string());
@@ -465,10 +461,7 @@ const gsym::Reader* GsymLocator::locate(const BuildId& build_id,
     if (opened) {
       local.emplace(std::move(*opened));
     } else {
-      const std::string& message = opened.error().message;
-      local_problem = message.ends_with(std::strerror(ENOENT)) || message.ends_with(std::strerror(ENOTDIR))
-                          ? "file missing"
-                          : message;
+      local_problem = gsym::is_missing_file(opened.error()) ? "file missing" : opened.error().message;
     }
   }
   const bool own_file_only = local && !gsym::writable_only_by_us(local->status);
