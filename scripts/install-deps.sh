@@ -12,6 +12,7 @@ nlohmann-json3-dev doctest-dev
 llvm-22
 libc6-dbg
 procps
+dwz
 "
 # Extra packages only the benchmarks need (make bench passes --bench).
 BENCH_PACKAGES="llvm-22-dev linux-perf bpftrace dpkg-dev hyperfine time"
