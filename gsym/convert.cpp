@@ -5,6 +5,7 @@
 #include "gsym/convert.h"
 
 #include "gsym/file_io.h"
+#include "gsym/hex.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -150,15 +151,8 @@ class AltFile {
   // /usr/lib/debug/.build-id/xx/rest.debug, else the link's name, relative
   // to the directory of the file (realpath, as libdw resolves its fd).
   static std::string find(const char* name, const uint8_t* id, size_t id_len, const std::string& dwarf_path) {
-    if (id_len >= 3 && id_len <= 64) {
-      std::string p = "/usr/lib/debug/.build-id/";
-      char hex[3];
-      for (size_t i = 0; i < id_len; ++i) {
-        std::snprintf(hex, sizeof hex, "%02x", id[i]);
-        p += hex;
-        if (i == 0) p += '/';
-      }
-      p += ".debug";
+    if (id_len >= 3 && id_len <= kMaxBuildIdBytes) {
+      std::string p = build_id_debug_path("/usr/lib/debug", std::span(id, id_len));
       if (access(p.c_str(), F_OK) == 0) return p;
     }
     if (!name || !*name) return "";
@@ -454,8 +448,8 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
     if (!d) return Error(options.debug_file + ": " + d.error().message);
     const std::vector<uint8_t> want = image.build_id(), have = d->build_id();
     if (!want.empty() && !have.empty() && want != have)
-      return Error(options.debug_file + ": build ID " + build_id_hex(have) + " does not match " +
-                   name + " (" + build_id_hex(want) + ")");
+      return Error(options.debug_file + ": build ID " + to_hex(have) + " does not match " +
+                   name + " (" + to_hex(want) + ")");
     if (!d->has_dwarf()) return Error(options.debug_file + ": has no DWARF");
     debug_image = std::move(*d);
   } else if (!image.has_dwarf() && options.search_debug_file) {

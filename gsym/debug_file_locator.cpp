@@ -1,5 +1,7 @@
 #include "gsym/debug_file_locator.h"
 
+#include "gsym/hex.h"
+
 #include <sys/stat.h>
 
 #include <climits>
@@ -37,8 +39,8 @@ Status check_debug_file(const ElfImage& image, const ElfImage& candidate,
   const std::vector<uint8_t> have = candidate.build_id();
   if (!want.empty() && !have.empty()) {
     if (want != have)
-      return Error(candidate_path + ": build ID " + build_id_hex(have) + " differs from " +
-                   build_id_hex(want));
+      return Error(candidate_path + ": build ID " + to_hex(have) + " differs from " +
+                   to_hex(want));
     return Status::success();
   }
   std::optional<DebugLink> link = image.debug_link();
@@ -53,11 +55,9 @@ std::string find_debug_file(const ElfImage& image, const DebugFileSearch& search
                             std::vector<std::string>* rejected) {
   std::vector<std::string> candidates;
   const std::vector<uint8_t> id = image.build_id();
-  if (id.size() >= 2) {
-    const std::string h = build_id_hex(id);
+  if (id.size() >= 2)
     for (const std::string& dir : search.debug_directories)
-      candidates.push_back(dir + "/.build-id/" + h.substr(0, 2) + "/" + h.substr(2) + ".debug");
-  }
+      candidates.push_back(build_id_debug_path(dir, id));
   if (std::optional<DebugLink> link = image.debug_link();
       link && link->name.find('/') == std::string::npos) {
     std::vector<std::string> dirs = {directory_of(image.path())};
@@ -87,14 +87,10 @@ std::string find_debug_file(const ElfImage& image, const DebugFileSearch& search
   return "";
 }
 
-std::string build_id_hex(const std::vector<uint8_t>& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : bytes) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
-  }
-  return out;
+std::string build_id_debug_path(const std::string& debug_dir, std::span<const uint8_t> id) {
+  if (id.size() < 2) return "";
+  const std::string hex = to_hex(id);
+  return debug_dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
 }
 
 }  // namespace gsym

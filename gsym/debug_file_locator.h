@@ -6,6 +6,7 @@
 // either has no build ID, its CRC-32 equals the debuglink's).
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,8 @@ std::string find_debug_file(const ElfImage& image, const DebugFileSearch& search
 Status check_debug_file(const ElfImage& image, const ElfImage& candidate,
                         const std::string& candidate_path);
 
-// Lower-case hex of a build ID, for messages.
-std::string build_id_hex(const std::vector<uint8_t>& bytes);
+// DIR/.build-id/xx/rest.debug for a build ID of at least 2 bytes ("" for a
+// shorter one): where gdb, libdw and Debian's -dbgsym packages put it.
+std::string build_id_debug_path(const std::string& debug_dir, std::span<const uint8_t> id);
 
 }  // namespace gsym

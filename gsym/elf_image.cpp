@@ -38,6 +38,7 @@ Elf_Scn* find_section(Elf* elf, size_t shstrndx, std::string_view name, GElf_Shd
 
 // Scans ELF notes in `data` for a GNU build ID.
 std::vector<uint8_t> build_id_from_notes(Elf_Data* data) {
+  if (!data || !data->d_buf) return {};
   size_t offset = 0;
   GElf_Nhdr nhdr;
   size_t name_off = 0, desc_off = 0;
@@ -46,7 +47,8 @@ std::vector<uint8_t> build_id_from_notes(Elf_Data* data) {
     if (next == 0 || next <= offset) break;
     const char* base = static_cast<const char*>(data->d_buf);
     if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
-        std::memcmp(base + name_off, "GNU", 4) == 0 && desc_off + nhdr.n_descsz <= data->d_size) {
+        std::memcmp(base + name_off, "GNU", 4) == 0 && nhdr.n_descsz > 0 &&
+        nhdr.n_descsz <= kMaxBuildIdBytes && desc_off + nhdr.n_descsz <= data->d_size) {
       const uint8_t* d = reinterpret_cast<const uint8_t*>(base + desc_off);
       return std::vector<uint8_t>(d, d + nhdr.n_descsz);
     }
@@ -329,28 +331,32 @@ Status ElfImage::check_section_sizes() const {
   return check_sizes(impl_->elf, impl_->file_size, impl_->limits, &names_refused);
 }
 
-std::vector<uint8_t> ElfImage::build_id() const {
+std::vector<uint8_t> read_gnu_build_id(Elf* elf) {
+  size_t shstrndx = 0;
   GElf_Shdr shdr;
-  if (Elf_Scn* scn = find_section(impl_->elf, impl_->shstrndx, ".note.gnu.build-id", &shdr);
-      scn && shdr.sh_type == SHT_NOTE) {
-    if (Elf_Data* data = elf_getdata(scn, nullptr)) {
-      std::vector<uint8_t> id = build_id_from_notes(data);
-      if (!id.empty()) return id;
-    }
-  }
+  // Section names only from a plain name table: elf_strptr would inflate a
+  // compressed one, unchecked (see check_section_sizes).
+  Elf_Scn* names = elf_getshdrstrndx(elf, &shstrndx) == 0 ? elf_getscn(elf, shstrndx) : nullptr;
+  if (names && gelf_getshdr(names, &shdr) && (shdr.sh_flags & SHF_COMPRESSED) == 0)
+    if (Elf_Scn* scn = find_section(elf, shstrndx, ".note.gnu.build-id", &shdr);
+        scn && shdr.sh_type == SHT_NOTE)
+      if (std::vector<uint8_t> id = build_id_from_notes(elf_getdata(scn, nullptr)); !id.empty())
+        return id;
   size_t phnum = 0;
-  if (elf_getphdrnum(impl_->elf, &phnum) != 0) return {};
+  if (elf_getphdrnum(elf, &phnum) != 0) return {};
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr phdr;
-    if (!gelf_getphdr(impl_->elf, static_cast<int>(i), &phdr) || phdr.p_type != PT_NOTE) continue;
-    Elf_Data* data = elf_getdata_rawchunk(impl_->elf, static_cast<int64_t>(phdr.p_offset),
-                                          phdr.p_filesz, ELF_T_NHDR);
-    if (!data) continue;
-    std::vector<uint8_t> id = build_id_from_notes(data);
-    if (!id.empty()) return id;
+    if (!gelf_getphdr(elf, static_cast<int>(i), &phdr) || phdr.p_type != PT_NOTE) continue;
+    const Elf_Type type = phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
+    if (std::vector<uint8_t> id = build_id_from_notes(
+            elf_getdata_rawchunk(elf, static_cast<int64_t>(phdr.p_offset), phdr.p_filesz, type));
+        !id.empty())
+      return id;
   }
   return {};
 }
+
+std::vector<uint8_t> ElfImage::build_id() const { return read_gnu_build_id(impl_->elf); }
 
 std::optional<uint64_t> ElfImage::first_load_address() const {
   size_t phnum = 0;

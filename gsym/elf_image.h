@@ -76,6 +76,20 @@ Status check_section_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits
 // would be inflated again, freeing what the earlier handles read.
 Status decompress_debug_sections(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits = {});
 
+// Longest GNU build ID accepted: ld writes 20 bytes (sha1), other tools 8, 16
+// or 32; a longer note is not a build ID anyone computed.
+inline constexpr size_t kMaxBuildIdBytes = 64;
+
+// The GNU build ID of an ELF file (NT_GNU_BUILD_ID, owner "GNU", 1 to
+// kMaxBuildIdBytes bytes); empty when it has none. The one reader for every
+// caller (converter, module identity, CFI unwinder), so they never disagree
+// on a file whose notes disagree. Precedence: the section named
+// .note.gnu.build-id first (where LLVM's GSYM converter reads it, so our
+// headers match its files; names are read only from an uncompressed name
+// table), then PT_NOTE segments in program-header order (files without
+// section headers). Nothing is decompressed.
+std::vector<uint8_t> read_gnu_build_id(Elf* elf);
+
 class ElfImage {
  public:
   // Opens and validates the ELF header (class, byte order, type EXEC/DYN) and
@@ -110,8 +124,7 @@ class ElfImage {
   // compressed string tables read as absent.
   Status check_section_sizes() const;
 
-  // GNU build ID from the section named .note.gnu.build-id (as LLVM reads
-  // it), else from PT_NOTE segments; empty when there is none.
+  // read_gnu_build_id of this file.
   std::vector<uint8_t> build_id() const;
   // p_vaddr of the first PT_LOAD program header.
   std::optional<uint64_t> first_load_address() const;

@@ -1,34 +1,50 @@
 #include "userspace/base/build_id.h"
 
+#include <libelf.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "gsym/elf_image.h"
+#include "gsym/file_io.h"
+#include "gsym/hex.h"
+
 namespace gsymprof {
 
 std::optional<BuildId> BuildId::from_hex(std::string_view hex) {
   if (hex.size() % 2 != 0) return std::nullopt;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
   std::vector<uint8_t> bytes;
   bytes.reserve(hex.size() / 2);
   for (size_t i = 0; i < hex.size(); i += 2) {
-    int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
+    int hi = gsym::hex_digit_value(hex[i]), lo = gsym::hex_digit_value(hex[i + 1]);
     if (hi < 0 || lo < 0) return std::nullopt;
     bytes.push_back(static_cast<uint8_t>(hi << 4 | lo));
   }
   return BuildId(bytes);
 }
 
-std::string BuildId::hex() const {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes_.size() * 2);
-  for (uint8_t b : bytes_) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
+std::string BuildId::hex() const { return gsym::to_hex(bytes_); }
+
+gsym::Expected<BuildId> read_elf_build_id(const std::string& path) {
+  gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(path);
+  if (!file) {
+    if (gsym::is_missing_file(file.error())) return gsym::Error("file missing");
+    return gsym::Error("cannot open " + file.error().message);
   }
-  return out;
+  return read_elf_build_id_fd(file->fd.get(), path);
+}
+
+gsym::Expected<BuildId> read_elf_build_id_fd(int fd, const std::string& label) {
+  if (elf_version(EV_CURRENT) == EV_NONE) return gsym::Error(std::string("libelf: ") + elf_errmsg(-1));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return gsym::Error(label + ": cannot stat: " + std::strerror(errno));
+  // A file someone else can truncate is read, not mapped (SIGBUS).
+  std::unique_ptr<Elf, decltype(&elf_end)> elf(
+      elf_begin(fd, gsym::writable_only_by_us(st) ? ELF_C_READ_MMAP : ELF_C_READ, nullptr), &elf_end);
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return gsym::Error(label + ": not an ELF file");
+  return BuildId(gsym::read_gnu_build_id(elf.get()));
 }
 
 }  // namespace gsymprof

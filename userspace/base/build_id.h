@@ -1,4 +1,5 @@
-// userspace/base/build_id.h - a GNU build ID: bytes; hex only at I/O.
+// userspace/base/build_id.h - a GNU build ID: bytes; hex only at I/O. Read
+// from ELF files by gsym::read_gnu_build_id (its precedence, for every caller).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "gsym/expected.h"
 
 namespace gsymprof {
 
@@ -26,5 +29,12 @@ class BuildId {
  private:
   std::vector<uint8_t> bytes_;
 };
+
+// The GNU build ID of the ELF file at `path` (empty: it has none), opened as
+// gsym::open_regular_file does. The error is exactly "file missing" when the
+// path does not exist.
+gsym::Expected<BuildId> read_elf_build_id(const std::string& path);
+// The same from an open descriptor (not closed); `label` names it in errors.
+gsym::Expected<BuildId> read_elf_build_id_fd(int fd, const std::string& label);
 
 }  // namespace gsymprof

@@ -1,5 +1,7 @@
 #include "userspace/base/text_escape.h"
 
+#include "gsym/hex.h"
+
 namespace gsymprof {
 namespace {
 
@@ -14,9 +16,8 @@ size_t printable_ascii_prefix(std::string_view text, size_t from) {
 }
 
 void append_hex_escape(std::string& out, uint8_t byte) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  const char escaped[4] = {'\\', 'x', kHex[byte >> 4], kHex[byte & 0xf]};
-  out.append(escaped, sizeof escaped);
+  out += "\\x";
+  gsym::append_hex_byte(out, byte);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "userspace/process/vdso_file.h"
 
+#include "gsym/elf_image.h"
 #include "gsym/file_io.h"
 
 #include <fcntl.h>
@@ -23,8 +24,6 @@
 namespace gsymprof {
 namespace {
 
-// Largest build ID accepted; GNU ld writes 20 bytes (sha1), some tools 16/32.
-constexpr size_t kMaxBuildIdSize = 64;
 // A sane limit on program headers; real files have about a dozen.
 constexpr size_t kMaxProgramHeaders = 4096;
 
@@ -40,48 +39,6 @@ bool libelf_ready() {
 
 gsym::Error elf_error(const char* what) {
   return gsym::Error(std::string(what) + ": " + elf_errmsg(-1));
-}
-
-// Looks for NT_GNU_BUILD_ID among the notes in `data`.
-bool find_build_id(Elf_Data* data, BuildId& out) {
-  if (!data || !data->d_buf) return false;
-  size_t offset = 0;
-  GElf_Nhdr note;
-  size_t name_offset = 0, desc_offset = 0;
-  while (offset < data->d_size) {
-    size_t next = gelf_getnote(data, offset, &note, &name_offset, &desc_offset);
-    if (next == 0 || next <= offset) break;
-    const auto* bytes = static_cast<const uint8_t*>(data->d_buf);
-    if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 &&
-        std::memcmp(bytes + name_offset, "GNU", 4) == 0 && note.n_descsz > 0 &&
-        note.n_descsz <= kMaxBuildIdSize) {
-      out = BuildId(std::span<const uint8_t>(bytes + desc_offset, note.n_descsz));
-      return true;
-    }
-    offset = next;
-  }
-  return false;
-}
-
-// The GNU build ID: PT_NOTE segments first (what the loader mapped), then
-// SHT_NOTE sections (files without PT_NOTE, e.g. some debug files).
-BuildId elf_build_id(Elf* elf, size_t phnum) {
-  BuildId id;
-  for (size_t i = 0; i < phnum; ++i) {
-    GElf_Phdr phdr;
-    if (!gelf_getphdr(elf, static_cast<int>(i), &phdr) || phdr.p_type != PT_NOTE) continue;
-    Elf_Type type = phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
-    if (find_build_id(elf_getdata_rawchunk(elf, static_cast<int64_t>(phdr.p_offset),
-                                           phdr.p_filesz, type),
-                      id))
-      return id;
-  }
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE) continue;
-    if (find_build_id(elf_getdata(scn, nullptr), id)) return id;
-  }
-  return id;
 }
 
 gsym::Expected<ModuleIdentity> read_identity(Elf* elf) {
@@ -105,7 +62,7 @@ gsym::Expected<ModuleIdentity> read_identity(Elf* elf) {
     }
   }
   if (identity.segments.empty()) return gsym::Error("no PT_LOAD segments");
-  identity.build_id = elf_build_id(elf, phnum);
+  identity.build_id = BuildId(gsym::read_gnu_build_id(elf));
   return identity;
 }
 
@@ -133,22 +90,6 @@ gsym::Expected<ModuleIdentity> read_module_identity_fd(int fd) {
   gsym::Expected<ModuleIdentity> identity = read_identity(elf.get());
   if (identity) identity->file = FileStamp::of(st);
   return identity;
-}
-
-std::string FileStamp::key() const {
-  return std::to_string(dev) + ":" + std::to_string(inode) + ":" + std::to_string(size) + ":" +
-         std::to_string(mtime_ns) + ":" + std::to_string(ctime_ns);
-}
-
-FileStamp FileStamp::of(const struct stat& st) {
-  FileStamp stamp;
-  stamp.dev = st.st_dev;
-  stamp.inode = st.st_ino;
-  stamp.size = static_cast<uint64_t>(st.st_size);
-  stamp.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  stamp.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
-  stamp.trusted = gsym::writable_only_by_us(st);
-  return stamp;
 }
 
 namespace {
@@ -193,26 +134,6 @@ std::string keep_module_file_open(int fd, const FileStamp& stamp) {
   return path;
 }
 
-gsym::Expected<BuildId> read_elf_build_id(const std::string& path) {
-  gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(path);
-  if (!file) {
-    if (gsym::is_missing_file(file.error())) return gsym::Error("file missing");
-    return gsym::Error("cannot open " + file.error().message);
-  }
-  return read_elf_build_id_fd(file->fd.get(), path);
-}
-
-gsym::Expected<BuildId> read_elf_build_id_fd(int fd, const std::string& label) {
-  if (!libelf_ready()) return elf_error("libelf");
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return gsym::Error(label + ": cannot stat: " + errno_text(errno));
-  ElfHandle elf(elf_begin(fd, gsym::writable_only_by_us(st) ? ELF_C_READ_MMAP : ELF_C_READ, nullptr));
-  size_t phnum = 0;
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return gsym::Error(label + ": not an ELF file");
-  if (elf_getphdrnum(elf.get(), &phnum) != 0) return gsym::Error(label + ": bad program headers");
-  return elf_build_id(elf.get(), phnum);
-}
-
 gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry& mapping,
                                                     const std::string& proc_root, bool keep_open) {
   if (mapping.path == kVdsoPath) {
@@ -227,12 +148,9 @@ gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry
     if (identity) identity->local_file = vdso->path;
     return identity;
   }
-  char range[64];
-  std::snprintf(range, sizeof(range), "%llx-%llx", static_cast<unsigned long long>(mapping.start),
-                static_cast<unsigned long long>(mapping.end));
   const std::string proc_pid = proc_root + "/" + std::to_string(pid);
   // map_files entries are magic links to the mapped file itself: followed.
-  gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(proc_pid + "/map_files/" + range);
+  gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(map_files_path(proc_root, pid, mapping));
   if (!file) {
     std::string first_error = "map_files: " + file.error().message;
     if (mapping.deleted) return gsym::Error("file deleted and " + first_error);

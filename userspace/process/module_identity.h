@@ -12,6 +12,7 @@
 
 #include "gsym/expected.h"
 #include "userspace/base/build_id.h"
+#include "userspace/base/file_stamp.h"
 #include "userspace/process/proc_maps.h"
 
 namespace gsymprof {
@@ -23,21 +24,6 @@ struct LoadSegment {
   uint64_t mem_size = 0;     // p_memsz
   bool executable = false;   // PF_X
   bool operator==(const LoadSegment&) const = default;
-};
-
-// Which file, as fstat saw the descriptor it was read through. Two stamps
-// are equal only for the same file with the same contents (ctime changes on
-// every write and cannot be set by the file's owner).
-struct FileStamp {
-  uint64_t dev = 0, inode = 0, size = 0;
-  int64_t mtime_ns = 0, ctime_ns = 0;
-  // gsym::writable_only_by_us: only root (or we) could have written it, so
-  // what is derived from it may be cached and shared by build ID.
-  bool trusted = false;
-  bool known() const { return dev != 0 || inode != 0; }
-  std::string key() const;  // "dev:inode:size:mtime:ctime", for caches in memory
-  static FileStamp of(const struct stat& status);
-  bool operator==(const FileStamp&) const = default;
 };
 
 struct ModuleIdentity {
@@ -58,11 +44,6 @@ gsym::Expected<ModuleIdentity> read_module_identity_fd(int fd);
 // stamp), and returns "/proc/self/fd/N" for it; "" past the limit on kept
 // files (then symbolization falls back to the module's path).
 std::string keep_module_file_open(int fd, const FileStamp& stamp);
-
-// The GNU build ID of the ELF file at `path` (empty: it has none). The error
-// is exactly "file missing" when the path does not exist.
-gsym::Expected<BuildId> read_elf_build_id(const std::string& path);
-gsym::Expected<BuildId> read_elf_build_id_fd(int fd, const std::string& label);
 
 // Opens the file behind a mapping of process `pid`: first through
 // /proc/PID/map_files/START-END (works for deleted files and other mount

@@ -1,6 +1,7 @@
 #include "userspace/process/proc_maps.h"
 
 #include <charconv>
+#include <cstdio>
 
 namespace gsymprof {
 namespace {
@@ -100,6 +101,13 @@ gsym::Expected<std::vector<MapEntry>> parse_proc_maps(std::string_view text) {
     entries.push_back(std::move(*entry));
   }
   return entries;
+}
+
+std::string map_files_path(const std::string& proc_root, uint32_t pid, const MapEntry& mapping) {
+  char range[40];
+  std::snprintf(range, sizeof range, "%llx-%llx", static_cast<unsigned long long>(mapping.start),
+                static_cast<unsigned long long>(mapping.end));
+  return proc_root + "/" + std::to_string(pid) + "/map_files/" + range;
 }
 
 }  // namespace gsymprof

@@ -35,4 +35,8 @@ gsym::Expected<std::vector<MapEntry>> parse_proc_maps(std::string_view text);
 // Parses one line (without its '\n').
 gsym::Expected<MapEntry> parse_proc_maps_line(std::string_view line);
 
+// PROC_ROOT/PID/map_files/START-END: a link to the very file mapped, which
+// opens also when it was deleted or lives in another mount namespace.
+std::string map_files_path(const std::string& proc_root, uint32_t pid, const MapEntry& mapping);
+
 }  // namespace gsymprof

@@ -8,7 +8,6 @@
 
 #include <array>
 #include <cerrno>
-#include <charconv>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
@@ -19,6 +18,7 @@
 
 #include "bpf/profile.h"
 #include "bpf/profile.skel.h"
+#include "userspace/base/parse_number.h"
 
 namespace gsymprof {
 namespace {
@@ -62,21 +62,13 @@ gsym::Expected<std::vector<int>> parse_cpu_list(const std::string& text) {
     size_t comma = rest.find(',');
     std::string_view item = rest.substr(0, comma);
     rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
-    int first = 0, last = 0;
     size_t dash = item.find('-');
-    std::string_view a = item.substr(0, dash);
-    auto r1 = std::from_chars(a.data(), a.data() + a.size(), first);
-    if (r1.ec != std::errc() || r1.ptr != a.data() + a.size() || a.empty())
+    std::optional<uint32_t> first = parse_unsigned<uint32_t>(item.substr(0, dash));
+    std::optional<uint32_t> last =
+        dash == std::string_view::npos ? first : parse_unsigned<uint32_t>(item.substr(dash + 1));
+    if (!first || !last || *last < *first || *last > 65535)
       return gsym::Error("bad CPU list '" + text + "'");
-    last = first;
-    if (dash != std::string_view::npos) {
-      std::string_view b = item.substr(dash + 1);
-      auto r2 = std::from_chars(b.data(), b.data() + b.size(), last);
-      if (r2.ec != std::errc() || r2.ptr != b.data() + b.size() || b.empty())
-        return gsym::Error("bad CPU list '" + text + "'");
-    }
-    if (first < 0 || last < first || last > 65535) return gsym::Error("bad CPU list '" + text + "'");
-    for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
+    for (uint32_t cpu = *first; cpu <= *last; ++cpu) cpus.push_back(static_cast<int>(cpu));
   }
   return cpus;
 }
@@ -276,20 +268,12 @@ SamplerCounters Sampler::counters() const {
   int ncpus = libbpf_num_possible_cpus();
   if (ncpus <= 0) return result;
   std::vector<uint64_t> values(static_cast<size_t>(ncpus));
-  uint64_t totals[PROFILE_COUNTER_COUNT] = {};
   for (uint32_t key = 0; key < PROFILE_COUNTER_COUNT; ++key) {
     if (bpf_map__lookup_elem(state_->skel->maps.counters, &key, sizeof(key), values.data(),
                              values.size() * sizeof(uint64_t), 0))
       continue;
-    for (uint64_t v : values) totals[key] += v;
+    for (uint64_t v : values) result.kernel[key] += v;
   }
-  result.samples = totals[PROFILE_COUNTER_SAMPLES];
-  result.ringbuf_full = totals[PROFILE_COUNTER_RINGBUF_FULL];
-  result.stack_error = totals[PROFILE_COUNTER_STACK_ERROR];
-  result.no_user_stack = totals[PROFILE_COUNTER_NO_USER_STACK];
-  result.truncated = totals[PROFILE_COUNTER_TRUNCATED];
-  result.exec_lost = totals[PROFILE_COUNTER_EXEC_LOST];
-  result.stack_copy_short = totals[PROFILE_COUNTER_STACK_COPY_SHORT];
   return result;
 }
 

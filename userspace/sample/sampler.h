@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gsym/expected.h"
+#include "userspace/sample/counters.h"
 #include "userspace/sample/raw_sample.h"
 
 namespace gsymprof {
@@ -25,18 +26,6 @@ struct SamplerOptions {
   // --call-graph dwarf: send user registers + this many bytes of the user
   // stack (RawStackCopy) instead of frame-pointer IPs. 0 = frame pointers.
   uint32_t stack_copy_bytes = 0;
-};
-
-// Per-reason counters summed over CPUs (see bpf/profile.h).
-struct SamplerCounters {
-  uint64_t samples = 0;        // samples of target tasks, before losses
-  uint64_t ringbuf_full = 0;   // lost: ring buffer full
-  uint64_t stack_error = 0;    // lost: bpf_get_stack failed
-  uint64_t no_user_stack = 0;  // lost: kernel thread / no user frames
-  uint64_t truncated = 0;      // kept, stack hit the depth limit
-  uint64_t exec_lost = 0;      // exec notifications lost
-  uint64_t stack_copy_short = 0;  // kept, the kernel copied less stack than asked
-  uint64_t bad_records = 0;    // user space: records it could not decode
 };
 
 class SampleSink {

@@ -179,6 +179,91 @@ uint64_t unix_time_ns() {
                                    .count());
 }
 
+SamplerOptions sampler_options_for(const SessionOptions& options) {
+  const TargetOptions& targets = options.targets;
+  SamplerOptions sampler_options;
+  sampler_options.frequency_hz = targets.frequency_hz;
+  sampler_options.filter_by_tgid = !targets.whole_system();
+  sampler_options.target_tgids = targets.pids;
+  sampler_options.ring_buffer_bytes = options.ring_buffer_bytes;
+  if (targets.call_graph == "dwarf") sampler_options.stack_copy_bytes = targets.stack_copy_bytes;
+  return sampler_options;
+}
+
+// A capture with the facts known before sampling: host, kernel, settings.
+Capture new_capture(const TargetOptions& targets) {
+  Capture capture;
+  struct utsname host {};
+  if (uname(&host) == 0) {
+    capture.host = host.nodename;
+    capture.kernel_release = host.release;
+  }
+  capture.frequency_hz = targets.frequency_hz;
+  capture.call_graph = targets.call_graph;
+  return capture;
+}
+
+// Forks the command held before exec, makes it a target, snapshots its
+// image and lets it run.
+gsym::Expected<std::unique_ptr<LaunchedCommand>> launch_command(const std::vector<std::string>& argv,
+                                                                Sampler& sampler,
+                                                                ProcessTable& processes) {
+  auto command = std::make_unique<LaunchedCommand>();
+  if (auto s = command->fork_held(argv); !s) return s.error();
+  if (auto s = sampler.add_target(command->pid()); !s) return s.error();
+  // Until exec the child is a copy of us: snapshot that image now, as a
+  // sample taken before exec may be read only after it (the exec event then
+  // starts the command's own image).
+  processes.current_image(command->pid());
+  if (auto s = command->release(); !s) return s.error();
+  return command;
+}
+
+// Polls the sampler until a signal, the deadline, or every target is gone;
+// returns why it stopped.
+gsym::Expected<std::string> sample_until_stopped(Sampler& sampler, const TargetOptions& targets,
+                                                 LaunchedCommand* command,
+                                                 std::chrono::steady_clock::time_point start) {
+  const auto deadline =
+      targets.duration_s
+          ? start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(*targets.duration_s))
+          : std::chrono::steady_clock::time_point::max();
+  auto next_liveness_check = start;
+  for (;;) {
+    auto now = std::chrono::steady_clock::now();
+    if (g_stop_signal) return std::string("interrupted");
+    if (now >= deadline) return std::string("duration");
+    if (now >= next_liveness_check) {
+      next_liveness_check = now + std::chrono::milliseconds(100);
+      if ((command && command->exited()) ||
+          (!targets.pids.empty() &&
+           std::none_of(targets.pids.begin(), targets.pids.end(), process_alive)))
+        return std::string("targets exited");
+    }
+    // Short waits: samples arrive without wakeups (see Sampler::poll), and a
+    // short-lived process must be read (maps, unwinding) while it exists.
+    auto wait = std::min<std::chrono::steady_clock::duration>(deadline - now,
+                                                              std::chrono::milliseconds(10));
+    int timeout_ms = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
+    if (auto polled = sampler.poll(std::max(timeout_ms, 1)); !polled) return polled.error();
+  }
+}
+
+// Capture::lost: the sampler's losses by name, then the stacks the CFI
+// unwinder kept but cut short ("unwind_stack_copy_too_small", ...).
+void record_losses(const SamplerCounters& counters, const StackCopyUnwinder* unwinder,
+                   Capture& capture) {
+  for (uint32_t c = 0; c < PROFILE_COUNTER_COUNT; ++c) {
+    const CounterInfo info = counter_info(static_cast<enum profile_counter>(c));
+    if (info.kind == CounterKind::Lost) capture.lost[info.name] = counters.kernel[c];
+  }
+  capture.lost[kLostBadRecords] = counters.bad_records;
+  if (unwinder)
+    for (const auto& [reason, count] : unwinder->truncations()) capture.lost[reason] = count;
+}
+
 }  // namespace
 
 gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, SessionStats* stats) {
@@ -192,79 +277,25 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   StackAggregator aggregator(processes);
   StackCopyUnwinder stack_unwinder(processes);
   AggregatingSink sink(aggregator, stack_unwinder);
-
-  SamplerOptions sampler_options;
-  sampler_options.frequency_hz = targets.frequency_hz;
-  sampler_options.filter_by_tgid = !targets.whole_system();
-  sampler_options.target_tgids = targets.pids;
-  sampler_options.ring_buffer_bytes = options.ring_buffer_bytes;
-  const bool copy_stacks = targets.call_graph == "dwarf";
-  if (copy_stacks) sampler_options.stack_copy_bytes = targets.stack_copy_bytes;
-
-  Capture capture;
-  struct utsname host {};
-  if (uname(&host) == 0) {
-    capture.host = host.nodename;
-    capture.kernel_release = host.release;
-  }
-  capture.frequency_hz = targets.frequency_hz;
-  capture.call_graph = targets.call_graph;
+  Capture capture = new_capture(targets);
 
   StopSignals stop_signals;
-  auto sampler = Sampler::start(sampler_options, sink);
+  auto sampler = Sampler::start(sampler_options_for(options), sink);
   if (!sampler) return sampler.error();
 
   // Snapshot the named processes now, in case they exit before sampling.
   for (uint32_t pid : targets.pids) processes.current_image(pid);
-
   std::unique_ptr<LaunchedCommand> command;
   if (!targets.command.empty()) {
-    command = std::make_unique<LaunchedCommand>();
-    if (auto s = command->fork_held(targets.command); !s) return s.error();
-    if (auto s = (*sampler)->add_target(command->pid()); !s) return s.error();
-    // Until exec the child is a copy of us: snapshot that image now, as a
-    // sample taken before exec may be read only after it (the exec event
-    // then starts the command's own image).
-    processes.current_image(command->pid());
-    if (auto s = command->release(); !s) return s.error();
+    auto launched = launch_command(targets.command, **sampler, processes);
+    if (!launched) return launched.error();
+    command = std::move(*launched);
   }
 
   capture.start_time_unix_ns = unix_time_ns();
   const auto start = std::chrono::steady_clock::now();
-  const auto deadline =
-      targets.duration_s
-          ? start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                        std::chrono::duration<double>(*targets.duration_s))
-          : std::chrono::steady_clock::time_point::max();
-  auto next_liveness_check = start;
-  std::string stop_reason;
-  while (stop_reason.empty()) {
-    auto now = std::chrono::steady_clock::now();
-    if (g_stop_signal) {
-      stop_reason = "interrupted";
-      break;
-    }
-    if (now >= deadline) {
-      stop_reason = "duration";
-      break;
-    }
-    if (now >= next_liveness_check) {
-      next_liveness_check = now + std::chrono::milliseconds(100);
-      if (command && command->exited()) stop_reason = "targets exited";
-      if (!targets.pids.empty() &&
-          std::none_of(targets.pids.begin(), targets.pids.end(), process_alive))
-        stop_reason = "targets exited";
-      if (!stop_reason.empty()) break;
-    }
-    // Short waits: samples arrive without wakeups (see Sampler::poll), and a
-    // short-lived process must be read (maps, unwinding) while it exists.
-    auto wait = std::min<std::chrono::steady_clock::duration>(deadline - now,
-                                                              std::chrono::milliseconds(10));
-    int timeout_ms = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
-    auto polled = (*sampler)->poll(std::max(timeout_ms, 1));
-    if (!polled) return polled.error();
-  }
+  gsym::Expected<std::string> stop_reason = sample_until_stopped(**sampler, targets, command.get(), start);
+  if (!stop_reason) return stop_reason.error();
   capture.duration_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count());
@@ -278,20 +309,12 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   if (command) command->terminate();
 
   aggregator.build(capture);
-  capture.lost[kLostRingBufferFull] = counters.ringbuf_full;
-  capture.lost[kLostStackError] = counters.stack_error;
-  capture.lost[kLostNoUserStack] = counters.no_user_stack;
-  capture.lost[kLostExecEvents] = counters.exec_lost;
-  capture.lost[kLostBadRecords] = counters.bad_records;
-  // Kept but cut short by the CFI unwinder ("unwind_stack_copy_too_small", ...).
-  if (copy_stacks)
-    for (const auto& [reason, count] : stack_unwinder.truncations()) capture.lost[reason] = count;
-
+  record_losses(counters, targets.call_graph == "dwarf" ? &stack_unwinder : nullptr, capture);
   if (stats) {
     stats->counters = counters;
     stats->unique_raw_stacks = aggregator.unique_stacks();
     stats->maps_reads = processes.map_reads();
-    stats->stop_reason = stop_reason;
+    stats->stop_reason = *stop_reason;
     stats->command_exit_status = command ? command->status() : -1;
   }
   return capture;
@@ -312,7 +335,7 @@ void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
   std::fprintf(stderr,
                "gsymprof: %" PRIu64 " samples taken, %" PRIu64 " recorded, %" PRIu64
                " lost (%.2f s at %u Hz, stopped: %s)\n",
-               stats.counters.samples, capture.samples, lost,
+               stats.counters.samples(), capture.samples, lost,
                static_cast<double>(capture.duration_ns) / 1e9, capture.frequency_hz,
                stats.stop_reason.c_str());
   // Reason names are capture.lost's keys, fixed strings today; escaped so the

@@ -32,12 +32,7 @@ struct SessionStats {
 gsym::Expected<Capture> run_sampling_session(const SessionOptions& options,
                                              SessionStats* stats = nullptr);
 
-// The names used in Capture::lost.
-inline constexpr const char* kLostRingBufferFull = "ringbuf_full";
-inline constexpr const char* kLostStackError = "stack_error";
-inline constexpr const char* kLostNoUserStack = "no_user_stack";
-inline constexpr const char* kLostExecEvents = "exec_events";
-inline constexpr const char* kLostBadRecords = "bad_records";
+// Capture::lost holds the sampler's losses by name (sample/counters.h);
 // --call-graph dwarf adds "unwind_<reason>" counters (stack_copy_unwind.h):
 // samples kept, but whose stack the CFI unwinder had to cut short.
 inline constexpr const char* kTruncatedByUnwinderPrefix = "unwind_";

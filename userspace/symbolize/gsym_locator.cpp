@@ -1,7 +1,9 @@
 #include "userspace/symbolize/gsym_locator.h"
 
-#include "userspace/process/module_identity.h"
+#include "userspace/base/build_id.h"
+#include "userspace/base/file_stamp.h"
 
+#include "gsym/debug_file_locator.h"
 #include "gsym/file_io.h"
 
 #include <dirent.h>
@@ -255,12 +257,10 @@ struct GsymLocator::State {
     if (!file || file->status.st_uid != ::geteuid()) return "";
     // A debug file that appeared since (the -dbgsym package installed, the
     // usual fix) is a reason to try again.
-    const std::string hex = id.hex();
     for (const std::string& debug_dir : options.convert.debug_directories) {
       struct stat st {};
-      const std::string debug_file =
-          debug_dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
-      if (hex.size() > 2 && ::stat(debug_file.c_str(), &st) == 0 &&
+      const std::string debug_file = gsym::build_id_debug_path(debug_dir, id.bytes());
+      if (!debug_file.empty() && ::stat(debug_file.c_str(), &st) == 0 &&
           (st.st_ctim.tv_sec > file->status.st_mtim.tv_sec ||
            (st.st_ctim.tv_sec == file->status.st_mtim.tv_sec &&
             st.st_ctim.tv_nsec >= file->status.st_mtim.tv_nsec)))

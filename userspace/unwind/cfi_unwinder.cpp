@@ -307,9 +307,7 @@ struct CfiUnwinder::ModuleCfi {
       return;
     }
     if (!module.build_id.empty()) {
-      const void* id = nullptr;
-      ssize_t size = dwelf_elf_gnu_build_id(elf, &id);
-      if (size <= 0 || BuildId(std::span(static_cast<const uint8_t*>(id), size)) != module.build_id) {
+      if (BuildId(gsym::read_gnu_build_id(elf)) != module.build_id) {
         error = module.elf_path + ": build ID differs from the module's " + module.build_id.hex();
         return;
       }

@@ -35,10 +35,8 @@ const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t a
   // map_files reaches the very file mapped, also when deleted or in another
   // mount namespace; the CFI cache is keyed by build ID, so this path is
   // opened once per build, not once per process.
-  char path[96];
-  std::snprintf(path, sizeof path, "/proc/%u/map_files/%llx-%llx", image.pid,
-                static_cast<unsigned long long>(entry.start), static_cast<unsigned long long>(entry.end));
-  const std::string file = module.path == kVdsoPath ? openable_module_path(module.path) : std::string(path);
+  const std::string file = module.path == kVdsoPath ? openable_module_path(module.path)
+                                                    : map_files_path("/proc", image.pid, entry);
   return &modules_.emplace(key, UnwindModule{file, module.identity.build_id, *bias, module.identity.file}).first->second;
 }
 
