@@ -65,12 +65,13 @@ expected
 has "$tmp/err" "  $path_escaped (build ID 0102030405): no symbols: no GSYM for build ID 0102030405; file missing" \
   "symbolize report"
 
-# JSON: nlohmann escapes C0 controls (\u0000, \u001b, \u0007), never raw.
-# DEL and C1 are legal raw in JSON, so only C0 is checked here.
+# JSON: C0 controls (\u0000, \u001b, \u0007) never raw; DEL and C1, legal
+# raw in JSON but acted on by terminals, \u-escaped too (base/json_text.h).
 "$GSYMPROF" symbolize "$tmp/capture.json" --format json > "$tmp/json" 2> "$tmp/err" || fail "symbolize --format json failed"
 od -An -v -tx1 "$tmp/json" | tr -s ' ' '\n' | grep -E '^[01][0-9a-f]$' | grep -qv '^0a$' &&
   fail "json output has a raw C0 byte"
-has "$tmp/json" '"comm":"ev\u001b[31mil\u0007x\u0000y' "json comm"
+has "$tmp/json" '"comm":"ev\u001b[31mil\u0007x\u0000y\u007fz\u009b2J' "json comm"
+LC_ALL=C grep -q $'\x7f\\|\xc2[\x80-\x9f]' "$tmp/json" && fail "json output has a raw DEL or C1 control"
 assert_clean "$tmp/err" "symbolize --format json stderr"
 
 # A bad capture at a path with ESC in it: the one-line error naming the

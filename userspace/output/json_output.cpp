@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "userspace/base/json_text.h"
+
 #include <string>
 #include <vector>
 
@@ -10,11 +12,7 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::string dump(const ojson& value) {
-  // Names and paths are bytes from GSYM files and captures: never fail on
-  // ones that are not UTF-8.
-  return value.dump(-1, ' ', false, ojson::error_handler_t::replace);
-}
+std::string dump(const ojson& value) { return terminal_safe_json(value); }
 
 }  // namespace
 

@@ -9,7 +9,8 @@
 // with FRAME = {"name","kind","file","line","inlined","module","build_id"},
 // frames root first (each stack's ids resolved through result.frames),
 // stacks and modules in the result's (sorted) order, one stack per line.
-// Deterministic; bytes that are not UTF-8 become U+FFFD.
+// Deterministic; bytes that are not UTF-8 become U+FFFD, DEL and C1 controls
+// are \u-escaped (base/json_text.h).
 #pragma once
 
 #include <string>
