@@ -20,16 +20,21 @@ OPT        ?= -O2 -g
 SAN_FLAGS  :=
 CPPFLAGS   += -I. -I$(BUILD) -MMD -MP
 CXXFLAGS   += $(CXXSTD) $(WARN) $(OPT) $(SAN_FLAGS) -pthread
-LDLIBS     += -lbpf -ldw -lelf -lz -liberty -pthread
+LDLIBS     += -lbpf -ldw -lelf -lz -liberty -lprotobuf -pthread
 
 GSYM_SRCS  := $(wildcard gsym/*.cpp)
 USER_SRCS  := $(wildcard userspace/*/*.cpp)
+# Protocol buffer schemas (pprof's profile.proto): protoc writes
+# $(BUILD)/DIR/NAME.pb.{h,cc}, compiled into libgsymprof.a.
+PROTO_SRCS := $(wildcard userspace/*/*.proto)
+PROTO_CCS  := $(PROTO_SRCS:%.proto=$(BUILD)/%.pb.cc)
+PROTO_HDRS := $(PROTO_SRCS:%.proto=$(BUILD)/%.pb.h)
 UNIT_SRCS  := $(wildcard tests/unit/*.cpp)
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.cpp)
 
 GSYM_OBJS  := $(GSYM_SRCS:%.cpp=$(BUILD)/%.o)
-USER_OBJS  := $(USER_SRCS:%.cpp=$(BUILD)/%.o)
+USER_OBJS  := $(USER_SRCS:%.cpp=$(BUILD)/%.o) $(PROTO_CCS:%.cc=%.o)
 UNIT_OBJS  := $(UNIT_SRCS:%.cpp=$(BUILD)/%.o)
 BPF_OBJS   := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
 BPF_SKELS  := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.skel.h)
@@ -62,9 +67,17 @@ $(BUILD)/%.o: %.cpp
 	@mkdir -p $(@D)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
-# Only the sampler includes a skeleton, but every userspace object waits for
-# the skeletons so that generated headers exist before dependency files do.
-$(USER_OBJS) $(BUILD)/userspace/main.o: | $(BPF_SKELS)
+$(BUILD)/%.pb.cc $(BUILD)/%.pb.h: %.proto
+	@mkdir -p $(@D)
+	protoc --cpp_out=$(BUILD) $<
+
+$(BUILD)/%.pb.o: $(BUILD)/%.pb.cc
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+# Only the sampler includes a skeleton (and pprof_output the protobuf
+# header), but every userspace object waits for the generated headers so
+# that they exist before dependency files do.
+$(USER_OBJS) $(UNIT_OBJS) $(BUILD)/userspace/main.o: | $(BPF_SKELS) $(PROTO_HDRS)
 
 $(BUILD)/libgsym.a: $(GSYM_OBJS)
 	@rm -f $@
@@ -101,9 +114,9 @@ sanitize: deps
 
 # --- fuzz (clang + libFuzzer) ---
 FUZZ_CXXFLAGS := $(CXXSTD) -O1 -g -fsanitize=fuzzer,address,undefined -I. -pthread
-$(BUILD)/fuzz/%: tests/fuzz/%.cpp $(GSYM_SRCS) $(USER_SRCS) | $(BPF_SKELS)
+$(BUILD)/fuzz/%: tests/fuzz/%.cpp $(GSYM_SRCS) $(USER_SRCS) $(PROTO_CCS) | $(BPF_SKELS)
 	@mkdir -p $(@D)
-	clang++ $(FUZZ_CXXFLAGS) -I$(BUILD) $< $(GSYM_SRCS) $(USER_SRCS) $(LDLIBS) -o $@
+	clang++ $(FUZZ_CXXFLAGS) -I$(BUILD) $< $(GSYM_SRCS) $(USER_SRCS) $(PROTO_CCS) $(LDLIBS) -o $@
 
 fuzz-build: deps $(FUZZ_BINS)
 

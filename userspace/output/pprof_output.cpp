@@ -1,0 +1,256 @@
+#include "userspace/output/pprof_output.h"
+
+#include <zlib.h>
+
+#include <charconv>
+#include <cstdio>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "userspace/output/profile.pb.h"
+
+namespace gsymprof {
+namespace {
+
+namespace pb = perftools::profiles;
+
+// Each distinct frame becomes a one-frame stack of its own, named by its
+// index (zero-padded, so the result's comm order is index order): one
+// symbolize() call then gives every location its inline chain.
+constexpr int kIndexDigits = 10;
+
+std::string index_name(size_t index) {
+  char text[24];
+  std::snprintf(text, sizeof text, "%0*zu", kIndexDigits, index);
+  return text;
+}
+
+class StringTable {
+ public:
+  explicit StringTable(pb::Profile& profile) : profile_(profile) { index(""); }
+  int64_t index(const std::string& text) {
+    auto [it, added] = indexes_.try_emplace(text, static_cast<int64_t>(indexes_.size()));
+    if (added) profile_.add_string_table(text);
+    return it->second;
+  }
+
+ private:
+  pb::Profile& profile_;
+  std::unordered_map<std::string, int64_t> indexes_;
+};
+
+struct MappingFlags {
+  bool functions = true, filenames = true, line_numbers = true;
+};
+
+class ProfileBuilder {
+ public:
+  ProfileBuilder(const Capture& capture, const SymbolizeOptions& options)
+      : capture_(capture), options_(options), strings_(profile_) {}
+
+  gsym::Status add_locations(const std::vector<CaptureFrame>& frames, const SymbolizeResult& result) {
+    std::vector<const SymbolizedStack*> chains(frames.size(), nullptr);
+    for (const SymbolizedStack& stack : result.stacks) {
+      size_t index = 0;
+      auto [end, ec] = std::from_chars(stack.comm.data(), stack.comm.data() + stack.comm.size(), index);
+      if (ec != std::errc() || end != stack.comm.data() + stack.comm.size() || index >= frames.size())
+        return gsym::Error("pprof: unexpected symbolized stack '" + stack.comm + "'");
+      chains[index] = &stack;
+    }
+    for (size_t i = 0; i < frames.size(); ++i) {
+      if (!chains[i]) return gsym::Error("pprof: frame " + std::to_string(i) + " was not symbolized");
+      add_location(frames[i], *chains[i], result);
+    }
+    return gsym::Status::success();
+  }
+
+  void add_samples(const std::map<CaptureFrame, uint64_t>& location_ids) {
+    const uint64_t period = capture_.frequency_hz ? 1000000000ull / capture_.frequency_hz : 0;
+    const int64_t comm_key = strings_.index("comm"), pid_key = strings_.index("pid");
+    for (const CaptureStack& stack : capture_.stacks) {
+      if (stack.count == 0) continue;
+      pb::Sample* sample = profile_.add_sample();
+      for (const CaptureFrame& frame : stack.frames) sample->add_location_id(location_ids.at(frame));
+      if (stack.truncated) sample->add_location_id(truncated_location());
+      sample->add_value(static_cast<int64_t>(stack.count));
+      sample->add_value(static_cast<int64_t>(stack.count * period));
+      pb::Label* comm = sample->add_label();
+      comm->set_key(comm_key);
+      comm->set_str(strings_.index(stack.comm));
+      pb::Label* pid = sample->add_label();
+      pid->set_key(pid_key);
+      pid->set_num(stack.pid);
+    }
+  }
+
+  pb::Profile finish() {
+    auto value_type = [&](pb::ValueType* type, const char* name, const char* unit) {
+      type->set_type(strings_.index(name));
+      type->set_unit(strings_.index(unit));
+    };
+    value_type(profile_.add_sample_type(), "samples", "count");
+    value_type(profile_.add_sample_type(), "cpu", "nanoseconds");
+    value_type(profile_.mutable_period_type(), "cpu", "nanoseconds");
+    profile_.set_period(capture_.frequency_hz ? 1000000000ll / capture_.frequency_hz : 0);
+    profile_.set_time_nanos(static_cast<int64_t>(capture_.start_time_unix_ns));
+    profile_.set_duration_nanos(static_cast<int64_t>(capture_.duration_ns));
+    profile_.add_comment(strings_.index("gsymprof: host " + capture_.host + ", kernel " +
+                                        capture_.kernel_release + ", call graph " +
+                                        capture_.call_graph));
+    for (auto& [key, id] : mapping_ids_) {
+      pb::Mapping* mapping = profile_.mutable_mapping(static_cast<int>(id - 1));
+      const MappingFlags& flags = mapping_flags_[id - 1];
+      mapping->set_has_functions(flags.functions);
+      mapping->set_has_filenames(flags.functions && flags.filenames);
+      mapping->set_has_line_numbers(flags.functions && flags.line_numbers);
+      mapping->set_has_inline_frames(flags.functions && options_.inline_frames);
+    }
+    return std::move(profile_);
+  }
+
+ private:
+  // The executable mapping of `module` holding `runtime` (0: none).
+  uint64_t mapping_id(int32_t module_index, uint64_t runtime) {
+    const CaptureModule& module = capture_.modules[static_cast<size_t>(module_index)];
+    for (size_t m = 0; m < module.mappings.size(); ++m) {
+      const ModuleMapping& range = module.mappings[m];
+      if (runtime < range.start || runtime >= range.end) continue;
+      auto [it, added] = mapping_ids_.try_emplace(std::pair(module_index, m), mapping_ids_.size() + 1);
+      if (added) {
+        pb::Mapping* mapping = profile_.add_mapping();
+        mapping->set_id(it->second);
+        mapping->set_memory_start(range.start);
+        mapping->set_memory_limit(range.end);
+        mapping->set_file_offset(range.file_offset);
+        mapping->set_filename(strings_.index(module.path));
+        mapping->set_build_id(strings_.index(module.build_id.hex()));
+        mapping_flags_.emplace_back();
+      }
+      return it->second;
+    }
+    return 0;
+  }
+
+  uint64_t function_id(const SymbolizedFrame& frame) {
+    auto [it, added] = function_ids_.try_emplace(std::pair(frame.name, frame.file), function_ids_.size() + 1);
+    if (added) {
+      pb::Function* function = profile_.add_function();
+      function->set_id(it->second);
+      function->set_name(strings_.index(frame.name));
+      function->set_system_name(strings_.index(frame.name));
+      function->set_filename(strings_.index(frame.file));
+    }
+    return it->second;
+  }
+
+  void add_location(const CaptureFrame& frame, const SymbolizedStack& chain, const SymbolizeResult& result) {
+    pb::Location* location = profile_.add_location();
+    location->set_id(static_cast<uint64_t>(profile_.location_size()));
+    uint64_t address = frame.address, mapping = 0;
+    if (frame.module >= 0) {
+      address = frame.address + capture_.modules[static_cast<size_t>(frame.module)].load_bias;
+      mapping = mapping_id(frame.module, address);
+    }
+    location->set_mapping_id(mapping);
+    location->set_address(address);
+    // symbolize() gives the chain root first; pprof wants it innermost first.
+    for (auto id = chain.frames.rbegin(); id != chain.frames.rend(); ++id) {
+      const SymbolizedFrame& named = result.frames[*id];
+      pb::Line* line = location->add_line();
+      line->set_function_id(function_id(named));
+      line->set_line(named.line);
+      if (mapping) {
+        MappingFlags& flags = mapping_flags_[mapping - 1];
+        flags.functions = flags.functions && named.kind == FrameKind::Function;
+        flags.filenames = flags.filenames && !named.file.empty();
+        flags.line_numbers = flags.line_numbers && named.line != 0;
+      }
+    }
+  }
+
+  uint64_t truncated_location() {
+    if (truncated_id_ == 0) {
+      SymbolizedFrame frame;
+      frame.kind = FrameKind::Truncated;
+      frame.name = "[truncated]";
+      pb::Location* location = profile_.add_location();
+      truncated_id_ = static_cast<uint64_t>(profile_.location_size());
+      location->set_id(truncated_id_);
+      location->add_line()->set_function_id(function_id(frame));
+    }
+    return truncated_id_;
+  }
+
+  const Capture& capture_;
+  const SymbolizeOptions& options_;
+  pb::Profile profile_;
+  StringTable strings_;
+  std::map<std::pair<int32_t, size_t>, uint64_t> mapping_ids_;  // (module, mapping) -> id
+  std::vector<MappingFlags> mapping_flags_;                       // by id - 1
+  std::map<std::pair<std::string, std::string>, uint64_t> function_ids_;
+  uint64_t truncated_id_ = 0;
+};
+
+gsym::Expected<std::string> gzip(const std::string& bytes) {
+  z_stream stream{};
+  // 15 + 16: a gzip wrapper; zlib writes mtime 0, so equal input, equal bytes.
+  if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    return gsym::Error("pprof: cannot start gzip");
+  std::string out(deflateBound(&stream, bytes.size()), '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  stream.avail_in = static_cast<uInt>(bytes.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  const int status = deflate(&stream, Z_FINISH);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  if (status != Z_STREAM_END) return gsym::Error("pprof: gzip failed");
+  return out;
+}
+
+}  // namespace
+
+gsym::Expected<PprofProfile> pprof_profile(const Capture& capture, GsymLocator& locator,
+                                           const SymbolizeOptions& options) {
+  if (capture.modules.size() > INT32_MAX) return gsym::Error("pprof: too many modules");
+  // Distinct frames, in the order the stacks first use them.
+  std::map<CaptureFrame, uint64_t> location_ids;
+  std::vector<CaptureFrame> frames;
+  for (const CaptureStack& stack : capture.stacks) {
+    if (stack.count == 0) continue;
+    for (const CaptureFrame& frame : stack.frames)
+      if (location_ids.try_emplace(frame, frames.size() + 1).second) frames.push_back(frame);
+  }
+  Capture per_frame;
+  per_frame.modules = capture.modules;
+  per_frame.stacks.reserve(frames.size());
+  for (size_t i = 0; i < frames.size(); ++i)
+    per_frame.stacks.push_back({0, index_name(i), {frames[i]}, false, 1});
+  SymbolizeOptions per_frame_options = options;
+  per_frame_options.pid_in_comm = false;
+  gsym::Expected<SymbolizeResult> symbolized = symbolize(per_frame, locator, per_frame_options);
+  if (!symbolized) return symbolized.error();
+
+  ProfileBuilder builder(capture, options);
+  if (gsym::Status added = builder.add_locations(frames, *symbolized); !added) return added.error();
+  builder.add_samples(location_ids);
+  const pb::Profile profile = builder.finish();
+
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!profile.SerializeToCodedStream(&coded)) return gsym::Error("pprof: cannot serialize the profile");
+  }
+  gsym::Expected<std::string> gzipped = gzip(bytes);
+  if (!gzipped) return gzipped.error();
+  return PprofProfile{std::move(*gzipped), std::move(*symbolized)};
+}
+
+}  // namespace gsymprof

@@ -1,0 +1,37 @@
+// userspace/output/pprof_output.h - a capture -> pprof's profile.proto,
+// gzipped (`--format pprof`), for go tool pprof and the continuous-profiling
+// backends that read it (Pyroscope, Parca, Cloud Profiler).
+//
+// Every distinct captured frame (module, address) is one Location, looked up
+// once through the same symbolize() as the folded output: its Lines are the
+// inline chain innermost first, named as the folded output names them
+// ("lib.so+0x1a2b" where a module has no symbols, "[unknown]" where there is
+// no module). One Mapping per executable mapping of a module, with the
+// module's path and GNU build ID and has_* flags true only when every
+// location in it has them. Samples are the capture's stacks, leaf first,
+// "[truncated]" as the root location where the unwinder stopped early, with
+// values samples/count and cpu/nanoseconds (count x 1e9 / Hz) and labels
+// comm and pid. The capture holds no thread ids, so there is no thread_id
+// label, and no raw (mangled) names, so Function.system_name is the name.
+// The same capture gives the same bytes.
+#pragma once
+
+#include <string>
+
+#include "gsym/expected.h"
+#include "userspace/capture/capture.h"
+#include "userspace/symbolize/gsym_locator.h"
+#include "userspace/symbolize/symbolize.h"
+
+namespace gsymprof {
+
+struct PprofProfile {
+  std::string gzipped;         // the serialized Profile message, gzip-compressed
+  SymbolizeResult symbolized;  // one stack per location; its modules are the summary
+};
+
+// options.pid_in_comm is not used: the pid is a label of every sample.
+gsym::Expected<PprofProfile> pprof_profile(const Capture& capture, GsymLocator& locator,
+                                           const SymbolizeOptions& options);
+
+}  // namespace gsymprof
