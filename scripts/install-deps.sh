@@ -9,6 +9,7 @@ clang llvm lld libclang-rt-14-dev
 libbpf-dev bpftool linux-libc-dev
 libelf-dev libdw-dev zlib1g-dev libzstd-dev libiberty-dev
 libprotobuf-dev protobuf-compiler golang-go
+libdebuginfod-dev debuginfod
 nlohmann-json3-dev doctest-dev
 llvm-22
 libc6-dbg

@@ -2,8 +2,10 @@
 
 #include "userspace/base/build_id.h"
 #include "userspace/base/file_stamp.h"
+#include "userspace/symbolize/debuginfod_client.h"
 
 #include "gsym/debug_file_locator.h"
+#include "gsym/elf_image.h"
 #include "gsym/file_io.h"
 
 #include <dirent.h>
@@ -123,6 +125,20 @@ std::string describe(const ModuleReport& report) {
   return line;
 }
 
+namespace {
+
+// Whether converting `elf` would find DWARF without help: in the file
+// itself or in a separate debug file the local search finds.
+bool has_local_debug_info(const gsym::OpenFile& elf, const gsym::ConvertOptions& convert) {
+  gsym::Expected<gsym::ElfImage> image =
+      gsym::ElfImage::open("/proc/self/fd/" + std::to_string(elf.fd.get()), {}, convert.known_as);
+  if (!image) return true;  // the conversion will say what is wrong
+  if (image->has_dwarf() || !convert.search_debug_file) return true;
+  return !gsym::find_debug_file(*image, gsym::DebugFileSearch{convert.debug_directories}).empty();
+}
+
+}  // namespace
+
 struct GsymLocator::State {
   LocatorOptions options;
 
@@ -157,6 +173,13 @@ struct GsymLocator::State {
   std::map<std::pair<BuildId, std::string>, Outcome> misses;  // by (build ID, local path)
   std::vector<std::string> notes;
   uint64_t conversions = 0;
+  std::unique_ptr<DebuginfodClient> debuginfod;  // made on first use
+
+  bool debuginfod_enabled() const { return options.use_debuginfod && DebuginfodClient::configured(); }
+  gsym::Expected<DebuginfodClient::Found> ask_debuginfod(DebuginfodClient::Kind kind, const BuildId& id) {
+    if (!debuginfod) debuginfod = std::make_unique<DebuginfodClient>();
+    return debuginfod->find(kind, id);
+  }
 
   // Cache directory descriptor, opened (and created) on first use; a refused
   // cache is neither read nor written, and said once.
@@ -222,9 +245,28 @@ struct GsymLocator::State {
     return std::nullopt;
   }
 
+  // A cached GSYM made from symbols alone is marked; while debuginfod is
+  // configured it is converted again, asking for the debug file.
+  bool cached_from_symbols_only(int dir, const BuildId& id) {
+    struct stat st {};
+    return ::fstatat(dir, cache_name(id, ".symbols").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  }
+  void mark_symbols_only(const BuildId& id, bool symbols_only) {
+    const int dir = cache(symbols_only);
+    if (dir < 0) return;
+    if (!symbols_only) {
+      ::unlinkat(dir, cache_name(id, ".symbols").c_str(), 0);
+      return;
+    }
+    static constexpr uint8_t kNote[] = "converted from symbols only\n";
+    (void)gsym::write_file_atomically_at(dir, options.cache_dir, cache_name(id, ".symbols"),
+                                         std::span<const uint8_t>(kNote, sizeof kNote - 1), 0600);
+  }
+
   std::optional<Outcome> from_cache(const BuildId& id) {
     const int dir = cache(false);
     if (dir < 0) return std::nullopt;
+    if (debuginfod_enabled() && cached_from_symbols_only(dir, id)) return std::nullopt;
     const std::string name = cache_name(id, ".gsym");
     const std::string path = options.cache_dir + "/" + name;
     gsym::Expected<gsym::OpenFile> file =
@@ -293,6 +335,18 @@ struct GsymLocator::State {
       out.reason = miss;
       return out;
     }
+    std::optional<DebuginfodClient::Found> fetched_executable;
+    std::string debuginfod_note;
+    if (!local && debuginfod_enabled()) {
+      auto found = ask_debuginfod(DebuginfodClient::Kind::Executable, id);
+      if (!found) {
+        out.reason = miss + "; " + local_problem + "; " + found.error().message;
+        return out;
+      }
+      fetched_executable.emplace(std::move(*found));
+      local = &fetched_executable->file;
+      debuginfod_note = "executable from debuginfod: " + fetched_executable->path;
+    }
     if (!local) {
       out.reason = miss + "; " + local_problem;
       return out;
@@ -308,7 +362,15 @@ struct GsymLocator::State {
       return out;
     }
     bool shareable = gsym::writable_only_by_us(local->status);
-    if (shareable) {
+    // The descriptor, not the path: the file converted is the file checked.
+    // Debug links are looked for beside the module's own path.
+    gsym::ConvertOptions convert_options = options.convert;
+    convert_options.known_as = module_path.empty() || module_path.starts_with("[") ? local_path : module_path;
+    // debuginfod may have what the local search lacks, also for a failure
+    // remembered from a run without it.
+    const bool ask_for_debuginfo = debuginfod_enabled() && convert_options.debug_file.empty() &&
+                                   !has_local_debug_info(*local, convert_options);
+    if (shareable && !ask_for_debuginfo) {
       if (std::string earlier = remembered_failure(id); !earlier.empty()) {
         out.reason = miss + "; conversion failed: " + earlier + " (remembered in " +
                      options.cache_dir + "/" + cache_name(id, ".failed") + "; delete it to retry)";
@@ -316,10 +378,17 @@ struct GsymLocator::State {
       }
     }
     ++conversions;
-    // The descriptor, not the path: the file converted is the file checked.
-    // Debug links are looked for beside the module's own path.
-    gsym::ConvertOptions convert_options = options.convert;
-    convert_options.known_as = module_path.empty() || module_path.starts_with("[") ? local_path : module_path;
+    std::optional<DebuginfodClient::Found> fetched_debuginfo;
+    if (ask_for_debuginfo) {
+      auto found = ask_debuginfod(DebuginfodClient::Kind::Debuginfo, id);
+      if (found) {
+        fetched_debuginfo.emplace(std::move(*found));
+        convert_options.debug_file = "/proc/self/fd/" + std::to_string(fetched_debuginfo->file.fd.get());
+      }
+      const std::string said = found ? "debug file from debuginfod: " + fetched_debuginfo->path
+                                     : found.error().message;
+      debuginfod_note += (debuginfod_note.empty() ? "" : "; ") + said;
+    }
     gsym::ConvertStats stats;
     gsym::Expected<std::vector<uint8_t>> bytes = gsym::convert_elf(
         "/proc/self/fd/" + std::to_string(local->fd.get()), convert_options, &stats);
@@ -343,7 +412,8 @@ struct GsymLocator::State {
     }
     out.origin = GsymOrigin::Converted;
     // A debug or alt file someone else could write makes the result theirs.
-    const bool debug_shareable = stats.inputs_writable_only_by_us;
+    const bool debug_shareable = stats.inputs_writable_only_by_us && (!fetched_debuginfo ||
+                                 gsym::writable_only_by_us(fetched_debuginfo->file.status));
     if (!shareable) {
       out.note = "not cached: " + local_path + " is " + why_untrusted(local->status);
     } else if (!debug_shareable) {
@@ -363,6 +433,8 @@ struct GsymLocator::State {
         out.gsym_path = options.cache_dir + "/" + name;
       }
     }
+    if (!out.gsym_path.empty()) mark_symbols_only(id, stats.compile_units == 0);
+    if (!debuginfod_note.empty()) out.note = out.note.empty() ? debuginfod_note : debuginfod_note + "; " + out.note;
     // The reader borrows `owned`; the heap buffer does not move with the vector.
     out.reader = keep(std::move(owned), std::move(*reader));
     return out;

@@ -21,6 +21,12 @@
 //   4. when LocatorOptions::convert_missing is set and a local ELF path is
 //      given whose own build ID (read from its notes) equals the module's:
 //      gsym::convert_elf() (which finds a separate debug file itself).
+//      With DEBUGINFOD_URLS set (debuginfod_client.h), debuginfod is asked
+//      for what the local search lacks: the debug file of an ELF without
+//      DWARF whose debug file is not installed, and the executable itself
+//      when the local file is missing. A GSYM converted from symbols alone
+//      is remembered as such (<buildid-hex>.<version>.symbols beside it) and
+//      converted again, asking debuginfod, while debuginfod is configured.
 // Trust: the local file is opened once (non-blocking, regular files only)
 // and its owner decides. A file only root (or the effective user) could have
 // written is the authority for its build ID: its conversion is cached (and a
@@ -58,6 +64,7 @@ struct LocatorOptions {
   std::string cache_dir;        // "" = no cache (neither read nor written)
   bool convert_missing = true;  // convert local ELF files on a miss
   gsym::ConvertOptions convert; // for conversions (threads, debug dirs, ...)
+  bool use_debuginfod = true;   // ask debuginfod when DEBUGINFOD_URLS is set
 };
 
 enum class GsymOrigin : uint8_t {
@@ -79,6 +86,7 @@ struct ModuleReport {
   //   "no build ID"
   //   "no GSYM for build ID X"
   //   "no GSYM for build ID X; file missing"
+  //   "no GSYM for build ID X; file missing; debuginfod: ..." (when asked)
   //   "no GSYM for build ID X; build-ID mismatch (file has Y)"
   //   "no GSYM for build ID X; conversion failed: ..."
   //   "no GSYM for build ID X; ..." (other local-file problems, e.g. not ELF)

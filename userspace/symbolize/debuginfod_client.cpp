@@ -1,0 +1,101 @@
+#include "userspace/symbolize/debuginfod_client.h"
+
+#include <elfutils/debuginfod.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "userspace/base/parse_number.h"
+
+namespace gsymprof {
+
+struct DebuginfodClient::State {
+  debuginfod_client* client = nullptr;
+  bool terminal = false;
+  bool progress_shown = false;
+  std::string what;  // "debuginfo 1a2b..." during a download
+  std::chrono::steady_clock::time_point deadline;
+};
+
+namespace {
+
+// Called by libdebuginfod while a transfer runs; non-zero cancels it.
+int on_progress(debuginfod_client* client, long done, long total) {
+  auto* state = static_cast<DebuginfodClient::State*>(debuginfod_get_user_data(client));
+  if (!state) return 0;
+  if (state->terminal) {
+    if (total > 0)
+      std::fprintf(stderr, "\rgsymprof: debuginfod: %s: %ld of %ld KiB ", state->what.c_str(),
+                   done / 1024, total / 1024);
+    else
+      std::fprintf(stderr, "\rgsymprof: debuginfod: %s: %ld KiB ", state->what.c_str(), done / 1024);
+    state->progress_shown = true;
+  }
+  return std::chrono::steady_clock::now() >= state->deadline ? 1 : 0;
+}
+
+int max_seconds() {
+  const char* text = std::getenv(DEBUGINFOD_MAXTIME_ENV_VAR);
+  std::optional<uint32_t> seconds = text ? parse_unsigned<uint32_t>(text) : std::nullopt;
+  return seconds && *seconds > 0 ? static_cast<int>(*seconds) : DebuginfodClient::kDefaultMaxSeconds;
+}
+
+}  // namespace
+
+bool DebuginfodClient::configured() {
+  const char* urls = std::getenv(DEBUGINFOD_URLS_ENV_VAR);
+  return urls && urls[std::strspn(urls, " \t")] != '\0';
+}
+
+DebuginfodClient::DebuginfodClient() : state_(std::make_unique<State>()) {
+  state_->terminal = ::isatty(STDERR_FILENO) == 1;
+}
+
+DebuginfodClient::~DebuginfodClient() {
+  if (state_->client) debuginfod_end(state_->client);
+}
+
+gsym::Expected<DebuginfodClient::Found> DebuginfodClient::find(Kind kind, const BuildId& id) {
+  const char* kind_name = kind == Kind::Debuginfo ? "debuginfo" : "executable";
+  const std::string what = std::string(kind_name) + " for " + id.hex();
+  if (!configured()) return gsym::Error("debuginfod: " + what + ": DEBUGINFOD_URLS is not set");
+  if (id.empty()) return gsym::Error("debuginfod: no build ID to ask for");
+  if (!state_->client) {
+    state_->client = debuginfod_begin();
+    if (!state_->client) return gsym::Error("debuginfod: cannot start the client");
+    debuginfod_set_user_data(state_->client, state_.get());
+    debuginfod_set_progressfn(state_->client, on_progress);
+  }
+  state_->what = what;
+  state_->progress_shown = false;
+  state_->deadline = std::chrono::steady_clock::now() + std::chrono::seconds(max_seconds());
+  char* path = nullptr;
+  const auto* bytes = id.bytes().data();
+  const int length = static_cast<int>(id.bytes().size());
+  const int fd = kind == Kind::Debuginfo ? debuginfod_find_debuginfo(state_->client, bytes, length, &path)
+                                         : debuginfod_find_executable(state_->client, bytes, length, &path);
+  if (state_->progress_shown) std::fputs("\r\033[K", stderr);
+  if (fd < 0) {
+    std::free(path);
+    const char* url = debuginfod_get_url(state_->client);
+    std::string reason = std::strerror(-fd);
+    if (fd == -ECANCELED) reason = "took longer than " + std::to_string(max_seconds()) + " s (DEBUGINFOD_MAXTIME)";
+    if (fd == -ETIME) reason = "no answer for DEBUGINFOD_TIMEOUT seconds (" + reason + ")";
+    return gsym::Error("debuginfod: " + what + ": " + reason +
+                       (url && *url ? std::string(" (") + url + ")" : std::string()));
+  }
+  gsym::FileDescriptor owned(fd);
+  std::string result = path ? path : what;
+  std::free(path);
+  // The descriptor libdebuginfod returns, checked as every file we read is.
+  gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file_at(
+      AT_FDCWD, "/proc/self/fd/" + std::to_string(fd), gsym::Symlinks::Follow, result);
+  if (!file) return gsym::Error("debuginfod: " + file.error().message);
+  return Found{result, std::move(*file)};
+}
+
+}  // namespace gsymprof
