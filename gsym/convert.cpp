@@ -185,7 +185,7 @@ class AltFile {
     }
     if (!elf_) return Status::success();
     // Several handles share this Elf, as they share the input's.
-    Status s = decompress_debug_sections(elf_, file_size_);
+    Status s = decompress_debug_sections(elf_, file_size_, decompressed_);
     if (!s) return Error("alt file " + path_ + ": " + s.error().message);
     return Status::success();
   }
@@ -231,6 +231,7 @@ class AltFile {
   bool writable_only_by_us_ = true;
   std::vector<uint8_t> bytes_;  // the alt file, when read instead of mapped
   Elf* elf_ = nullptr;
+  DecompressedSections decompressed_;  // zstd sections of elf_, as long as it lives
   std::vector<char> memory_;  // the stand-in's bytes (elf_memory keeps them)
   Elf* stand_in_elf_ = nullptr;
   std::vector<Dwarf*> handles_;

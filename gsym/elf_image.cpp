@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -154,11 +155,45 @@ Status check_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits
   return Status::success();
 }
 
+#ifndef ELFCOMPRESS_ZSTD
+#define ELFCOMPRESS_ZSTD 2
+#endif
+
+// Puts the zstd-compressed `scn` (its claim already checked) in place
+// decompressed, as elf_compress does for zlib: the data then points into a
+// buffer `keep` owns, and the header loses SHF_COMPRESSED, so libdw reads
+// the section as it is.
+Status decompress_zstd_section(Elf* elf, Elf_Scn* scn, GElf_Shdr shdr, const GElf_Chdr& chdr,
+                               const std::string& what, DecompressedSections& keep) {
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (!data || !data->d_buf) return Error(what + libelf_error());
+  const size_t header = gelf_fsize(elf, ELF_T_CHDR, 1, EV_CURRENT);
+  if (header == 0 || data->d_size < header) return Error(what + "truncated compression header");
+  auto buffer = std::make_unique_for_overwrite<uint8_t[]>(std::max<uint64_t>(chdr.ch_size, 1));
+  const size_t size = ZSTD_decompress(buffer.get(), chdr.ch_size,
+                                      static_cast<const char*>(data->d_buf) + header, data->d_size - header);
+  if (ZSTD_isError(size)) return Error(what + "zstd: " + ZSTD_getErrorName(size));
+  if (size != chdr.ch_size)
+    return Error(what + "decompressed to " + std::to_string(size) + " bytes, its header claims " +
+                 std::to_string(chdr.ch_size));
+  data->d_buf = buffer.get();
+  data->d_size = chdr.ch_size;
+  data->d_off = 0;
+  data->d_type = ELF_T_BYTE;
+  data->d_align = std::max<uint64_t>(chdr.ch_addralign, 1);
+  shdr.sh_flags &= ~static_cast<uint64_t>(SHF_COMPRESSED);
+  shdr.sh_size = chdr.ch_size;
+  shdr.sh_addralign = chdr.ch_addralign;
+  if (!gelf_update_shdr(scn, &shdr)) return Error(what + libelf_error());
+  keep.buffers.push_back(std::move(buffer));
+  return Status::success();
+}
+
 // Decompresses `scn` in place (SHF_COMPRESSED, else GNU when `gnu`) after
 // checking its claim as it is now; the output must be exactly the claimed
 // size.
-Status decompress_section(Elf_Scn* scn, const std::string& name, bool gnu, uint64_t file_size,
-                          const SectionSizeLimits& limits) {
+Status decompress_section(Elf* elf, Elf_Scn* scn, const std::string& name, bool gnu, uint64_t file_size,
+                          const SectionSizeLimits& limits, DecompressedSections& keep) {
   const std::string what = "cannot decompress section " + name + ": ";
   GElf_Shdr shdr;
   if (!gelf_getshdr(scn, &shdr)) return Error(what + libelf_error());
@@ -167,6 +202,9 @@ Status decompress_section(Elf_Scn* scn, const std::string& name, bool gnu, uint6
   if (!claimed) return Error(what + "no readable compression header");
   Status s = check_claim(name, shdr, *claimed, file_size, limits);
   if (!s) return Error(what + s.error().message);
+  GElf_Chdr header;
+  if (chdr && gelf_getchdr(scn, &header) && header.ch_type == ELFCOMPRESS_ZSTD)
+    return decompress_zstd_section(elf, scn, shdr, header, what, keep);
   if (chdr ? elf_compress(scn, 0, 0) < 0 : elf_compress_gnu(scn, 0, 0) < 0) return Error(what + libelf_error());
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data) return Error("cannot read section " + name + ": " + libelf_error());
@@ -185,7 +223,8 @@ Status check_section_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits
   return check_sizes(elf, file_size, limits, &names_refused);
 }
 
-Status decompress_debug_sections(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits) {
+Status decompress_debug_sections(Elf* elf, uint64_t file_size, DecompressedSections& keep,
+                                 const SectionSizeLimits& limits) {
   if (Status s = check_section_sizes(elf, file_size, limits); !s) return s;
   size_t shstrndx = 0;
   if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0) return Status::success();
@@ -199,7 +238,7 @@ Status decompress_debug_sections(Elf* elf, uint64_t file_size, const SectionSize
     const bool chdr = claimed_size(scn, shdr, false).has_value();
     const bool gnu = zdebug && !chdr && claimed_size(scn, shdr, true).has_value();
     if (chdr || gnu) {
-      if (Status s = decompress_section(scn, name, gnu, file_size, limits); !s) return s;
+      if (Status s = decompress_section(elf, scn, name, gnu, file_size, limits, keep); !s) return s;
     }
     // libdw retries elf_compress_gnu on .zdebug* sections at every
     // dwarf_begin_elf: output that looks GNU-compressed would be inflated by
@@ -224,6 +263,7 @@ struct ElfImage::Impl {
   mutable std::vector<size_t> gnu_decompressed;
   bool writable_only_by_us = false;
   std::vector<uint8_t> bytes;  // the file, when read instead of mapped
+  mutable DecompressedSections decompressed;
   ~Impl() {
     if (elf) elf_end(elf);
     if (fd >= 0) close(fd);
@@ -322,7 +362,7 @@ bool ElfImage::little_endian() const { return impl_->little; }
 
 Status ElfImage::decompress_debug_sections() const {
   if (!impl_->sizes) return impl_->sizes;
-  return gsym::decompress_debug_sections(impl_->elf, impl_->file_size, impl_->limits);
+  return gsym::decompress_debug_sections(impl_->elf, impl_->file_size, impl_->decompressed, impl_->limits);
 }
 
 Status ElfImage::check_section_sizes() const {
@@ -479,7 +519,8 @@ Expected<std::span<const uint8_t>> ElfImage::section_bytes(std::string_view name
     const std::string n(name);
     if (!impl_->sizes) return Error("cannot decompress section " + n + ": " + impl_->sizes.error().message);
     const bool gnu = !(shdr.sh_flags & SHF_COMPRESSED);
-    if (Status s = decompress_section(scn, n, gnu, impl_->file_size, impl_->limits); !s) return s.error();
+    if (Status s = decompress_section(impl_->elf, scn, n, gnu, impl_->file_size, impl_->limits, impl_->decompressed); !s)
+      return s.error();
     if (gnu) impl_->gnu_decompressed.push_back(elf_ndxscn(scn));
   }
   Elf_Data* data = elf_getdata(scn, nullptr);

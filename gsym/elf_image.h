@@ -67,14 +67,22 @@ struct SectionSizeLimits {
 // header) claim nothing.
 Status check_section_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits = {});
 
+// Decompressed section contents that libelf did not allocate itself (zstd:
+// libelf 0.188 inflates only zlib): they must live as long as the Elf.
+struct DecompressedSections {
+  std::vector<std::unique_ptr<uint8_t[]>> buffers;
+};
+
 // check_section_sizes, then decompresses in place every .debug_* / .zdebug*
 // section that libdw's dwarf_begin_elf would decompress itself, each claim
 // checked again and each output required to be exactly the claimed size, so
-// libdw finds nothing left to inflate. Needed where several Dwarf handles
+// libdw finds nothing left to inflate. zlib (SHF_COMPRESSED or .zdebug) by
+// libelf, zstd (ELFCOMPRESS_ZSTD, -gz=zstd) by libzstd into `keep`. Needed where several Dwarf handles
 // share one Elf: every dwarf_begin_elf retries elf_compress_gnu on .zdebug*
 // sections, and one whose output starts with "ZLIB" again (refused here)
 // would be inflated again, freeing what the earlier handles read.
-Status decompress_debug_sections(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits = {});
+Status decompress_debug_sections(Elf* elf, uint64_t file_size, DecompressedSections& keep,
+                                 const SectionSizeLimits& limits = {});
 
 // Longest GNU build ID accepted: ld writes 20 bytes (sha1), other tools 8, 16
 // or 32; a longer note is not a build ID anyone computed.
