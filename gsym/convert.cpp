@@ -495,12 +495,16 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
   }
 
   // Symbols: the DWARF file's .symtab (what LLVM reads when given the debug
-  // file), else the ELF's .symtab, else its .dynsym (LLVM ignores .dynsym).
-  bool used_dynsym = false;
+  // file), else the ELF's .symtab, else its .dynsym (LLVM ignores .dynsym)
+  // and its MiniDebugInfo's .symtab.
+  bool used_dynsym = false, used_minidebuginfo = false;
   std::vector<ElfSymbol> symbols;
   if (debug_image) symbols = debug_image->function_symbols(&used_dynsym);
-  if (symbols.empty() || used_dynsym) symbols = image.function_symbols(&used_dynsym);
+  if (symbols.empty() || used_dynsym) symbols = image.function_symbols(&used_dynsym, &used_minidebuginfo);
   stats.used_dynsym = used_dynsym && !symbols.empty();
+  stats.used_minidebuginfo = used_minidebuginfo;
+  if (!image.mini_debuginfo_error().empty() && options.warning)
+    options.warning(name + ": " + image.mini_debuginfo_error() + "; its symbols are not used");
   auto in_text = [&](uint64_t addr) {
     auto it = std::upper_bound(text.begin(), text.end(), addr,
                                [](uint64_t a, const AddressRange& r) { return a < r.start; });

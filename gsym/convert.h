@@ -62,6 +62,7 @@ struct ConvertStats {
   uint64_t inline_nodes = 0;
   uint64_t functions_written = 0;
   bool used_dynsym = false;        // .symtab absent, .dynsym used instead
+  bool used_minidebuginfo = false; // symbols from .gnu_debugdata's .symtab too
   // Why the DWARF was not used (corrupt first unit header, a compressed
   // section refused by check_section_sizes, a libdw error); the functions
   // then come from the symbol table alone, and options.warning said so.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <lzma.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -264,7 +265,13 @@ struct ElfImage::Impl {
   bool writable_only_by_us = false;
   std::vector<uint8_t> bytes;  // the file, when read instead of mapped
   mutable DecompressedSections decompressed;
+  // .gnu_debugdata (MiniDebugInfo), decompressed on first use.
+  bool mini_tried = false;
+  std::vector<uint8_t> mini_bytes;
+  Elf* mini = nullptr;
+  std::string mini_error;
   ~Impl() {
+    if (mini) elf_end(mini);
     if (elf) elf_end(elf);
     if (fd >= 0) close(fd);
   }
@@ -458,49 +465,124 @@ std::optional<DebugLink> ElfImage::debug_link() const {
   return link;
 }
 
-std::vector<ElfSymbol> ElfImage::function_symbols(bool* used_dynsym) const {
-  Elf_Scn* table = nullptr;
-  GElf_Shdr table_shdr{};
-  bool dynsym = false;
-  for (Elf_Scn* scn = elf_nextscn(impl_->elf, nullptr); scn; scn = elf_nextscn(impl_->elf, scn)) {
-    GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr)) continue;
-    if (shdr.sh_type == SHT_SYMTAB) {
-      table = scn;
-      table_shdr = shdr;
-      dynsym = false;
-      break;
-    }
-    if (shdr.sh_type == SHT_DYNSYM && !table) {
-      table = scn;
-      table_shdr = shdr;
-      dynsym = true;
-    }
-  }
-  if (used_dynsym) *used_dynsym = table && dynsym;
-  std::vector<ElfSymbol> out;
-  if (!table) return out;
-  if (!impl_->sizes) {
-    // elf_strptr would decompress a compressed string table, unbounded.
+namespace {
+
+// The symbol table of `elf` of `type` (SHT_SYMTAB or SHT_DYNSYM), if any.
+Elf_Scn* find_symbol_table(Elf* elf, uint32_t type, GElf_Shdr* shdr) {
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn))
+    if (gelf_getshdr(scn, shdr) && shdr->sh_type == type) return scn;
+  return nullptr;
+}
+
+// Appends the defined STT_FUNC symbols of `table`. `names_checked`: the
+// file's compressed sections passed check_section_sizes, else a compressed
+// string table is not read (elf_strptr would inflate it, unbounded).
+void append_function_symbols(Elf* elf, Elf_Scn* table, const GElf_Shdr& table_shdr, bool names_checked,
+                             std::vector<ElfSymbol>& out) {
+  if (!names_checked) {
     GElf_Shdr strtab;
-    Elf_Scn* names = elf_getscn(impl_->elf, table_shdr.sh_link);
-    if (!names || !gelf_getshdr(names, &strtab) || (strtab.sh_flags & SHF_COMPRESSED)) return out;
+    Elf_Scn* names = elf_getscn(elf, table_shdr.sh_link);
+    if (!names || !gelf_getshdr(names, &strtab) || (strtab.sh_flags & SHF_COMPRESSED)) return;
   }
   Elf_Data* data = elf_getdata(table, nullptr);
-  if (!data || table_shdr.sh_entsize == 0) return out;
-  const size_t count = data->d_size / gelf_fsize(impl_->elf, ELF_T_SYM, 1, EV_CURRENT);
+  if (!data || table_shdr.sh_entsize == 0) return;
+  const size_t count = data->d_size / gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
   for (size_t i = 1; i < count; ++i) {
     GElf_Sym sym;
     if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
     if (GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
     // An undefined symbol's st_value may be its PLT slot; LLVM reads it as 0.
     if (sym.st_shndx == SHN_UNDEF) continue;
-    const char* name = elf_strptr(impl_->elf, table_shdr.sh_link, sym.st_name);
+    const char* name = elf_strptr(elf, table_shdr.sh_link, sym.st_name);
     if (!name) continue;
     out.push_back({sym.st_value, sym.st_size, name});
   }
+}
+
+// xz data, decompressed whole, at most `limit` bytes.
+Expected<std::vector<uint8_t>> xz_decompress(std::span<const uint8_t> input, uint64_t limit) {
+  lzma_stream stream = LZMA_STREAM_INIT;
+  if (lzma_stream_decoder(&stream, uint64_t{256} << 20, 0) != LZMA_OK) return Error("xz: cannot start the decoder");
+  std::vector<uint8_t> out;
+  stream.next_in = input.data();
+  stream.avail_in = input.size();
+  lzma_ret status = LZMA_OK;
+  while (status == LZMA_OK) {
+    if (out.size() >= limit) {
+      lzma_end(&stream);
+      return Error("xz: decompresses to more than " + std::to_string(limit) + " bytes");
+    }
+    const size_t before = out.size();
+    out.resize(std::min<uint64_t>(limit, std::max<size_t>(before * 2, 1 << 16)));
+    stream.next_out = out.data() + before;
+    stream.avail_out = out.size() - before;
+    status = lzma_code(&stream, LZMA_FINISH);
+    out.resize(out.size() - stream.avail_out);
+  }
+  lzma_end(&stream);
+  if (status != LZMA_STREAM_END) return Error("xz: corrupt data (lzma error " + std::to_string(status) + ")");
   return out;
 }
+
+}  // namespace
+
+std::vector<ElfSymbol> ElfImage::function_symbols(bool* used_dynsym, bool* used_minidebuginfo) const {
+  GElf_Shdr shdr{};
+  std::vector<ElfSymbol> out;
+  if (used_minidebuginfo) *used_minidebuginfo = false;
+  if (Elf_Scn* symtab = find_symbol_table(impl_->elf, SHT_SYMTAB, &shdr)) {
+    if (used_dynsym) *used_dynsym = false;
+    append_function_symbols(impl_->elf, symtab, shdr, impl_->sizes.ok(), out);
+    return out;
+  }
+  Elf_Scn* dynsym = find_symbol_table(impl_->elf, SHT_DYNSYM, &shdr);
+  if (used_dynsym) *used_dynsym = dynsym != nullptr;
+  if (dynsym) append_function_symbols(impl_->elf, dynsym, shdr, impl_->sizes.ok(), out);
+  // MiniDebugInfo: the local symbols .dynsym lacks, in an xz ELF.
+  if (Elf* mini = mini_debuginfo()) {
+    if (Elf_Scn* symtab = find_symbol_table(mini, SHT_SYMTAB, &shdr)) {
+      const size_t before = out.size();
+      append_function_symbols(mini, symtab, shdr, true, out);
+      if (used_minidebuginfo) *used_minidebuginfo = out.size() > before;
+    }
+  }
+  return out;
+}
+
+Elf* ElfImage::mini_debuginfo() const {
+  Impl& impl = *impl_;
+  if (impl.mini_tried) return impl.mini;
+  impl.mini_tried = true;
+  GElf_Shdr shdr;
+  Elf_Scn* scn = impl.sizes.ok() ? find_section(impl.elf, impl.shstrndx, ".gnu_debugdata", &shdr) : nullptr;
+  if (!scn || shdr.sh_type == SHT_NOBITS || (shdr.sh_flags & SHF_COMPRESSED)) return nullptr;
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (!data || !data->d_buf) return nullptr;
+  const uint64_t limit = std::min<uint64_t>(kMaxInMemoryElf, section_bound(data->d_size, impl.limits));
+  Expected<std::vector<uint8_t>> bytes =
+      xz_decompress(std::span(static_cast<const uint8_t*>(data->d_buf), data->d_size), limit);
+  if (!bytes) {
+    impl.mini_error = ".gnu_debugdata: " + bytes.error().message;
+    return nullptr;
+  }
+  impl.mini_bytes = std::move(*bytes);
+  Elf* mini = elf_memory(reinterpret_cast<char*>(impl.mini_bytes.data()), impl.mini_bytes.size());
+  if (!mini || elf_kind(mini) != ELF_K_ELF) {
+    if (mini) elf_end(mini);
+    impl.mini_error = ".gnu_debugdata: not an ELF file";
+    return nullptr;
+  }
+  bool names_refused = false;
+  if (Status sizes = check_sizes(mini, impl.mini_bytes.size(), impl.limits, &names_refused); !sizes) {
+    elf_end(mini);
+    impl.mini_error = ".gnu_debugdata: " + sizes.error().message;
+    return nullptr;
+  }
+  impl.mini = mini;
+  return mini;
+}
+
+const std::string& ElfImage::mini_debuginfo_error() const { return impl_->mini_error; }
 
 Expected<std::span<const uint8_t>> ElfImage::section_bytes(std::string_view name) const {
   GElf_Shdr shdr;

@@ -142,9 +142,15 @@ class ElfImage {
   // True when .debug_info exists with contents (not NOBITS, not empty).
   bool has_dwarf() const;
   std::optional<DebugLink> debug_link() const;
-  // Defined STT_FUNC symbols of .symtab, or of .dynsym when there is no .symtab
-  // (`used_dynsym` tells which), in table order.
-  std::vector<ElfSymbol> function_symbols(bool* used_dynsym = nullptr) const;
+  // Defined STT_FUNC symbols of .symtab, or of .dynsym when there is no
+  // .symtab (`used_dynsym` tells which) followed by those of the .symtab in
+  // .gnu_debugdata (MiniDebugInfo, as Fedora ships: an xz-compressed ELF
+  // with the local function symbols; `used_minidebuginfo`), in table order.
+  std::vector<ElfSymbol> function_symbols(bool* used_dynsym = nullptr,
+                                          bool* used_minidebuginfo = nullptr) const;
+  // Why .gnu_debugdata could not be used ("" = absent or fine), after
+  // function_symbols looked at it.
+  const std::string& mini_debuginfo_error() const;
   // gsym::decompress_debug_sections on this file (fails once refused at
   // open): run before giving elf() to libdw.
   Status decompress_debug_sections() const;
@@ -157,6 +163,7 @@ class ElfImage {
  private:
   struct Impl;
   explicit ElfImage(std::unique_ptr<Impl> impl);
+  Elf* mini_debuginfo() const;  // the decompressed .gnu_debugdata ELF, or nullptr
   std::unique_ptr<Impl> impl_;
 };
 

@@ -7,7 +7,7 @@ PACKAGES="
 build-essential make pkg-config git
 clang llvm lld libclang-rt-14-dev
 libbpf-dev bpftool linux-libc-dev
-libelf-dev libdw-dev zlib1g-dev libzstd-dev libiberty-dev
+libelf-dev libdw-dev zlib1g-dev libzstd-dev liblzma-dev xz-utils libiberty-dev
 libprotobuf-dev protobuf-compiler golang-go
 libdebuginfod-dev debuginfod
 nlohmann-json3-dev doctest-dev

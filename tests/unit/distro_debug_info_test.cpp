@@ -1,16 +1,19 @@
-// Compressed debug sections as toolchains write them: the GSYM of a program
+// Debug info as distributions ship it. Compressed debug sections as
+// toolchains write them: the GSYM of a program
 // whose DWARF objcopy compressed (zstd, zlib, zlib-gnu .zdebug_*) is byte
 // for byte the GSYM of the uncompressed program; a damaged zstd payload
 // costs the DWARF only, with a one-line reason.
 #include <doctest/doctest.h>
 #include <gelf.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "gsym/convert.h"
 #include "gsym/elf_image.h"
+#include "gsym/reader.h"
 #include "tests/unit/test_files.h"
 
 namespace {
@@ -93,4 +96,66 @@ TEST_CASE("compressed sections: a damaged zstd payload costs the DWARF, not the 
   CHECK(stats.compile_units == 0);
   CHECK(stats.dwarf_error.find("cannot decompress section .debug_info: zstd: ") != std::string::npos);
   CHECK(stats.symbol_functions > 0);
+}
+
+// MiniDebugInfo as Fedora builds it (gdb's manual, "MiniDebugInfo"): a
+// stripped binary keeps .dynsym, and .gnu_debugdata holds an xz ELF whose
+// .symtab has the function symbols .dynsym lacks.
+TEST_CASE("MiniDebugInfo: .gnu_debugdata's symbols name what .dynsym does not") {
+  test_files::TempDir dir("minidebuginfo");
+  const std::string code =
+      "static __attribute__((noinline)) int local_helper(int x) { return x * 7 + 1; }\n"
+      "__attribute__((noinline)) int exported(int x) { return local_helper(x) + 2; }\n"
+      "int main(int argc, char**) { return exported(argc); }\n";
+  test_files::write_file(dir / "m.c", std::vector<uint8_t>(code.begin(), code.end()));
+  const std::string d = dir.path;
+  REQUIRE(run("gcc -O1 -g -rdynamic " + d + "/m.c -o " + d + "/m"));
+  const bool built = run("cd " + d +
+                         " && nm -D m --format=posix --defined-only | awk '{print $1}' | sort > dynsyms"
+                         " && nm m --format=posix --defined-only | awk '$2 ~ /[Tt]/ {print $1}' | sort > funcsyms"
+                         " && comm -13 dynsyms funcsyms > keep"
+                         " && objcopy --only-keep-debug m debug"
+                         " && objcopy -S --remove-section .comment --keep-symbols=keep debug mini"
+                         " && xz -k mini && strip --strip-all -R .comment -o stripped m"
+                         " && cp stripped m.mini && objcopy --add-section .gnu_debugdata=mini.xz m.mini"
+                         " && head -c 100 mini.xz > broken.xz && cp stripped m.broken"
+                         " && objcopy --add-section .gnu_debugdata=broken.xz m.broken");
+  if (!built) {
+    MESSAGE("nm/objcopy/xz cannot build a MiniDebugInfo binary here");
+    return;
+  }
+  auto names_of = [](const std::vector<uint8_t>& gsym_bytes) {
+    auto reader = gsym::Reader::parse(gsym_bytes);
+    REQUIRE(reader.ok());
+    std::vector<std::string> names;
+    for (size_t i = 0; i < reader->function_count(); ++i) {
+      auto function = reader->decode_function(i);
+      REQUIRE(function.ok());
+      names.emplace_back(function->name);
+    }
+    return names;
+  };
+  auto has = [](const std::vector<std::string>& names, const char* name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  gsym::ConvertStats stats;
+  const std::vector<std::string> mini = names_of(convert(d + "/m.mini", &stats));
+  CHECK(stats.used_minidebuginfo);
+  CHECK(has(mini, "exported"));      // .dynsym
+  CHECK(has(mini, "local_helper"));  // .gnu_debugdata only
+  const std::vector<std::string> stripped = names_of(convert(d + "/stripped"));
+  CHECK(has(stripped, "exported"));
+  CHECK_FALSE(has(stripped, "local_helper"));
+
+  // A truncated xz stream: a warning, and .dynsym's names still.
+  gsym::ConvertOptions options;
+  options.threads = 1;
+  std::vector<std::string> warnings;
+  options.warning = [&](const std::string& w) { warnings.push_back(w); };
+  auto broken = gsym::convert_elf(d + "/m.broken", options, &stats);
+  REQUIRE(broken.ok());
+  CHECK_FALSE(stats.used_minidebuginfo);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find(".gnu_debugdata: xz: ") != std::string::npos);
+  CHECK(has(names_of(*broken), "exported"));
 }
