@@ -314,6 +314,27 @@ TEST_CASE("symbolize: modules without build ID or GSYM, and empty stacks") {
   CHECK(describe(result->modules[0]) == "/opt/tool (no build ID): no symbols: no build ID");
 }
 
+TEST_CASE("symbolize: a module never read says why, not \"no build ID\"") {
+  LocatorOptions locator_options;
+  locator_options.convert_missing = false;
+  GsymLocator locator(locator_options);
+  Capture capture;
+  CaptureModule unread;
+  unread.path = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  unread.load_bias = 0x7f0000000000;
+  unread.mappings = {{0x7f0000000000, 0x7f0000001000, 0, "r-xp"}};
+  unread.error = "map_files: No such file or directory";
+  capture.modules = {unread};
+  capture.stacks.push_back({7, "sh", {in(0, 0x123)}, false, 3});
+  auto result = symbolize(capture, locator);
+  REQUIRE(result.ok());
+  REQUIRE(result->modules.size() == 1);
+  CHECK(describe(result->modules[0]) ==
+        "/usr/lib/x86_64-linux-gnu/libc.so.6 (no build ID): no symbols: not identified while the process "
+        "ran: map_files: No such file or directory");
+  CHECK(folded_text(*result) == "sh;libc.so.6+0x123 3\n");
+}
+
 TEST_CASE("symbolize: one sorted table of distinct frames, stacks hold ids") {
   GsymLocator locator = make_locator();
   Capture capture = make_capture();

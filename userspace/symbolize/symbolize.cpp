@@ -125,8 +125,15 @@ class Symbolizer {
                                        : module.path;
       ModuleReport report;
       report.path = module.path;
-      const gsym::Reader* reader = locator_.locate(module.build_id, elf_path, report);
       auto key = std::make_pair(module.path, module.build_id);
+      if (module.build_id.empty() && !module.error.empty()) {
+        // Not "no build ID": the file was never read (the process was gone,
+        // or its file could not be opened), so nothing is known of it.
+        report.reason = "not identified while the process ran: " + module.error;
+        reports_.try_emplace(key, std::move(report));
+        continue;
+      }
+      const gsym::Reader* reader = locator_.locate(module.build_id, elf_path, report);
       reports_.try_emplace(key, std::move(report));
       if (!reader) continue;
       auto [it, inserted] = reader_ids_.try_emplace(reader, static_cast<uint32_t>(readers_.size()));
