@@ -32,6 +32,10 @@ PROTO_HDRS := $(PROTO_SRCS:%.proto=$(BUILD)/%.pb.h)
 UNIT_SRCS  := $(wildcard tests/unit/*.cpp)
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.cpp)
+# Test-only code shared by units, fuzz targets and tools; the tools run by
+# the test scripts (tests/tools/NAME.cpp -> $(BUILD)/test-tools/NAME).
+TEST_SUPPORT_SRCS := $(wildcard tests/support/*.cpp)
+TEST_TOOL_SRCS    := $(wildcard tests/tools/*.cpp)
 
 GSYM_OBJS  := $(GSYM_SRCS:%.cpp=$(BUILD)/%.o)
 USER_OBJS  := $(USER_SRCS:%.cpp=$(BUILD)/%.o) $(PROTO_CCS:%.cc=%.o)
@@ -40,8 +44,10 @@ BPF_OBJS   := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
 BPF_SKELS  := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.skel.h)
 FUZZ_BINS  := $(FUZZ_SRCS:tests/fuzz/%.cpp=$(BUILD)/fuzz/%)
 REPLAY_BINS:= $(FUZZ_SRCS:tests/fuzz/%.cpp=$(BUILD)/fuzz-replay/%)
+TEST_SUPPORT_OBJS := $(TEST_SUPPORT_SRCS:%.cpp=$(BUILD)/%.o)
+TEST_TOOLS := $(TEST_TOOL_SRCS:tests/tools/%.cpp=$(BUILD)/test-tools/%)
 
-.PHONY: all deps test unit sanitize fuzz fuzz-build bench demo install clean
+.PHONY: all deps test unit test-tools sanitize fuzz fuzz-build bench demo install clean
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/gsymprof $(BUILD)/libgsym.a
@@ -90,33 +96,46 @@ $(BUILD)/libgsymprof.a: $(USER_OBJS)
 $(BUILD)/gsymprof: $(BUILD)/userspace/main.o $(BUILD)/libgsymprof.a $(BUILD)/libgsym.a
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/unit_tests: $(UNIT_OBJS) $(BUILD)/libgsymprof.a $(BUILD)/libgsym.a
+$(BUILD)/libtest_support.a: $(TEST_SUPPORT_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+TEST_LIBS := $(BUILD)/libtest_support.a $(BUILD)/libgsymprof.a $(BUILD)/libgsym.a
+
+$(BUILD)/unit_tests: $(UNIT_OBJS) $(TEST_LIBS)
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
 # Fuzz targets replayed over their corpora as ordinary tests (no clang needed).
-$(BUILD)/fuzz-replay/%: tests/fuzz/%.cpp tests/fuzz/replay_main.cpp $(BUILD)/libgsymprof.a $(BUILD)/libgsym.a
+$(BUILD)/fuzz-replay/%: tests/fuzz/%.cpp tests/fuzz/replay_main.cpp $(TEST_LIBS)
 	@mkdir -p $(@D)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
+# Tools the test scripts run, with the project's flags (and SAN_FLAGS).
+$(TEST_TOOLS): $(BUILD)/test-tools/%: $(BUILD)/tests/tools/%.o $(TEST_LIBS)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
+test-tools: $(TEST_TOOLS)
 
 # --- tests ---
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
 
 test: deps
-	$(MAKE) all $(BUILD)/unit_tests $(REPLAY_BINS)
+	$(MAKE) all $(BUILD)/unit_tests $(REPLAY_BINS) $(TEST_TOOLS)
 	BUILD=$(BUILD) tests/run-all.sh
 
 sanitize: deps
 	$(MAKE) BUILD=build-san OPT="-O1 -g -fno-omit-frame-pointer" \
 	  SAN_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" \
-	  all build-san/unit_tests $(REPLAY_BINS:$(BUILD)/%=build-san/%)
+	  all build-san/unit_tests $(REPLAY_BINS:$(BUILD)/%=build-san/%) $(TEST_TOOLS:$(BUILD)/%=build-san/%)
 	BUILD=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run-all.sh
 
 # --- fuzz (clang + libFuzzer) ---
 FUZZ_CXXFLAGS := $(CXXSTD) -O1 -g -fsanitize=fuzzer,address,undefined -I. -pthread
-$(BUILD)/fuzz/%: tests/fuzz/%.cpp $(GSYM_SRCS) $(USER_SRCS) $(PROTO_CCS) | $(BPF_SKELS)
+$(BUILD)/fuzz/%: tests/fuzz/%.cpp $(GSYM_SRCS) $(USER_SRCS) $(PROTO_CCS) $(TEST_SUPPORT_SRCS) | $(BPF_SKELS)
 	@mkdir -p $(@D)
-	clang++ $(FUZZ_CXXFLAGS) -I$(BUILD) $< $(GSYM_SRCS) $(USER_SRCS) $(PROTO_CCS) $(LDLIBS) -o $@
+	clang++ $(FUZZ_CXXFLAGS) -I$(BUILD) $< $(GSYM_SRCS) $(USER_SRCS) $(PROTO_CCS) $(TEST_SUPPORT_SRCS) $(LDLIBS) -o $@
 
 fuzz-build: deps $(FUZZ_BINS)
 

@@ -10,9 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cinttypes>
 #include <compare>
-#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -22,23 +20,15 @@
 #include <utility>
 
 #include "gsym/byte_writer.h"
+#include "gsym/format.h"
+#include "gsym/inline_info.h"
 #include "gsym/record_encode.h"
 
 namespace gsym {
 namespace {
 
-constexpr uint32_t kMagic = 0x4753594D;
-constexpr uint16_t kVersion = 1;
-constexpr size_t kMaxBuildIdSize = 20;
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
 std::string range_text(const AddressRange& r) {
-  return "[" + hex(r.start) + ", " + hex(r.end) + ")";
+  return "[" + hex_number(r.start) + ", " + hex_number(r.end) + ")";
 }
 
 // Cheaper than std::hash (murmur over bytes) on the long mangled names every
@@ -191,25 +181,8 @@ class EncodeStrings final : public StringOffsets {
   uint64_t size_;
 };
 
-// LLVM's AddressRanges: sorted, empty ranges dropped, intersecting and
-// touching ranges merged.
-void normalize_ranges_in_place(std::vector<AddressRange>& ranges) {
-  // Runs for every inline node, whose ranges are nearly always normalized
-  // already.
-  std::erase_if(ranges, [](const AddressRange& r) { return r.end <= r.start; });
-  if (!std::is_sorted(ranges.begin(), ranges.end())) std::sort(ranges.begin(), ranges.end());
-  size_t kept = 0;
-  for (size_t i = 0; i < ranges.size(); ++i) {
-    if (kept > 0 && ranges[i].start <= ranges[kept - 1].end)
-      ranges[kept - 1].end = std::max(ranges[kept - 1].end, ranges[i].end);
-    else
-      ranges[kept++] = ranges[i];
-  }
-  ranges.resize(kept);
-}
-
-std::vector<AddressRange> normalize_ranges(std::vector<AddressRange> ranges) {
-  normalize_ranges_in_place(ranges);
+std::vector<AddressRange> normalized(std::vector<AddressRange> ranges) {
+  normalize_ranges(ranges);
   return ranges;
 }
 
@@ -228,19 +201,19 @@ Status check_range_and_lines(std::string_view name, const AddressRange& range,
     return Error("function \"" + std::string(name) + "\" has a reversed range " + range_text(range));
   const uint64_t size = range.size();
   if (size > UINT32_MAX)
-    return Error("function \"" + std::string(name) + "\" is larger than 4 GiB - 1 (size " + hex(size) +
+    return Error("function \"" + std::string(name) + "\" is larger than 4 GiB - 1 (size " + hex_number(size) +
                  ")");
   for (size_t i = 0; i < lines.size(); ++i) {
     const LineEntry& row = lines[i];
     const bool inside = range.contains(row.address) || (size == 0 && row.address == range.start);
     if (!inside)
-      return Error("line row at " + hex(row.address) + " is outside the function range " +
+      return Error("line row at " + hex_number(row.address) + " is outside the function range " +
                    range_text(range) + where());
     if (i > 0 && row.address < lines[i - 1].address)
-      return Error("line rows are not in ascending address order (" + hex(row.address) + " after " +
-                   hex(lines[i - 1].address) + ")" + where());
+      return Error("line rows are not in ascending address order (" + hex_number(row.address) + " after " +
+                   hex_number(lines[i - 1].address) + ")" + where());
     if (row.file >= file_count)
-      return Error("line row at " + hex(row.address) + " uses file " + std::to_string(row.file) +
+      return Error("line row at " + hex_number(row.address) + " uses file " + std::to_string(row.file) +
                    " but the file table has " + std::to_string(file_count) + " entries" + where());
   }
   return Status::success();
@@ -262,7 +235,7 @@ struct Validator {
       if (r.end < r.start)
         return Error("inline node \"" + node.name + "\" has a reversed range " + range_text(r) +
                      where());
-    node.ranges = normalize_ranges(std::move(node.ranges));
+    normalize_ranges(node.ranges);
     if (node.ranges.empty())
       return Error("inline node \"" + node.name + "\" has no non-empty range" + where());
     for (const AddressRange& r : node.ranges) {
@@ -287,7 +260,7 @@ struct Validator {
   Status function(Function& f, size_t merged_depth) {
     function_name = &f.name;
     if (f.name.empty())
-      return Error("function at " + hex(f.range.start) + " has an empty name");
+      return Error("function at " + hex_number(f.range.start) + " has an empty name");
     if (Status s = check_range_and_lines(f.name, f.range, f.lines, file_count); !s) return s;
     const uint64_t size = f.range.size();
     if (f.inline_tree) {
@@ -299,8 +272,8 @@ struct Validator {
     }
     for (const CallSite& cs : f.call_sites)
       if (cs.return_offset >= size)
-        return Error("call site offset " + hex(cs.return_offset) +
-                     " is outside the function (size " + hex(size) + ")" + where());
+        return Error("call site offset " + hex_number(cs.return_offset) +
+                     " is outside the function (size " + hex_number(size) + ")" + where());
     if (!f.merged.empty() && merged_depth >= Builder::kMaxMergedDepth)
       return Error("merged functions nested deeper than " +
                    std::to_string(Builder::kMaxMergedDepth) + " levels" + where());
@@ -435,6 +408,9 @@ struct Builder::State {
                                           std::span<const FlatInlineNode> b, size_t& j) const;
   bool llvm_equal(const Record& a, const Record& b) const;
   Status add_flat(const FlatFunction& f);
+  std::optional<std::string> add_flat_node(FlatInlineNode node, std::span<const AddressRange> function_ranges,
+                                           std::span<const AddressRange> parent,
+                                           std::vector<AddressRange>& scratch);
 
   void sort_functions();
   void prune_functions();
@@ -539,9 +515,9 @@ bool Builder::State::llvm_equal(const Record& a, const Record& b) const {
 }
 
 Status Builder::State::add_flat(const FlatFunction& f) {
-  if (f.name == 0) return Error("function at " + hex(f.range.start) + " has an empty name");
+  if (f.name == 0) return Error("function at " + hex_number(f.range.start) + " has an empty name");
   if (!strings.is_string_start(f.name))
-    return Error("function at " + hex(f.range.start) + " has name offset " + std::to_string(f.name) +
+    return Error("function at " + hex_number(f.range.start) + " has name offset " + std::to_string(f.name) +
                  ", which is not a string added with add_string");
   const std::string name_text(string_at(f.name));
   const std::string where = " in function \"" + name_text + "\"";  // per function, not per node
@@ -571,53 +547,19 @@ Status Builder::State::add_flat(const FlatFunction& f) {
   std::vector<Open> open;
   std::vector<AddressRange> ranges;  // one node's, reused
   for (size_t i = 0; i < f.inline_nodes.size(); ++i) {
-    FlatInlineNode node = f.inline_nodes[i];
     if (i > 0 && open.empty()) return fail("inline nodes follow the end of the tree");
     const size_t depth = open.size() + 1;
     if (depth > Builder::kMaxInlineDepth)
       return fail("inline tree deeper than " + std::to_string(Builder::kMaxInlineDepth) + " levels");
-    auto node_name = [&] { return std::string(string_at(node.name)); };
-    if (!strings.is_string_start(node.name))
-      return fail("inline node name offset " + std::to_string(node.name) + " is not an added string");
-    if (uint64_t(node.ranges_begin) + node.ranges_count > f.inline_ranges.size())
-      return fail("inline node \"" + node_name() + "\" has ranges outside the range list");
-    const std::span<const AddressRange> given =
-        f.inline_ranges.subspan(node.ranges_begin, node.ranges_count);
-    // Normalized already (sorted, non-empty, apart) is the usual case: checked
-    // without a copy.
-    bool normalized = !given.empty();
-    for (size_t r = 0; r < given.size() && normalized; ++r)
-      normalized = given[r].start < given[r].end && (r == 0 || given[r - 1].end < given[r].start);
-    std::span<const AddressRange> own = given;
-    if (!normalized) {
-      ranges.assign(given.begin(), given.end());
-      for (const AddressRange& r : ranges)
-        if (r.end < r.start)
-          return fail("inline node \"" + node_name() + "\" has a reversed range " + range_text(r));
-      normalize_ranges_in_place(ranges);
-      if (ranges.empty()) return fail("inline node \"" + node_name() + "\" has no non-empty range");
-      own = ranges;
-    }
     const std::span<const AddressRange> parent =
         open.empty() ? std::span<const AddressRange>(&f.range, 1)
                      : std::span<const AddressRange>(range_pool).subspan(
                            node_pool[open.back().node].ranges_begin,
                            node_pool[open.back().node].ranges_count);
-    for (const AddressRange& r : own) {
-      const bool contained =
-          std::any_of(parent.begin(), parent.end(), [&](const AddressRange& p) { return p.contains(r); });
-      if (!contained)
-        return fail("inline range " + range_text(r) + " of \"" + node_name() + "\" is outside its parent");
-    }
-    if (node.call_file >= files.size())
-      return fail("inline node \"" + node_name() + "\" has call file " + std::to_string(node.call_file) +
-                  " but the file table has " + std::to_string(files.size()) + " entries");
-    node.ranges_begin = static_cast<uint32_t>(range_pool.size());
-    node.ranges_count = static_cast<uint32_t>(own.size());
-    range_pool.insert(range_pool.end(), own.begin(), own.end());
+    if (std::optional<std::string> error = add_flat_node(f.inline_nodes[i], f.inline_ranges, parent, ranges))
+      return fail(std::move(*error));
     if (!open.empty()) --open.back().children_left;
-    node_pool.push_back(node);
-    if (node.child_count) open.push_back({node_pool.size() - 1, node.child_count});
+    if (node_pool.back().child_count) open.push_back({node_pool.size() - 1, node_pool.back().child_count});
     while (!open.empty() && open.back().children_left == 0) open.pop_back();
   }
   if (!open.empty()) return fail("an inline node declares more children than follow it");
@@ -631,6 +573,50 @@ Status Builder::State::add_flat(const FlatFunction& f) {
   line_pool.insert(line_pool.end(), f.lines.begin(), f.lines.end());
   records.push_back(record);
   return Status::success();
+}
+
+// Checks one flat inline node against its function's range list and its
+// parent's ranges (`parent`, a view into range_pool read before anything is
+// added), then stores it with its normalized ranges (`scratch` when they are
+// not normalized already). The error, without the function's name, if any.
+std::optional<std::string> Builder::State::add_flat_node(FlatInlineNode node,
+                                                         std::span<const AddressRange> function_ranges,
+                                                         std::span<const AddressRange> parent,
+                                                         std::vector<AddressRange>& scratch) {
+  auto node_name = [&] { return std::string(string_at(node.name)); };
+  if (!strings.is_string_start(node.name))
+    return "inline node name offset " + std::to_string(node.name) + " is not an added string";
+  if (uint64_t(node.ranges_begin) + node.ranges_count > function_ranges.size())
+    return "inline node \"" + node_name() + "\" has ranges outside the range list";
+  const std::span<const AddressRange> given = function_ranges.subspan(node.ranges_begin, node.ranges_count);
+  // Normalized already (sorted, non-empty, apart) is the usual case: checked
+  // without a copy.
+  bool is_normalized = !given.empty();
+  for (size_t r = 0; r < given.size() && is_normalized; ++r)
+    is_normalized = given[r].start < given[r].end && (r == 0 || given[r - 1].end < given[r].start);
+  std::span<const AddressRange> own = given;
+  if (!is_normalized) {
+    scratch.assign(given.begin(), given.end());
+    for (const AddressRange& r : scratch)
+      if (r.end < r.start) return "inline node \"" + node_name() + "\" has a reversed range " + range_text(r);
+    normalize_ranges(scratch);
+    if (scratch.empty()) return "inline node \"" + node_name() + "\" has no non-empty range";
+    own = scratch;
+  }
+  for (const AddressRange& r : own) {
+    const bool contained =
+        std::any_of(parent.begin(), parent.end(), [&](const AddressRange& p) { return p.contains(r); });
+    if (!contained)
+      return "inline range " + range_text(r) + " of \"" + node_name() + "\" is outside its parent";
+  }
+  if (node.call_file >= files.size())
+    return "inline node \"" + node_name() + "\" has call file " + std::to_string(node.call_file) +
+           " but the file table has " + std::to_string(files.size()) + " entries";
+  node.ranges_begin = static_cast<uint32_t>(range_pool.size());
+  node.ranges_count = static_cast<uint32_t>(own.size());
+  range_pool.insert(range_pool.end(), own.begin(), own.end());
+  node_pool.push_back(node);
+  return std::nullopt;
 }
 
 Builder::Builder(BuilderOptions options) : state_(std::make_unique<State>()) {
@@ -738,7 +724,7 @@ void Builder::State::prune_functions() {
 void Builder::State::extend_trailing_zero_size() {
   if (records.empty() || records.back().range.size() != 0) return;
   Record& last = records.back();
-  for (const AddressRange& text : normalize_ranges(options.text_ranges)) {
+  for (const AddressRange& text : normalized(options.text_ranges)) {
     if (text.contains(last.range.start)) {
       // Capped so the record stays encodable (sizes are u32 in version 1).
       extended = Extension{records.size() - 1, last.range};
@@ -800,15 +786,15 @@ Expected<std::vector<uint8_t>> Builder::encode() {
   const std::vector<State::Record>& records = st.records;
   const BuilderOptions& opt = st.options;
   if (records.empty()) return Error("no functions to encode");
-  if (opt.build_id.size() > kMaxBuildIdSize)
+  if (opt.build_id.size() > kMaxUuidSize)
     return Error("invalid build ID size " + std::to_string(opt.build_id.size()) +
                  " (GSYM version 1 allows at most 20 bytes)");
   if (records.size() > UINT32_MAX) return Error("too many functions for GSYM version 1");
   const uint64_t first_start = records.front().range.start;
   const uint64_t base = opt.base_address.value_or(first_start);
   if (base > first_start)
-    return Error("base address " + hex(base) + " is above the first function start " +
-                 hex(first_start));
+    return Error("base address " + hex_number(base) + " is above the first function start " +
+                 hex_number(first_start));
   const uint8_t offset_size = address_offset_size(records.back().range.start - base);
 
   // Flat functions' strings were all added explicitly: only rich functions
@@ -832,7 +818,7 @@ Expected<std::vector<uint8_t>> Builder::encode() {
   out.u32(0);  // StrtabOffset, patched below
   out.u32(0);  // StrtabSize
   for (uint8_t b : opt.build_id) out.u8(b);
-  out.zeros(kMaxBuildIdSize - opt.build_id.size());
+  out.zeros(kMaxUuidSize - opt.build_id.size());
 
   out.align_to(offset_size);
   for (const State::Record& r : records) out.uint(r.range.start - base, offset_size);
@@ -858,7 +844,7 @@ Expected<std::vector<uint8_t>> Builder::encode() {
     out.align_to(4);
     const uint64_t offset = out.tell();
     if (offset > UINT32_MAX)
-      return Error("address info offset exceeded 32-bit max (function at " + hex(r.range.start) + ")");
+      return Error("address info offset exceeded 32-bit max (function at " + hex_number(r.range.start) + ")");
     Status s = r.rich != State::kFlat
                    ? encode_function_info(out, st.rich[r.rich], strings, /*pad=*/true)
                    : encode_flat_function_info(out, r.range, r.name, st.lines_of(r), st.nodes_of(r),

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "gsym/expected.h"
+#include "gsym/format.h"
 #include "gsym/model.h"
 #include "gsym/reader.h"  // Endian
 
@@ -114,8 +115,8 @@ class Builder {
   // rename), mode 0644.
   Status write_file(const std::string& path);
 
-  static constexpr size_t kMaxInlineDepth = 256;
-  static constexpr size_t kMaxMergedDepth = 16;
+  static constexpr size_t kMaxInlineDepth = gsym::kMaxInlineDepth;
+  static constexpr size_t kMaxMergedDepth = gsym::kMaxMergedDepth;
 
  private:
   struct State;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gsym/leb128.h"
 #include "gsym/reader.h"  // Endian
 
 namespace gsym {
@@ -29,25 +30,8 @@ class ByteWriter {
   // An unsigned integer of `width` bytes (1, 2, 4 or 8).
   void uint(uint64_t v, unsigned width) { fixed(v, width); }
 
-  void uleb(uint64_t v) {
-    do {
-      uint8_t byte = v & 0x7f;
-      v >>= 7;
-      if (v != 0) byte |= 0x80;
-      bytes_.push_back(byte);
-    } while (v != 0);
-  }
-
-  void sleb(int64_t v) {
-    bool more = true;
-    while (more) {
-      uint8_t byte = v & 0x7f;
-      v >>= 7;  // arithmetic shift: C++20 defines it for negative values
-      more = !((v == 0 && !(byte & 0x40)) || (v == -1 && (byte & 0x40)));
-      if (more) byte |= 0x80;
-      bytes_.push_back(byte);
-    }
-  }
+  void uleb(uint64_t v) { leb128::append_uleb(bytes_, v); }
+  void sleb(int64_t v) { leb128::append_sleb(bytes_, v); }
 
   void raw(std::string_view s) { bytes_.insert(bytes_.end(), s.begin(), s.end()); }
   void zeros(size_t n) { bytes_.insert(bytes_.end(), n, 0); }
@@ -76,6 +60,16 @@ class ByteWriter {
 
   Endian endian_;
   std::vector<uint8_t> bytes_;
+};
+
+// Resolves an already-interned string to its string-table offset (for the
+// record encoders).
+class StringOffsets {
+ public:
+  virtual uint32_t offset_of(std::string_view s) const = 0;
+
+ protected:
+  ~StringOffsets() = default;
 };
 
 }  // namespace gsym

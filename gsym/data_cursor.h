@@ -10,6 +10,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include <string>
+
+#include "gsym/expected.h"
+#include "gsym/leb128.h"
+
 namespace gsym::detail {
 
 class DataCursor {
@@ -31,6 +36,14 @@ class DataCursor {
   const uint8_t* position() const { return pos_; }
   const uint8_t* end() const { return end_; }
   bool swap() const { return swap_; }
+
+  // The Error for this failed cursor, which was reading `what`.
+  Error error(const char* what) const {
+    if (failure_ == Failure::LebTooLong)
+      return Error(std::string(what) + ": LEB128 value longer than 10 bytes or over 64 bits",
+                   failure_offset());
+    return Error(std::string(what) + " is truncated", failure_offset());
+  }
 
   // A cursor over the next `n` bytes (which this cursor skips), or a failed one.
   DataCursor sub(size_t n) {
@@ -63,48 +76,16 @@ class DataCursor {
   uint32_t u32() { return fixed<uint32_t>(); }
   uint64_t u64() { return fixed<uint64_t>(); }
 
-  // ULEB128 bounded to 10 bytes and 64 bits.
+  // LEB128 values by the GSYM rule (leb128.h: at most 10 bytes, 64 bits).
   uint64_t uleb() {
     uint64_t value = 0;
-    unsigned shift = 0;
-    while (true) {
-      if (pos_ == end_) {
-        fail(Failure::Truncated);
-        return 0;
-      }
-      const uint8_t byte = *pos_++;
-      const uint64_t bits = byte & 0x7f;
-      if (shift == 63 && bits > 1) return leb_failure();
-      value |= bits << shift;
-      if (!(byte & 0x80)) return value;
-      shift += 7;
-      if (shift > 63) return leb_failure();
-    }
+    const leb128::Result result = leb128::decode_uleb<kMaxLebBytes>(pos_, end_, value);
+    return checked(result, value);
   }
-
-  // SLEB128 bounded to 10 bytes and 64 bits.
   int64_t sleb() {
-    uint64_t value = 0;
-    unsigned shift = 0;
-    uint8_t byte = 0;
-    while (true) {
-      if (pos_ == end_) {
-        fail(Failure::Truncated);
-        return 0;
-      }
-      byte = *pos_++;
-      const uint64_t bits = byte & 0x7f;
-      if (shift == 63) {
-        // Only the sign bit fits: the byte must be 0x00 or 0x7f (sign-extended).
-        if (bits != 0 && bits != 0x7f) return static_cast<int64_t>(leb_failure());
-      }
-      value |= bits << shift;
-      shift += 7;
-      if (!(byte & 0x80)) break;
-      if (shift > 63) return static_cast<int64_t>(leb_failure());
-    }
-    if (shift < 64 && (byte & 0x40)) value |= ~uint64_t{0} << shift;
-    return static_cast<int64_t>(value);
+    int64_t value = 0;
+    const leb128::Result result = leb128::decode_sleb<kMaxLebBytes>(pos_, end_, value);
+    return checked(result, value);
   }
 
  private:
@@ -126,8 +107,10 @@ class DataCursor {
   static uint32_t byteswap(uint32_t v) { return __builtin_bswap32(v); }
   static uint64_t byteswap(uint64_t v) { return __builtin_bswap64(v); }
 
-  uint64_t leb_failure() {
-    fail(Failure::LebTooLong);
+  template <class T>
+  T checked(leb128::Result result, T value) {
+    if (result == leb128::Result::Ok) return value;
+    fail(result == leb128::Result::Truncated ? Failure::Truncated : Failure::LebTooLong);
     return 0;
   }
 

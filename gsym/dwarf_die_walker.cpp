@@ -2,9 +2,10 @@
 
 #include <dwarf.h>
 
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
+
+#include "gsym/expected.h"
+#include "gsym/leb128.h"
 
 namespace gsym {
 
@@ -15,47 +16,20 @@ namespace {
 constexpr uint64_t kMaxAbbrevCode = 1u << 16;
 constexpr size_t kMaxForms = 1u << 24;
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
+// LEB128 by leb128.h's rule with one byte of padding allowed beyond the
+// shortest 64-bit form; false on truncation, overlong or overflowing values
+// (LLVM: "uleb128 too big").
+constexpr unsigned kDwarfLebBytes = kMaxLebBytes + 1;
 
-// LEB128 readers over [p, end): false on truncation or overlong encodings.
 bool read_uleb(const uint8_t*& p, const uint8_t* end, uint64_t& value) {
-  value = 0;
-  for (unsigned shift = 0; p < end; shift += 7) {
-    const uint8_t byte = *p++;
-    const uint64_t bits = byte & 0x7f;
-    // Value bits past bit 63 make the number too big (LLVM: "uleb128 too big").
-    if (shift >= 64 ? bits != 0 : shift == 63 && bits > 1) return false;
-    if (shift < 64) value |= bits << shift;
-    if (!(byte & 0x80)) return true;
-    if (shift >= 70) return false;
-  }
-  return false;
+  return leb128::decode_uleb<kDwarfLebBytes>(p, end, value) == leb128::Result::Ok;
 }
 
 bool read_sleb(const uint8_t*& p, const uint8_t* end, int64_t& value) {
-  uint64_t result = 0;
-  unsigned shift = 0;
-  for (; p < end && shift < 71; shift += 7) {
-    const uint8_t byte = *p++;
-    if (shift < 64) result |= uint64_t(byte & 0x7f) << shift;
-    if (!(byte & 0x80)) {
-      if (shift + 7 < 64 && (byte & 0x40)) result |= ~uint64_t{0} << (shift + 7);
-      value = static_cast<int64_t>(result);
-      return true;
-    }
-  }
-  return false;
+  return leb128::decode_sleb<kDwarfLebBytes>(p, end, value) == leb128::Result::Ok;
 }
 
-bool skip_leb(const uint8_t*& p, const uint8_t* end) {
-  for (unsigned n = 0; p < end && n < 11; ++n)
-    if (!(*p++ & 0x80)) return true;
-  return false;
-}
+bool skip_leb(const uint8_t*& p, const uint8_t* end) { return leb128::skip<kDwarfLebBytes>(p, end); }
 
 }  // namespace
 
@@ -117,7 +91,7 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
   ops_.clear();
   specs_.clear();
   if (offset >= section.size()) {
-    fail("abbreviation offset " + hex(offset) + " is outside .debug_abbrev");
+    fail("abbreviation offset " + hex_number(offset) + " is outside .debug_abbrev");
     return false;
   }
   const uint8_t* p = section.data() + offset;
@@ -156,7 +130,7 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
         return false;
       }
       if (form == 0 || form > UINT16_MAX || ops_.size() >= kMaxForms) {
-        fail("abbreviation " + std::to_string(code) + " has an unknown form " + hex(form));
+        fail("abbreviation " + std::to_string(code) + " has an unknown form " + hex_number(form));
         return false;
       }
       specs_.push_back({static_cast<uint16_t>(name <= UINT16_MAX ? name : 0), static_cast<uint16_t>(form),
@@ -174,7 +148,7 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
     a.specs_count = static_cast<uint32_t>(specs_.size() - a.specs_begin);
     a.fixed_size = fixed >= 0 && fixed < INT32_MAX ? static_cast<int32_t>(fixed) : -1;
   }
-  fail("truncated abbreviation table at " + hex(offset));
+  fail("truncated abbreviation table at " + hex_number(offset));
   return false;
 }
 
@@ -264,7 +238,7 @@ DwarfDieWalker::Step DwarfDieWalker::next() {
   const uint64_t offset = first_offset_ + static_cast<uint64_t>(pos_ - begin_);
   uint64_t code;
   if (!read_uleb(pos_, end_, code)) {
-    fail("unit ends inside its DIE tree at " + hex(offset));
+    fail("unit ends inside its DIE tree at " + hex_number(offset));
     return step;
   }
   if (code == 0) {
@@ -279,13 +253,13 @@ DwarfDieWalker::Step DwarfDieWalker::next() {
   }
   const Abbrev* a = code < abbrevs_.size() ? &abbrevs_[code] : nullptr;
   if (!a || !a->defined) {
-    fail("DIE at " + hex(offset) + " uses undefined abbreviation " + std::to_string(code));
+    fail("DIE at " + hex_number(offset) + " uses undefined abbreviation " + std::to_string(code));
     return step;
   }
   const uint8_t* const attributes = pos_;
   if (a->fixed_size >= 0) {
     if (end_ - pos_ < a->fixed_size) {
-      fail("DIE at " + hex(offset) + " runs past the end of its unit");
+      fail("DIE at " + hex_number(offset) + " runs past the end of its unit");
       return step;
     }
     pos_ += a->fixed_size;
@@ -294,12 +268,12 @@ DwarfDieWalker::Step DwarfDieWalker::next() {
       const SkipOp op = ops_[a->ops_begin + i];
       if (op.form == 0) {
         if (end_ - pos_ < op.size) {
-          fail("DIE at " + hex(offset) + " runs past the end of its unit");
+          fail("DIE at " + hex_number(offset) + " runs past the end of its unit");
           return step;
         }
         pos_ += op.size;
       } else if (!skip_value(op.form, pos_, 0)) {
-        fail("DIE at " + hex(offset) + ": cannot read an attribute of form " + hex(op.form));
+        fail("DIE at " + hex_number(offset) + ": cannot read an attribute of form " + hex_number(op.form));
         return step;
       }
     }

@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <cinttypes>
-#include <cstdio>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -20,12 +18,6 @@ namespace {
 // the recursion of the walk).
 constexpr int kMaxDieDepth = 1024;
 constexpr int kMaxDeclContextHops = 64;
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
 
 std::string dwarf_error() {
   const char* msg = dwarf_errmsg(-1);
@@ -542,8 +534,15 @@ struct DwarfUnitConverter::Impl {
     bool has_origin = false;
     DieAttributes out = die_attributes(die, 1, &origin_die, &has_origin);
     if (!has_origin) return out;
+    inherit_from_origin(out, &origin_die);
+    return out;
+  }
+
+  // Fills in what `out` lacks from the chain of its origin `origin_die`
+  // (out.origin), memoized per origin.
+  void inherit_from_origin(DieAttributes& out, Dwarf_Die* origin_die) {
     auto [it, inserted] = origin_attributes.try_emplace(out.origin);
-    if (inserted) it->second = die_attributes(&origin_die, 15);
+    if (inserted) it->second = die_attributes(origin_die, 15);
     const DieAttributes& rest = it->second;
     if (!out.linkage_name) out.linkage_name = rest.linkage_name;
     if (!out.name) out.name = rest.name;
@@ -553,7 +552,6 @@ struct DwarfUnitConverter::Impl {
       out.decl_file_implicit_const = rest.decl_file_implicit_const;
     }
     if (!out.decl_line) out.decl_line = rest.decl_line;
-    return out;
   }
 
   void use_file(uint32_t group, uint32_t local) {
@@ -775,7 +773,7 @@ struct DwarfUnitConverter::Impl {
       die.cu = unit_cu;
       return die;
     }
-    if (!dwarf_offdie(dwarf, offset, &die)) fail("cannot read DIE " + hex(offset) + ": " + dwarf_error());
+    if (!dwarf_offdie(dwarf, offset, &die)) fail("cannot read DIE " + hex_number(offset) + ": " + dwarf_error());
     return die;
   }
 
@@ -799,31 +797,7 @@ struct DwarfUnitConverter::Impl {
   // Pre-order over the unit's DIEs (LLVM's handleDie recursion): collects
   // subprograms and the inlined subroutines below them.
   void walk(Dwarf_Die* cu, const UnitLocation& unit) {
-    Dwarf_Half version = 0;
-    Dwarf_Off abbrev_offset = 0;
-    uint8_t addr_size = 0, offset_size = 0;
-    Dwarf_Die unit_die;
-    if (!dwarf_cu_die(cu->cu, &unit_die, &version, &abbrev_offset, &addr_size, &offset_size, nullptr,
-                      nullptr))
-      return fail("cannot read the unit header: " + dwarf_error());
-    const std::span<const uint8_t> info = options.debug_info;
-    if (unit.end_offset > info.size() || unit.die_offset >= unit.end_offset)
-      return fail("unit bounds " + hex(unit.die_offset) + ".." + hex(unit.end_offset) +
-                  " are outside .debug_info");
-    DwarfUnitShape shape;
-    shape.version = version;
-    shape.address_size = addr_size;
-    shape.offset_size = offset_size;
-    shape.little_endian = line_sections.little_endian;
-    unit_cu = cu->cu;
-    unit_header_offset = unit.header_offset;
-    unit_die_offset = unit.die_offset;
-    unit_end_offset = unit.end_offset;
-    direct_dies = cu->addr == info.data() + unit.die_offset;
-    if (!walker.start(options.debug_abbrev, abbrev_offset,
-                      info.subspan(unit.die_offset, unit.end_offset - unit.die_offset), unit.die_offset,
-                      shape))
-      return fail(walker.error());
+    if (!start_walker(cu, unit)) return;
     open_dies.clear();
     while (!failed) {
       const DwarfDieWalker::Step step = walker.next();
@@ -842,23 +816,9 @@ struct DwarfUnitConverter::Impl {
       int64_t child_inline_parent = -1;
       bool is_subprogram = false;
       if (step.tag == DW_TAG_subprogram) {
-        Dwarf_Die die = die_at(step.offset);
+        child_inline_parent = enter_subprogram(step);
         if (failed) break;
-        // A subprogram without address attributes of its own (a
-        // declaration, an abstract instance) has no ranges: LLVM reads only
-        // a DIE's own low_pc/high_pc/ranges. Most C++ subprogram DIEs are
-        // such declarations, and libdw's dwarf_ranges would look at each.
-        const bool may_have_ranges = walker.has_attribute(step, DW_AT_low_pc) ||
-                                     walker.has_attribute(step, DW_AT_high_pc) ||
-                                     walker.has_attribute(step, DW_AT_ranges);
-        if (may_have_ranges) {
-          function_stack.push_back(start_subprogram(&die));
-        } else {
-          function_stack.push_back(std::make_unique<FunctionContext>());
-          function_stack.back()->die = die;
-        }
         is_subprogram = true;
-        if (function_stack.back()->collects) child_inline_parent = function_stack.back()->root;
       } else if (step.tag == DW_TAG_inlined_subroutine) {
         if (!function_stack.empty()) {
           FunctionContext& fn = *function_stack.back();
@@ -878,6 +838,64 @@ struct DwarfUnitConverter::Impl {
         end_subprogram();
     }
     if (!walker.ok()) fail(walker.error());
+  }
+
+  // Reads the unit header and points the walker at the unit's DIEs; false
+  // (failed) when either is unusable.
+  bool start_walker(Dwarf_Die* cu, const UnitLocation& unit) {
+    Dwarf_Half version = 0;
+    Dwarf_Off abbrev_offset = 0;
+    uint8_t addr_size = 0, offset_size = 0;
+    Dwarf_Die unit_die;
+    if (!dwarf_cu_die(cu->cu, &unit_die, &version, &abbrev_offset, &addr_size, &offset_size, nullptr,
+                      nullptr))
+      return fail_with("cannot read the unit header: " + dwarf_error());
+    const std::span<const uint8_t> info = options.debug_info;
+    if (unit.end_offset > info.size() || unit.die_offset >= unit.end_offset)
+      return fail_with("unit bounds " + hex_number(unit.die_offset) + ".." +
+                       hex_number(unit.end_offset) + " are outside .debug_info");
+    DwarfUnitShape shape;
+    shape.version = version;
+    shape.address_size = addr_size;
+    shape.offset_size = offset_size;
+    shape.little_endian = line_sections.little_endian;
+    unit_cu = cu->cu;
+    unit_header_offset = unit.header_offset;
+    unit_die_offset = unit.die_offset;
+    unit_end_offset = unit.end_offset;
+    direct_dies = cu->addr == info.data() + unit.die_offset;
+    if (!walker.start(options.debug_abbrev, abbrev_offset,
+                      info.subspan(unit.die_offset, unit.end_offset - unit.die_offset), unit.die_offset,
+                      shape))
+      return fail_with(walker.error());
+    return true;
+  }
+
+  bool fail_with(std::string message) {
+    fail(std::move(message));
+    return false;
+  }
+
+  // Starts the function context of a subprogram DIE; returns the inline
+  // parent of its children (its tree's root when it collects one), -1 else.
+  int64_t enter_subprogram(const DwarfDieWalker::Step& step) {
+    Dwarf_Die die = die_at(step.offset);
+    if (failed) return -1;
+    // A subprogram without address attributes of its own (a
+    // declaration, an abstract instance) has no ranges: LLVM reads only
+    // a DIE's own low_pc/high_pc/ranges. Most C++ subprogram DIEs are
+    // such declarations, and libdw's dwarf_ranges would look at each.
+    const bool may_have_ranges = walker.has_attribute(step, DW_AT_low_pc) ||
+                                 walker.has_attribute(step, DW_AT_high_pc) ||
+                                 walker.has_attribute(step, DW_AT_ranges);
+    if (may_have_ranges) {
+      function_stack.push_back(start_subprogram(&die));
+    } else {
+      function_stack.push_back(std::make_unique<FunctionContext>());
+      function_stack.back()->die = die;
+    }
+    const FunctionContext& fn = *function_stack.back();
+    return fn.collects ? int64_t{fn.root} : int64_t{-1};
   }
 
   // attributes() for an inlined subroutine, read from the walker's bytes
@@ -948,17 +966,7 @@ struct DwarfUnitConverter::Impl {
       out.pc_range = {low, high_is_length ? low + high : high};
       out.pc_range_known = true;
     }
-    auto [it, inserted] = origin_attributes.try_emplace(origin);
-    if (inserted) it->second = die_attributes(&origin_die, 15);
-    const DieAttributes& rest = it->second;
-    out.linkage_name = rest.linkage_name;
-    out.name = rest.name;
-    if (!out.call_file) out.call_file = rest.call_file;
-    if (!out.decl_file) {
-      out.decl_file = rest.decl_file;
-      out.decl_file_implicit_const = rest.decl_file_implicit_const;
-    }
-    if (!out.decl_line) out.decl_line = rest.decl_line;
+    inherit_from_origin(out, &origin_die);  // names: none of its own (else unsupported)
     return true;
   }
 
@@ -1017,7 +1025,7 @@ struct DwarfUnitConverter::Impl {
     Dwarf_Die cu;
     if (!dwarf_offdie(dwarf, unit_die_offset, &cu)) {
       out.skipped = true;
-      out.warnings.push_back("unit at " + hex(unit_die_offset) + ": " + dwarf_error());
+      out.warnings.push_back("unit at " + hex_number(unit_die_offset) + ": " + dwarf_error());
       return std::move(out);
     }
     Dwarf_Die cu_again;
@@ -1031,7 +1039,7 @@ struct DwarfUnitConverter::Impl {
         line_table = std::move(*table);
         file_cache.assign(line_table->file_index_limit(), -1);
       } else {
-        out.warnings.push_back("unit at " + hex(unit_die_offset) +
+        out.warnings.push_back("unit at " + hex_number(unit_die_offset) +
                                ": line table ignored: " + table.error().message);
       }
     }
@@ -1044,7 +1052,7 @@ struct DwarfUnitConverter::Impl {
       UnitOutput skipped;
       skipped.skipped = true;
       skipped.warnings = std::move(out.warnings);
-      skipped.warnings.push_back("unit at " + hex(unit_die_offset) + " skipped: malformed DWARF: " +
+      skipped.warnings.push_back("unit at " + hex_number(unit_die_offset) + " skipped: malformed DWARF: " +
                                  failure);
       return skipped;
     }

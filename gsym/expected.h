@@ -8,6 +8,8 @@
 #include <utility>
 #include <variant>
 
+#include "gsym/hex.h"  // hex_number, for the messages
+
 namespace gsym {
 
 struct Error {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gsym/expected.h"
+#include "gsym/format.h"  // kMaxInlineDepth, kMaxMergedDepth
 #include "gsym/model.h"
 
 namespace gsym {
@@ -80,10 +81,6 @@ class LookupScratch {
   std::vector<LookupFrame> frames;
   std::vector<InlineStep> inline_chain;
 };
-
-// Hard limits that keep hostile input from costing unbounded stack or time.
-inline constexpr size_t kMaxInlineDepth = 256;   // nested inline-tree nodes
-inline constexpr size_t kMaxMergedDepth = 16;    // nested MergedFunctionsInfo
 
 struct LookupResult {
   uint64_t address = 0;

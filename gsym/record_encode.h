@@ -1,5 +1,7 @@
 // gsym/record_encode.h - encoders for one FunctionInfo record and its parts,
-// byte for byte as LLVM 22's writer (gsym-format.md §3-§6). Inputs are
+// byte for byte as LLVM 22's writer (gsym-format.md §3-§6): the record
+// itself, merged functions and call sites here; the line table and the
+// inline tree in line_table.h and inline_info.h. Inputs are
 // expected to be validated already (Builder::add_function); the encoders still
 // refuse what would produce a corrupt record instead of writing it.
 #pragma once
@@ -10,42 +12,12 @@
 
 #include "gsym/byte_writer.h"
 #include "gsym/expected.h"
+#include "gsym/format.h"
+#include "gsym/inline_info.h"
+#include "gsym/line_table.h"
 #include "gsym/model.h"
 
 namespace gsym {
-
-// Resolves an already-interned string to its string-table offset.
-class StringOffsets {
- public:
-  virtual uint32_t offset_of(std::string_view s) const = 0;
-
- protected:
-  ~StringOffsets() = default;
-};
-
-// InfoType values of FunctionInfo records.
-enum class InfoType : uint32_t {
-  EndOfList = 0,
-  LineTable = 1,
-  Inline = 2,
-  MergedFunctions = 3,
-  CallSites = 4,
-};
-
-// Line-table payload (§4.2): delta window, then opcodes. `lines` non-empty,
-// ascending, none below `func_start`.
-Status encode_line_table(ByteWriter& out, std::span<const LineEntry> lines,
-                         uint64_t func_start);
-
-// One inline node and its subtree (§5.1); ranges relative to `base`.
-// Children are relative to this node's first range start.
-Status encode_inline_tree(ByteWriter& out, const InlineNode& node, uint64_t base,
-                          const StringOffsets& strings);
-
-// The same for a flat pre-order tree (see FlatInlineNode): nodes[0] and its
-// subtree; names are string offsets already. Validated input expected.
-void encode_flat_inline_tree(ByteWriter& out, std::span<const FlatInlineNode> nodes,
-                             std::span<const AddressRange> ranges, uint64_t base);
 
 // CallSiteInfo payload (§6.2).
 void encode_call_sites(ByteWriter& out, std::span<const CallSite> call_sites,

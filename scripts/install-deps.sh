@@ -10,10 +10,10 @@ libbpf-dev bpftool linux-libc-dev
 libelf-dev libdw-dev zlib1g-dev libzstd-dev liblzma-dev xz-utils libiberty-dev
 libprotobuf-dev protobuf-compiler golang-go
 libdebuginfod-dev debuginfod
-nlohmann-json3-dev doctest-dev
+nlohmann-json3-dev doctest-dev libcli11-dev
 llvm-22
 libc6-dbg
-procps
+procps linux-perf
 dwz
 "
 # Extra packages only the benchmarks need (make bench passes --bench).

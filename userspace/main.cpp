@@ -1,35 +1,18 @@
 // gsymprof: eBPF CPU profiler and GSYM symbolizer. Dispatches to subcommands.
 #include <signal.h>
 
-#include <cstdio>
-#include <cstring>
-
 #include "gsym/file_io.h"
+#include "userspace/cli/command_line.h"
 #include "userspace/cli/commands.h"
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: gsymprof COMMAND [ARGS...]\n"
-    "\n"
-    "commands:\n"
-    "  profile     sample on-CPU user stacks and print folded stacks\n"
-    "  record      sample and write a capture file (symbolize later)\n"
-    "  symbolize   turn a capture into folded stacks using GSYM files\n"
-    "  flamegraph  render folded stacks as an interactive SVG\n"
-    "  gsym        GSYM files: convert, lookup, dump, verify\n"
-    "\n"
-    "Run 'gsymprof COMMAND --help' for a command's options.\n";
-
-struct Command {
-  const char* name;
-  int (*run)(int, char**);
-};
-
-constexpr Command kCommands[] = {
-    {"profile", gsymprof::cmd_profile},     {"record", gsymprof::cmd_record},
-    {"symbolize", gsymprof::cmd_symbolize}, {"flamegraph", gsymprof::cmd_flamegraph},
-    {"gsym", gsymprof::cmd_gsym},
+constexpr gsymprof::Subcommand kCommands[] = {
+    {"profile", "sample on-CPU user stacks and print folded stacks", gsymprof::cmd_profile},
+    {"record", "sample and write a capture file (symbolize later)", gsymprof::cmd_record},
+    {"symbolize", "turn a capture into folded stacks using GSYM files", gsymprof::cmd_symbolize},
+    {"flamegraph", "render folded stacks as an interactive SVG", gsymprof::cmd_flamegraph},
+    {"gsym", "GSYM files: convert, lookup, dump, verify", gsymprof::cmd_gsym},
 };
 
 // A signal that ends gsymprof removes the temporary file of any output still
@@ -52,18 +35,6 @@ void install_cleanup_handlers() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
-  if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
-      !std::strcmp(argv[1], "help")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
   install_cleanup_handlers();
-  for (const Command& c : kCommands)
-    if (!std::strcmp(argv[1], c.name)) return c.run(argc - 1, argv + 1);
-  std::fprintf(stderr, "gsymprof: unknown command '%s'\n%s", argv[1], kUsage);
-  return 2;
+  return gsymprof::run_subcommand("gsymprof", "command", kCommands, argc, argv);
 }

@@ -11,7 +11,8 @@
 # For each shape it writes a valid capture of ~SIZE_MB (module paths that do
 # not exist, so `symbolize` converts nothing) and reports peak RSS (and its
 # ratio to the file size) and wall time of
-#   read:      read_capture_file alone (a small driver linked to $BUILD's libraries)
+#   read:      read_capture_file alone ($BUILD/test-tools/read_capture, from
+#              tests/tools/read_capture.cpp)
 #   symbolize: `gsymprof symbolize CAPTURE -o /dev/null` (reading + symbolizing)
 # Shapes: recorded (many stacks of 20-60 frames over 64 modules, the default),
 # and hostile ones: tiny-stacks, tiny-modules, tiny-processes, long-string,
@@ -33,8 +34,8 @@ SHAPES=${SHAPES:-recorded}
 die() { echo "capture_memory: $*" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || die "/usr/bin/time missing (apt-get install time)"
 command -v python3 > /dev/null || die "python3 missing"
-[[ -x $GSYMPROF && -f $BUILD/libgsymprof.a && -f $BUILD/libgsym.a ]] ||
-  die "build first: make BUILD=${BUILD#$ROOT/} all"
+READ_CAPTURE=$BUILD/test-tools/read_capture
+[[ -x $GSYMPROF && -x $READ_CAPTURE ]] || die "build first: make BUILD=${BUILD#$ROOT/} all test-tools"
 if [[ -n ${WORK:-} ]]; then
   mkdir -p "$WORK"
 else
@@ -42,24 +43,6 @@ else
   trap 'rm -rf "$WORK"' EXIT
 fi
 export GSYMPROF_CACHE=$WORK/cache  # an empty cache: nothing found, nothing converted
-
-# The reader alone, as `symbolize` calls it.
-cat > "$WORK/read_capture.cpp" <<'EOF'
-#include <cstdio>
-#include "userspace/capture/capture_file.h"
-int main(int argc, char** argv) {
-  auto capture = gsymprof::read_capture_file(argv[1]);
-  if (!capture) {
-    std::fprintf(stderr, "%s\n", capture.error().message.c_str());
-    return 1;
-  }
-  std::printf("%zu modules, %zu processes, %zu stacks\n", capture->modules.size(),
-              capture->processes.size(), capture->stacks.size());
-  return 0;
-}
-EOF
-g++ -std=c++20 -O2 -I"$ROOT" -I"$BUILD" -pthread "$WORK/read_capture.cpp" "$BUILD/libgsymprof.a" \
-  "$BUILD/libgsym.a" -lbpf -ldw -lelf -lz -o "$WORK/read_capture" || die "the read driver does not build"
 
 # make_capture SHAPE BYTES OUT
 make_capture() {
@@ -154,7 +137,7 @@ for shape in $SHAPES; do
   make_capture "$shape" $((SIZE_MB * 1024 * 1024)) "$cap" || die "generating $shape failed"
   bytes=$(stat -c %s "$cap")
   read_cell="failed" sym_cell="skipped"
-  measure "$WORK/read_capture" "$cap" && read_cell=$(cell "$RSS_KB" "$WALL" "$bytes")
+  measure "$READ_CAPTURE" "$cap" && read_cell=$(cell "$RSS_KB" "$WALL" "$bytes")
   if [[ -z ${SKIP_SYMBOLIZE:-} ]]; then
     sym_cell="failed"
     measure "$GSYMPROF" symbolize "$cap" -o /dev/null && sym_cell=$(cell "$RSS_KB" "$WALL" "$bytes")

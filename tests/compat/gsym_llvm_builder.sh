@@ -2,9 +2,9 @@
 # Our builder against LLVM's writer: programs compiled here (gcc and clang,
 # -O2 -g, inlining, C++ templates/lambdas, call sites, ICF-merged functions,
 # a static binary full of symbol aliases) are converted by
-# `llvm-gsymutil --convert --num-threads=1`; tests/compat/gsym_reencode.cpp
+# `llvm-gsymutil --convert --num-threads=1`; tests/tools/gsym_reencode.cpp
 # decodes each file with our Reader and re-encodes it with our Builder
-# (tests/compat/gsym_from_symbols.cpp rebuilds symbol-only files, below).
+# (tests/tools/gsym_from_symbols.cpp rebuilds symbol-only files, below).
 #  - strings re-added in offset order, deduplicate=false: bytes identical (cmp);
 #  - big-endian copy, and builder-chosen string order with functions added in
 #    a scrambled order (finalize on): llvm-gsymutil --address answers equal
@@ -19,21 +19,13 @@ GSYMUTIL=${GSYMUTIL:-/usr/lib/llvm-22/bin/llvm-gsymutil}
 for tool in gcc g++ clang clang++; do
   command -v $tool >/dev/null || { echo "skip: $tool not installed"; exit 77; }
 done
-[[ -f $BUILD/libgsym.a ]] || { echo "FAIL: $BUILD/libgsym.a not built (run make)"; exit 1; }
+TOOLS=$BUILD/test-tools
+for tool in gsym_reencode gsym_from_symbols; do
+  [[ -x $TOOLS/$tool ]] || { echo "FAIL: $TOOLS/$tool not built (make BUILD=$BUILD test-tools)"; exit 1; }
+done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-# A sanitizer build's library (make sanitize) needs the sanitizer runtimes.
-build_tool() {  # tool-name [extra flags]
-  local tool=$1; shift
-  g++ -std=c++20 -O1 -g -I. "$@" "tests/compat/$tool.cpp" "$BUILD/libgsym.a" \
-      -ldw -lelf -lz -pthread -o "$tmp/$tool"
-}
-for tool in gsym_reencode gsym_from_symbols; do
-  build_tool $tool 2> "$tmp/tool.log" || build_tool $tool -fsanitize=address,undefined 2>> "$tmp/tool.log" ||
-    { echo "FAIL: cannot build $tool: $(grep -m1 error "$tmp/tool.log")"; exit 1; }
-done
 
 # --- fixture programs -------------------------------------------------------
 mkdir -p "$tmp/src"
@@ -133,14 +125,14 @@ check_binary() {
   if [[ -n $must_have ]] && ! "$GSYMUTIL" "$dir/llvm.gsym" | grep -q "$must_have"; then
     fail "$name: fixture has no '$must_have' records (fixture no longer tests them)"; return
   fi
-  if ! "$tmp/gsym_reencode" --addresses="$dir/addrs" "$dir/llvm.gsym" "$dir/ours.gsym"; then
+  if ! "$TOOLS/gsym_reencode" --addresses="$dir/addrs" "$dir/llvm.gsym" "$dir/ours.gsym"; then
     fail "$name: re-encode failed"; return
   fi
   if ! cmp "$dir/llvm.gsym" "$dir/ours.gsym"; then
     fail "$name: re-encoded bytes differ from LLVM's ($(stat -c %s "$dir/llvm.gsym") vs $(stat -c %s "$dir/ours.gsym") bytes)"
   fi
-  "$tmp/gsym_reencode" --big-endian "$dir/llvm.gsym" "$dir/big.gsym" || { fail "$name: big-endian re-encode failed"; return; }
-  "$tmp/gsym_reencode" --own-strings --shuffle "$dir/llvm.gsym" "$dir/own.gsym" || { fail "$name: own-order re-encode failed"; return; }
+  "$TOOLS/gsym_reencode" --big-endian "$dir/llvm.gsym" "$dir/big.gsym" || { fail "$name: big-endian re-encode failed"; return; }
+  "$TOOLS/gsym_reencode" --own-strings --shuffle "$dir/llvm.gsym" "$dir/own.gsym" || { fail "$name: own-order re-encode failed"; return; }
   if [[ $(head -c4 "$dir/big.gsym") != GSYM ]]; then fail "$name: big-endian copy lacks the GSYM magic"; fi
 
   # shellcheck disable=SC2086
@@ -209,12 +201,12 @@ check_symbols() {  # name ELF
   symbol_list "$elf" > "$dir/symbols"
   local pruned
   pruned=$(sed -n 's/^Pruned \([0-9]*\) functions.*/\1/p' "$dir/convert.log")
-  if ! "$tmp/gsym_from_symbols" "$dir/symbols" "$dir/ours.gsym"; then
+  if ! "$TOOLS/gsym_from_symbols" "$dir/symbols" "$dir/ours.gsym"; then
     fail "$name: gsym_from_symbols failed"; return
   fi
   if ! cmp "$dir/llvm.gsym" "$dir/ours.gsym"; then fail "$name: symbol-table GSYM differs from LLVM's"; return; fi
-  if ! "$tmp/gsym_from_symbols" --content-ties "$dir/symbols" "$dir/forward.gsym" ||
-     ! "$tmp/gsym_from_symbols" --content-ties --reverse "$dir/symbols" "$dir/reverse.gsym"; then
+  if ! "$TOOLS/gsym_from_symbols" --content-ties "$dir/symbols" "$dir/forward.gsym" ||
+     ! "$TOOLS/gsym_from_symbols" --content-ties --reverse "$dir/symbols" "$dir/reverse.gsym"; then
     fail "$name: gsym_from_symbols --content-ties failed"; return
   fi
   if ! cmp "$dir/forward.gsym" "$dir/reverse.gsym"; then

@@ -10,20 +10,11 @@
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
-for lib in "$BUILD/libgsymprof.a" "$BUILD/libgsym.a"; do
-  [[ -f $lib ]] || { echo "cfi_snapshot_unwind: $lib missing (build first)"; exit 1; }
-done
+TOOL=$BUILD/test-tools/cfi_snapshot_tool  # tests/tools/cfi_snapshot_tool.cpp
+[[ -x $TOOL ]] || { echo "cfi_snapshot_unwind: $TOOL missing (make BUILD=$BUILD test-tools)"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "cfi_snapshot_unwind: FAIL: $*"; exit 1; }
-
-# A sanitizer build's libraries (make sanitize) need the sanitizer runtimes.
-build_tool() {
-  g++ -std=c++20 -O2 -g -I. -I"$BUILD" "$@" tests/e2e/cfi_snapshot_tool.cpp "$BUILD/libgsymprof.a" \
-    "$BUILD/libgsym.a" -lbpf -ldw -lelf -lz -pthread -o "$tmp/tool"
-}
-build_tool 2> "$tmp/tool.log" || build_tool -fsanitize=address,undefined 2>> "$tmp/tool.log" ||
-  { cat "$tmp/tool.log"; fail "cannot build the tool"; }
 
 cat > "$tmp/qsort_fixture.c" <<'EOF'
 #include <stdlib.h>
@@ -79,9 +70,9 @@ EOF
 capture() {
   local name=$1 bin=$2 bytes=$3 count=$4
   mkdir -p "$tmp/snaps/$name"
-  "$tmp/tool" capture --count "$count" --interval-ms 7 --stack-bytes "$bytes" --out "$tmp/snaps/$name" -- "$bin" \
+  "$TOOL" capture --count "$count" --interval-ms 7 --stack-bytes "$bytes" --out "$tmp/snaps/$name" -- "$bin" \
     || fail "$name: capture failed"
-  "$tmp/tool" replay "$tmp/snaps/$name"/*.snap > "$tmp/$name.txt" || fail "$name: replay failed"
+  "$TOOL" replay "$tmp/snaps/$name"/*.snap > "$tmp/$name.txt" || fail "$name: replay failed"
 }
 
 # every_line_matches NAME EREGEX WHAT
@@ -142,13 +133,13 @@ for cc in gcc clang; do
 done
 
 # Depth limit: the unwinder stops at --max-frames, keeping the leaf side.
-"$tmp/tool" replay --max-frames 10 "$tmp/snaps/recursion-gcc"/*.snap > "$tmp/limited.txt" || fail "replay --max-frames"
+"$TOOL" replay --max-frames 10 "$tmp/snaps/recursion-gcc"/*.snap > "$tmp/limited.txt" || fail "replay --max-frames"
 every_line_matches limited $'^(depth limit\t(recurse;){9}(recurse|spin)|complete\t.*)$' \
   "10 leaf-side frames stopped at the depth limit"
 at_least limited $'^depth limit\t' 80 "stopped at the depth limit"
 
 # A corrupt snapshot is refused with a one-line error, not a crash.
 head -c 100 "$tmp/snaps/qsort-gcc/0000.snap" > "$tmp/cut.snap"
-out=$("$tmp/tool" replay "$tmp/cut.snap" 2>&1) && fail "truncated snapshot accepted"
+out=$("$TOOL" replay "$tmp/cut.snap" 2>&1) && fail "truncated snapshot accepted"
 [[ $out == *"cut.snap: stack snapshot: truncated"* ]] || fail "unexpected error for a truncated snapshot: $out"
 echo "cfi_snapshot_unwind: ok"

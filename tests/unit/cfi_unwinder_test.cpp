@@ -2,6 +2,7 @@
 // captured from this very process (registers from a signal's ucontext, or
 // read in place, plus a copy of the stack), then unwound without touching the
 // live stack again; names come from the symbol tables (snapshot_support.h).
+// The snapshot format and the leaf fix-up live in tests/support/.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <ucontext.h>
@@ -13,11 +14,12 @@
 #include <sstream>
 #include <thread>
 
-#include "tests/unit/snapshot_support.h"
+#include "tests/support/leaf_fixup.h"
+#include "tests/support/recorded_snapshot.h"
+#include "tests/support/snapshot_support.h"
 #include "userspace/unwind/cfi_unwinder.h"
 #include "userspace/process/process_image.h"
 #include "userspace/unwind/stack_copy_unwind.h"
-#include "userspace/unwind/stack_snapshot.h"
 
 using gsymprof::CfiUnwinder;
 using gsymprof::LeafFixup;
@@ -291,7 +293,7 @@ TEST_CASE("cfi unwinder: a frame pointer below the stack pointer is a loop") {
   CHECK(r.stop == UnwindStop::Loop);
   CHECK(r.ips == std::vector<uint64_t>{full.result.ips[vla]});
 
-  LeafFixup fixup = unwinder.leaf_fixup(s.snapshot.view(), s.finder());
+  LeafFixup fixup = gsymprof::leaf_fixup(unwinder, s.snapshot.view(), s.finder());
   CHECK(fixup.kind == LeafFixup::Kind::FramePointerFrame);
 }
 
@@ -309,13 +311,13 @@ TEST_CASE("cfi unwinder: leaf fix-up finds the caller at a function's entry") {
   s.snapshot.stack.assign(8, 0);
   for (int i = 0; i < 8; ++i) s.snapshot.stack[i] = static_cast<uint8_t>(full.result.ips[chain_b] >> (8 * i));
   CfiUnwinder unwinder;
-  LeafFixup fixup = unwinder.leaf_fixup(s.snapshot.view(), s.finder());
+  LeafFixup fixup = gsymprof::leaf_fixup(unwinder, s.snapshot.view(), s.finder());
   CHECK(fixup.kind == LeafFixup::Kind::ReturnAddressOnStack);
   CHECK(fixup.caller_ip == full.result.ips[chain_b]);
 
   s.snapshot.stack.clear();  // the slot is outside the copy
-  CHECK(unwinder.leaf_fixup(s.snapshot.view(), s.finder()).kind == LeafFixup::Kind::Unknown);
-  CHECK(unwinder.leaf_fixup(s.snapshot.view(), [](uint64_t) { return nullptr; }).kind ==
+  CHECK(gsymprof::leaf_fixup(unwinder, s.snapshot.view(), s.finder()).kind == LeafFixup::Kind::Unknown);
+  CHECK(gsymprof::leaf_fixup(unwinder, s.snapshot.view(), [](uint64_t) { return nullptr; }).kind ==
         LeafFixup::Kind::Unknown);
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <tuple>
 
-#include "userspace/capture/capture_file.h"
+#include "userspace/capture/capture.h"
 #include "userspace/aggregate/normalize.h"
 
 namespace gsymprof {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "userspace/base/build_id.h"
@@ -80,5 +81,16 @@ struct Capture {
   std::vector<CaptureProcess> processes;
   std::vector<CaptureStack> stacks;
 };
+
+// Puts a capture in canonical order so equal captures serialize to equal
+// bytes: modules sorted by (path, build ID, load bias, mappings) with frame and
+// process indexes remapped, processes sorted by pid, identical stacks merged
+// (counts added) and stacks sorted by (pid, comm, frames, truncated).
+void canonicalize(Capture& capture);
+
+// The stable names used for UnresolvedReason in capture files and reports
+// ("no-mapping", "anonymous-mapping", ...); parse returns false on unknown.
+const char* unresolved_reason_name(UnresolvedReason reason);
+bool parse_unresolved_reason(std::string_view name, UnresolvedReason* reason);
 
 }  // namespace gsymprof

@@ -16,25 +16,13 @@
 #include <nlohmann/json.hpp>
 
 #include "gsym/file_io.h"
+#include "gsym/hex.h"
 
 namespace gsymprof {
 
 using nlohmann::json;
 
 namespace {
-
-struct ReasonName {
-  UnresolvedReason reason;
-  const char* name;
-};
-constexpr ReasonName kReasonNames[] = {
-    {UnresolvedReason::None, "none"},
-    {UnresolvedReason::NoMapping, "no-mapping"},
-    {UnresolvedReason::AnonymousMapping, "anonymous-mapping"},
-    {UnresolvedReason::ModuleUnreadable, "module-unreadable"},
-    {UnresolvedReason::NoSegment, "no-segment"},
-    {UnresolvedReason::ProcessGone, "process-gone"},
-};
 
 // A capture is five levels deep; anything deeper is not a capture. The SAX
 // parser below never recurses, so this only bounds the container stack.
@@ -368,10 +356,7 @@ bool parse_hex_u64(std::string_view text, uint64_t* out, bool* bad_digit) {
   uint64_t value = 0;
   for (size_t i = 2; i < text.size(); ++i) {
     char ch = text[i];
-    int digit = ch >= '0' && ch <= '9'   ? ch - '0'
-                : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-                : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
-                                         : -1;
+    const int digit = gsym::hex_digit_value(ch);
     if (digit < 0) {
       *bad_digit = true;
       return false;
@@ -384,7 +369,7 @@ bool parse_hex_u64(std::string_view text, uint64_t* out, bool* bad_digit) {
 
 bool is_hex_text(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    return gsym::hex_digit_value(c) >= 0;
   });
 }
 
@@ -1022,128 +1007,42 @@ void put_hex(std::string& out, uint64_t value) {
   out.append(buffer, end);
 }
 
-auto mapping_key(const ModuleMapping& m) { return std::tie(m.start, m.end, m.file_offset, m.perms); }
-
-bool module_less(const CaptureModule& a, const CaptureModule& b) {
-  if (a.path != b.path) return a.path < b.path;
-  if (a.build_id != b.build_id) return a.build_id < b.build_id;
-  if (a.load_bias != b.load_bias) return a.load_bias < b.load_bias;
-  if (a.error != b.error) return a.error < b.error;
-  return std::lexicographical_compare(
-      a.mappings.begin(), a.mappings.end(), b.mappings.begin(), b.mappings.end(),
-      [](const ModuleMapping& x, const ModuleMapping& y) { return mapping_key(x) < mapping_key(y); });
-}
-
-bool module_equal(const CaptureModule& a, const CaptureModule& b) {
-  return !module_less(a, b) && !module_less(b, a);
-}
-
 }  // namespace
 
-const char* to_string(UnresolvedReason reason) { return unresolved_reason_name(reason); }
+namespace {
 
-const char* unresolved_reason_name(UnresolvedReason reason) {
-  for (const ReasonName& r : kReasonNames)
-    if (r.reason == reason) return r.name;
-  return "unknown";
+// Writers of capture_to_json's lines, byte for byte as nlohmann's compact
+// dump of each value.
+
+void put_key(std::string& out, const char* name) {
+  out += '"';
+  out += name;
+  out += "\": ";
 }
 
-bool parse_unresolved_reason(std::string_view name, UnresolvedReason* reason) {
-  for (const ReasonName& r : kReasonNames)
-    if (name == r.name) {
-      *reason = r.reason;
-      return true;
-    }
-  return false;
+// A header line: "NAME": VALUE,
+void put_string_line(std::string& out, const char* name, std::string_view text) {
+  put_key(out, name);
+  put_string(out, text);
+  out += ",\n";
+}
+void put_number_line(std::string& out, const char* name, uint64_t value) {
+  put_key(out, name);
+  put_u64(out, value);
+  out += ",\n";
 }
 
-void canonicalize(Capture& capture) {
-  // Modules: sorted, identical entries (e.g. a forked child's) merged.
-  for (CaptureModule& m : capture.modules)
-    std::sort(m.mappings.begin(), m.mappings.end(),
-              [](const ModuleMapping& x, const ModuleMapping& y) { return mapping_key(x) < mapping_key(y); });
-  std::vector<size_t> order(capture.modules.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return module_less(capture.modules[a], capture.modules[b]);
-  });
-  std::vector<CaptureModule> modules;
-  std::vector<int32_t> new_index(capture.modules.size(), -1);
-  for (size_t old : order) {
-    if (modules.empty() || !module_equal(modules.back(), capture.modules[old]))
-      modules.push_back(std::move(capture.modules[old]));
-    new_index[old] = static_cast<int32_t>(modules.size() - 1);
-  }
-  capture.modules = std::move(modules);
-  auto remap = [&](int64_t old) -> int32_t {
-    return old >= 0 && static_cast<size_t>(old) < new_index.size() ? new_index[old] : -1;
-  };
-
-  for (CaptureProcess& p : capture.processes) {
-    for (uint32_t& m : p.modules) m = static_cast<uint32_t>(remap(m));
-    std::sort(p.modules.begin(), p.modules.end());
-    p.modules.erase(std::unique(p.modules.begin(), p.modules.end()), p.modules.end());
-  }
-  std::stable_sort(capture.processes.begin(), capture.processes.end(),
-                   [](const CaptureProcess& a, const CaptureProcess& b) {
-                     return std::tie(a.pid, a.comm) < std::tie(b.pid, b.comm);
-                   });
-
-  for (CaptureStack& s : capture.stacks)
-    for (CaptureFrame& f : s.frames)
-      if (f.module >= 0) f.module = remap(f.module);
-  auto stack_key = [](const CaptureStack& s) { return std::tie(s.pid, s.comm, s.frames, s.truncated); };
-  std::sort(capture.stacks.begin(), capture.stacks.end(),
-            [&](const CaptureStack& a, const CaptureStack& b) { return stack_key(a) < stack_key(b); });
-  std::vector<CaptureStack> merged;
-  for (CaptureStack& s : capture.stacks) {
-    if (!merged.empty() && stack_key(merged.back()) == stack_key(s)) merged.back().count += s.count;
-    else merged.push_back(std::move(s));
-  }
-  capture.stacks = std::move(merged);
-}
-
-std::string capture_to_json(const Capture& input) {
-  Capture c = input;
-  canonicalize(c);
-  // Header fields one per line, then one module / process / stack per line:
-  // readable, diffable, and far smaller than fully indented JSON. Written
-  // straight into the text (no JSON tree of the whole capture), in the
-  // documented field order, byte for byte as nlohmann's compact dump.
-  std::string out = "{\n";
-  auto key = [&](const char* name) {
-    out += '"';
-    out += name;
-    out += "\": ";
-  };
-  key("format");
-  put_string(out, kCaptureFormatName);
-  out += ",\n";
-  key("version");
-  put_u64(out, kCaptureFormatVersion);
-  out += ",\n";
-  key("host");
-  put_string(out, c.host);
-  out += ",\n";
-  key("kernel_release");
-  put_string(out, c.kernel_release);
-  out += ",\n";
-  key("frequency_hz");
-  put_u64(out, c.frequency_hz);
-  out += ",\n";
-  key("start_time_unix_ns");
-  put_u64(out, c.start_time_unix_ns);
-  out += ",\n";
-  key("duration_ns");
-  put_u64(out, c.duration_ns);
-  out += ",\n";
-  key("call_graph");
-  put_string(out, c.call_graph);
-  out += ",\n";
-  key("samples");
-  put_u64(out, c.samples);
-  out += ",\n";
-  key("lost");
+void put_header(std::string& out, const Capture& c) {
+  put_string_line(out, "format", kCaptureFormatName);
+  put_number_line(out, "version", kCaptureFormatVersion);
+  put_string_line(out, "host", c.host);
+  put_string_line(out, "kernel_release", c.kernel_release);
+  put_number_line(out, "frequency_hz", c.frequency_hz);
+  put_number_line(out, "start_time_unix_ns", c.start_time_unix_ns);
+  put_number_line(out, "duration_ns", c.duration_ns);
+  put_string_line(out, "call_graph", c.call_graph);
+  put_number_line(out, "samples", c.samples);
+  put_key(out, "lost");
   out += '{';
   bool first = true;
   for (const auto& [reason, count] : c.lost) {  // std::map: sorted
@@ -1154,84 +1053,101 @@ std::string capture_to_json(const Capture& input) {
     put_u64(out, count);
   }
   out += "},\n";
+}
 
-  // "KEY": [\n  ITEM,\n  ITEM\n] with put_item(i) writing item i.
-  auto list = [&](const char* name, size_t count, bool last, auto&& put_item) {
-    key(name);
-    out += '[';
-    for (size_t i = 0; i < count; ++i) {
-      out += i ? ",\n  " : "\n  ";
-      put_item(i);
-    }
-    out += count ? "\n]" : "]";
-    out += last ? "\n" : ",\n";
-  };
-
-  list("modules", c.modules.size(), false, [&](size_t i) {
-    const CaptureModule& m = c.modules[i];
-    out += "{\"path\":";
-    put_string(out, m.path);
-    out += ",\"build_id\":";
-    put_string(out, m.build_id.hex());
-    out += ",\"load_bias\":\"";
-    put_hex(out, m.load_bias);
-    out += "\",\"mappings\":[";
-    for (size_t j = 0; j < m.mappings.size(); ++j) {
-      const ModuleMapping& map = m.mappings[j];
-      out += j ? ",{\"start\":\"" : "{\"start\":\"";
-      put_hex(out, map.start);
-      out += "\",\"end\":\"";
-      put_hex(out, map.end);
-      out += "\",\"file_offset\":\"";
-      put_hex(out, map.file_offset);
-      out += "\",\"perms\":";
-      put_string(out, map.perms);
-      out += '}';
-    }
-    out += "],\"error\":";
-    put_string(out, m.error);
+void put_module(std::string& out, const CaptureModule& m) {
+  out += "{\"path\":";
+  put_string(out, m.path);
+  out += ",\"build_id\":";
+  put_string(out, m.build_id.hex());
+  out += ",\"load_bias\":\"";
+  put_hex(out, m.load_bias);
+  out += "\",\"mappings\":[";
+  for (size_t j = 0; j < m.mappings.size(); ++j) {
+    const ModuleMapping& map = m.mappings[j];
+    out += j ? ",{\"start\":\"" : "{\"start\":\"";
+    put_hex(out, map.start);
+    out += "\",\"end\":\"";
+    put_hex(out, map.end);
+    out += "\",\"file_offset\":\"";
+    put_hex(out, map.file_offset);
+    out += "\",\"perms\":";
+    put_string(out, map.perms);
     out += '}';
-  });
+  }
+  out += "],\"error\":";
+  put_string(out, m.error);
+  out += '}';
+}
 
-  list("processes", c.processes.size(), false, [&](size_t i) {
-    const CaptureProcess& p = c.processes[i];
-    out += "{\"pid\":";
-    put_u64(out, p.pid);
-    out += ",\"comm\":";
-    put_string(out, p.comm);
-    out += ",\"modules\":[";
-    for (size_t j = 0; j < p.modules.size(); ++j) {
-      if (j) out += ',';
-      put_u64(out, p.modules[j]);
-    }
-    out += "]}";
-  });
+// The fields a process and a stack start with: {"pid":N,"comm":"..."
+void put_pid_and_comm(std::string& out, uint32_t pid, std::string_view comm) {
+  out += "{\"pid\":";
+  put_u64(out, pid);
+  out += ",\"comm\":";
+  put_string(out, comm);
+}
 
-  list("stacks", c.stacks.size(), true, [&](size_t i) {
-    const CaptureStack& s = c.stacks[i];
-    out += "{\"pid\":";
-    put_u64(out, s.pid);
-    out += ",\"comm\":";
-    put_string(out, s.comm);
-    out += ",\"count\":";
-    put_u64(out, s.count);
-    out += s.truncated ? ",\"truncated\":true,\"frames\":[" : ",\"truncated\":false,\"frames\":[";
-    for (size_t j = 0; j < s.frames.size(); ++j) {
-      const CaptureFrame& f = s.frames[j];
-      if (j) out += ',';
-      if (f.module >= 0) {
-        out += "{\"module\":";
-        put_u64(out, static_cast<uint64_t>(f.module));
-      } else {
-        out += "{\"unresolved\":";
-        put_string(out, unresolved_reason_name(f.reason));
-      }
-      out += ",\"address\":\"";
-      put_hex(out, f.address);
-      out += "\"}";
+void put_process(std::string& out, const CaptureProcess& p) {
+  put_pid_and_comm(out, p.pid, p.comm);
+  out += ",\"modules\":[";
+  for (size_t j = 0; j < p.modules.size(); ++j) {
+    if (j) out += ',';
+    put_u64(out, p.modules[j]);
+  }
+  out += "]}";
+}
+
+void put_stack(std::string& out, const CaptureStack& s) {
+  put_pid_and_comm(out, s.pid, s.comm);
+  out += ",\"count\":";
+  put_u64(out, s.count);
+  out += s.truncated ? ",\"truncated\":true,\"frames\":[" : ",\"truncated\":false,\"frames\":[";
+  for (size_t j = 0; j < s.frames.size(); ++j) {
+    const CaptureFrame& f = s.frames[j];
+    if (j) out += ',';
+    if (f.module >= 0) {
+      out += "{\"module\":";
+      put_u64(out, static_cast<uint64_t>(f.module));
+    } else {
+      out += "{\"unresolved\":";
+      put_string(out, unresolved_reason_name(f.reason));
     }
-    out += "]}";
-  });
+    out += ",\"address\":\"";
+    put_hex(out, f.address);
+    out += "\"}";
+  }
+  out += "]}";
+}
+
+// "NAME": [\n  ITEM,\n  ITEM\n] and a comma unless `last`.
+template <typename Item>
+void put_list(std::string& out, const char* name, const std::vector<Item>& items, bool last,
+              void (*put_item)(std::string&, const Item&)) {
+  put_key(out, name);
+  out += '[';
+  for (size_t i = 0; i < items.size(); ++i) {
+    out += i ? ",\n  " : "\n  ";
+    put_item(out, items[i]);
+  }
+  out += items.empty() ? "]" : "\n]";
+  out += last ? "\n" : ",\n";
+}
+
+}  // namespace
+
+std::string capture_to_json(const Capture& input) {
+  Capture c = input;
+  canonicalize(c);
+  // Header fields one per line, then one module / process / stack per line:
+  // readable, diffable, and far smaller than fully indented JSON. Written
+  // straight into the text (no JSON tree of the whole capture), in the
+  // documented field order, byte for byte as nlohmann's compact dump.
+  std::string out = "{\n";
+  put_header(out, c);
+  put_list(out, "modules", c.modules, false, put_module);
+  put_list(out, "processes", c.processes, false, put_process);
+  put_list(out, "stacks", c.stacks, true, put_stack);
   out += "}\n";
   return out;
 }

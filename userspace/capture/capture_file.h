@@ -19,12 +19,6 @@ namespace gsymprof {
 inline constexpr const char* kCaptureFormatName = "gsymprof-capture";
 inline constexpr int kCaptureFormatVersion = 1;  // the version this code writes and reads
 
-// Puts a capture in canonical order so equal captures serialize to equal
-// bytes: modules sorted by (path, build ID, load bias, mappings) with frame and
-// process indexes remapped, processes sorted by pid, identical stacks merged
-// (counts added) and stacks sorted by (pid, comm, frames, truncated).
-void canonicalize(Capture& capture);
-
 // Canonical JSON text (a copy of `capture` is canonicalized first), ending in
 // a newline.
 std::string capture_to_json(const Capture& capture);
@@ -46,10 +40,5 @@ gsym::Expected<Capture> capture_from_json(std::string_view text,
 gsym::Status write_capture_file(const Capture& capture, const std::string& path);
 gsym::Expected<Capture> read_capture_file(const std::string& path,
                                           uint64_t max_bytes = kMaxCaptureBytes);
-
-// The stable names used for UnresolvedReason in capture files and reports
-// ("no-mapping", "anonymous-mapping", ...); parse returns false on unknown.
-const char* unresolved_reason_name(UnresolvedReason reason);
-bool parse_unresolved_reason(std::string_view name, UnresolvedReason* reason);
 
 }  // namespace gsymprof

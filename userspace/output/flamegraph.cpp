@@ -283,6 +283,152 @@ constexpr const char* kScript = R"JS(<script type="text/ecmascript"><![CDATA[
 ]]></script>
 )JS";
 
+// The prefix tree of the stacks (names are views into them); nodes[0] is
+// the root, "all".
+struct FlameTree {
+  std::vector<Node> nodes;
+  uint32_t max_depth = 0;
+};
+
+gsym::Expected<FlameTree> build_flame_tree(const std::vector<FoldedLine>& stacks) {
+  FlameTree tree;
+  std::vector<Node>& nodes = tree.nodes;
+  nodes.resize(1);
+  nodes[0].name = "all";
+  for (const FoldedLine& line : stacks) {
+    if (line.count == 0) continue;
+    if (nodes[0].total > std::numeric_limits<uint64_t>::max() - line.count)
+      return gsym::Error("sample counts overflow 64 bits");
+    nodes[0].total += line.count;
+    uint32_t current = 0;
+    std::string_view rest = line.stack;
+    for (;;) {
+      size_t semicolon = rest.find(';');
+      std::string_view name = rest.substr(0, semicolon);
+      auto found = nodes[current].children.find(name);
+      uint32_t child_index;
+      if (found != nodes[current].children.end()) {
+        child_index = found->second;
+      } else {
+        child_index = static_cast<uint32_t>(nodes.size());
+        nodes[current].children.emplace(name, child_index);
+        Node child;
+        child.name = name;
+        child.depth = nodes[current].depth + 1;
+        tree.max_depth = std::max(tree.max_depth, child.depth);
+        nodes.push_back(std::move(child));
+      }
+      current = child_index;
+      nodes[current].total += line.count;  // cannot overflow: bounded by the root's total
+      if (semicolon == std::string_view::npos) break;
+      rest = rest.substr(semicolon + 1);
+    }
+  }
+  return tree;
+}
+
+struct Geometry {
+  double graph_width, image_width, image_height;
+};
+
+// Everything above the frames: the document, style, title, legend, search
+// box and the details / matched lines.
+void put_svg_head(std::string& svg, const Geometry& g, uint64_t total, const std::string& title) {
+  svg += "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n";
+  svg += "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fixed(g.image_width, 0) +
+         "\" height=\"" + fixed(g.image_height, 0) + "\" viewBox=\"0 0 " + fixed(g.image_width, 0) + " " +
+         fixed(g.image_height, 0) + "\" data-graph-width=\"" + fixed(g.graph_width, 0) +
+         "\" data-xpad=\"" + fixed(kXPad, 0) + "\" data-char-width=\"" + fixed(kCharWidth, 2) +
+         "\" data-total=\"" + std::to_string(total) + "\">\n";
+  svg += kStyle;
+  svg += "<defs><linearGradient id=\"background\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\">"
+         "<stop stop-color=\"#eeeeee\" offset=\"5%\"/><stop stop-color=\"#eeeeb0\" offset=\"95%\"/>"
+         "</linearGradient></defs>\n";
+  svg += "<rect x=\"0\" y=\"0\" width=\"" + fixed(g.image_width, 0) + "\" height=\"" +
+         fixed(g.image_height, 0) + "\" fill=\"url(#background)\"/>\n";
+  svg += "<text id=\"title\" x=\"" + fixed(g.image_width / 2, 0) + "\" y=\"24\">" + xml_escape(title) +
+         "</text>\n";
+  svg += "<text id=\"reset\" class=\"button hidden\" x=\"" + fixed(kXPad, 0) +
+         "\" y=\"24\">Reset Zoom</text>\n";
+
+  // Legend: one swatch per frame kind.
+  struct LegendEntry {
+    const char* label;
+    const char* sample_name;
+    FlameFrameKind kind;
+  };
+  constexpr LegendEntry kLegend[] = {
+      {"function", "function", FlameFrameKind::Function},
+      {"inlined _[i]", "inlined", FlameFrameKind::Inlined},
+      {"kernel _[k]", "kernel", FlameFrameKind::Kernel},
+      {"unresolved", "[unknown]", FlameFrameKind::Unresolved},
+  };
+  double legend_x = kXPad;
+  svg += "<g id=\"legend\">\n";
+  for (const LegendEntry& entry : kLegend) {
+    svg += "<rect x=\"" + fixed(legend_x, 0) + "\" y=\"36\" width=\"12\" height=\"12\" fill=\"" +
+           frame_color(entry.sample_name, entry.kind, false) + "\"/>";
+    svg += "<text x=\"" + fixed(legend_x + 16, 0) + "\" y=\"46\">" + entry.label + "</text>\n";
+    legend_x += 16 + 8 * std::string_view(entry.label).size() + 16;
+  }
+  svg += "</g>\n";
+  svg += "<foreignObject x=\"" + fixed(g.image_width - kXPad - 240, 0) +
+         "\" y=\"30\" width=\"240\" height=\"24\"><input xmlns=\"http://www.w3.org/1999/xhtml\" "
+         "id=\"search\" type=\"search\" placeholder=\"Search (regex)\" "
+         "style=\"box-sizing:border-box;width:100%;height:22px;font:12px Verdana,sans-serif\"/>"
+         "</foreignObject>\n";
+  svg += "<text id=\"details\" x=\"" + fixed(kXPad, 0) + "\" y=\"" + fixed(g.image_height - 10, 0) +
+         "\"> </text>\n";
+  svg += "<text id=\"matched\" x=\"" + fixed(g.image_width - kXPad, 0) + "\" y=\"" +
+         fixed(g.image_height - 10, 0) + "\"></text>\n";
+}
+
+// One frame's box: tooltip, rectangle and label, `start` samples from the left.
+void put_frame(std::string& svg, const Node& node, bool is_root, uint64_t start, uint64_t total,
+               double width, const Geometry& g) {
+  double x = kXPad + static_cast<double>(start) / static_cast<double>(total) * g.graph_width;
+  double y = g.image_height - kBottomPad - (node.depth + 1) * kFrameHeight;
+  std::string clean = sanitize_utf8(node.name);
+  FlameFrameKind kind = classify_flame_frame(node.name);
+  double percent = static_cast<double>(node.total) / static_cast<double>(total) * 100;
+  svg += "<g data-s=\"" + std::to_string(start) + "\" data-n=\"" + std::to_string(node.total) +
+         "\" data-d=\"" + std::to_string(node.depth) + "\"><title>" + escape_markup(clean) + " (" +
+         with_thousands(node.total) + (node.total == 1 ? " sample, " : " samples, ") +
+         fixed(percent, 2) + "%)</title><rect x=\"" + fixed(x, 2) + "\" y=\"" + fixed(y, 0) +
+         "\" width=\"" + fixed(width, 2) + "\" height=\"" + fixed(kFrameHeight - 1, 0) +
+         "\" rx=\"2\" fill=\"" + frame_color(node.name, kind, is_root) + "\"/><text x=\"" +
+         fixed(x + 3, 2) + "\" y=\"" + fixed(y + kFrameHeight - 4.5, 1) + "\">" +
+         escape_markup(fit_label(sanitize_utf8(strip_suffix(node.name)), width)) + "</text></g>\n";
+}
+
+// Every frame at least min_frame_px wide, in a pre-order walk with children
+// by name (the order the script's zoom expects).
+void put_frames(std::string& svg, const std::vector<Node>& nodes, double min_frame_px, const Geometry& g) {
+  const uint64_t total = nodes[0].total;
+  struct Pending {
+    uint32_t node;
+    uint64_t start;  // in samples from the left
+  };
+  std::vector<Pending> work{{0, 0}};
+  std::vector<std::pair<uint32_t, uint64_t>> children;
+  while (!work.empty()) {
+    Pending item = work.back();
+    work.pop_back();
+    const Node& node = nodes[item.node];
+    double width = static_cast<double>(node.total) / static_cast<double>(total) * g.graph_width;
+    if (width < min_frame_px) continue;
+    put_frame(svg, node, item.node == 0, item.start, total, width, g);
+    // Push children in reverse name order so they are emitted in order.
+    children.clear();
+    uint64_t child_start = item.start;
+    for (const auto& [name, index] : node.children) {
+      children.emplace_back(index, child_start);
+      child_start += nodes[index].total;
+    }
+    for (auto it = children.rbegin(); it != children.rend(); ++it) work.push_back({it->first, it->second});
+  }
+}
+
 }  // namespace
 
 std::string xml_escape(std::string_view text) { return escape_markup(sanitize_utf8(text)); }
@@ -344,134 +490,22 @@ gsym::Expected<std::vector<FoldedLine>> parse_folded(std::string_view text) {
 
 gsym::Expected<std::string> render_flamegraph_svg(const std::vector<FoldedLine>& stacks,
                                                   const FlamegraphOptions& options) {
-  // Build the prefix tree; names are views into `stacks`.
-  std::vector<Node> nodes(1);
-  nodes[0].name = "all";
-  uint32_t max_depth = 0;
-  for (const FoldedLine& line : stacks) {
-    if (line.count == 0) continue;
-    if (nodes[0].total > std::numeric_limits<uint64_t>::max() - line.count)
-      return gsym::Error("sample counts overflow 64 bits");
-    nodes[0].total += line.count;
-    uint32_t current = 0;
-    std::string_view rest = line.stack;
-    for (;;) {
-      size_t semicolon = rest.find(';');
-      std::string_view name = rest.substr(0, semicolon);
-      auto found = nodes[current].children.find(name);
-      uint32_t child_index;
-      if (found != nodes[current].children.end()) {
-        child_index = found->second;
-      } else {
-        child_index = static_cast<uint32_t>(nodes.size());
-        nodes[current].children.emplace(name, child_index);
-        Node child;
-        child.name = name;
-        child.depth = nodes[current].depth + 1;
-        max_depth = std::max(max_depth, child.depth);
-        nodes.push_back(std::move(child));
-      }
-      current = child_index;
-      nodes[current].total += line.count;  // cannot overflow: bounded by the root's total
-      if (semicolon == std::string_view::npos) break;
-      rest = rest.substr(semicolon + 1);
-    }
-  }
-
-  const uint64_t total = nodes[0].total;
-  const double graph_width = std::max(1.0, static_cast<double>(options.width) - 2 * kXPad);
-  const double image_width = graph_width + 2 * kXPad;
-  const double image_height = kTopPad + (max_depth + 1) * kFrameHeight + kBottomPad;
+  gsym::Expected<FlameTree> tree = build_flame_tree(stacks);
+  if (!tree) return tree.error();
+  const uint64_t total = tree->nodes[0].total;
+  Geometry g;
+  g.graph_width = std::max(1.0, static_cast<double>(options.width) - 2 * kXPad);
+  g.image_width = g.graph_width + 2 * kXPad;
+  g.image_height = kTopPad + (tree->max_depth + 1) * kFrameHeight + kBottomPad;
 
   std::string svg;
-  svg += "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n";
-  svg += "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fixed(image_width, 0) +
-         "\" height=\"" + fixed(image_height, 0) + "\" viewBox=\"0 0 " + fixed(image_width, 0) + " " +
-         fixed(image_height, 0) + "\" data-graph-width=\"" + fixed(graph_width, 0) +
-         "\" data-xpad=\"" + fixed(kXPad, 0) + "\" data-char-width=\"" + fixed(kCharWidth, 2) +
-         "\" data-total=\"" + std::to_string(total) + "\">\n";
-  svg += kStyle;
-  svg += "<defs><linearGradient id=\"background\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\">"
-         "<stop stop-color=\"#eeeeee\" offset=\"5%\"/><stop stop-color=\"#eeeeb0\" offset=\"95%\"/>"
-         "</linearGradient></defs>\n";
-  svg += "<rect x=\"0\" y=\"0\" width=\"" + fixed(image_width, 0) + "\" height=\"" +
-         fixed(image_height, 0) + "\" fill=\"url(#background)\"/>\n";
-  svg += "<text id=\"title\" x=\"" + fixed(image_width / 2, 0) + "\" y=\"24\">" +
-         xml_escape(options.title) + "</text>\n";
-  svg += "<text id=\"reset\" class=\"button hidden\" x=\"" + fixed(kXPad, 0) +
-         "\" y=\"24\">Reset Zoom</text>\n";
-
-  // Legend: one swatch per frame kind.
-  struct LegendEntry {
-    const char* label;
-    const char* sample_name;
-    FlameFrameKind kind;
-  };
-  constexpr LegendEntry kLegend[] = {
-      {"function", "function", FlameFrameKind::Function},
-      {"inlined _[i]", "inlined", FlameFrameKind::Inlined},
-      {"kernel _[k]", "kernel", FlameFrameKind::Kernel},
-      {"unresolved", "[unknown]", FlameFrameKind::Unresolved},
-  };
-  double legend_x = kXPad;
-  svg += "<g id=\"legend\">\n";
-  for (const LegendEntry& entry : kLegend) {
-    svg += "<rect x=\"" + fixed(legend_x, 0) + "\" y=\"36\" width=\"12\" height=\"12\" fill=\"" +
-           frame_color(entry.sample_name, entry.kind, false) + "\"/>";
-    svg += "<text x=\"" + fixed(legend_x + 16, 0) + "\" y=\"46\">" + entry.label + "</text>\n";
-    legend_x += 16 + 8 * std::string_view(entry.label).size() + 16;
-  }
-  svg += "</g>\n";
-  svg += "<foreignObject x=\"" + fixed(image_width - kXPad - 240, 0) +
-         "\" y=\"30\" width=\"240\" height=\"24\"><input xmlns=\"http://www.w3.org/1999/xhtml\" "
-         "id=\"search\" type=\"search\" placeholder=\"Search (regex)\" "
-         "style=\"box-sizing:border-box;width:100%;height:22px;font:12px Verdana,sans-serif\"/>"
-         "</foreignObject>\n";
-  svg += "<text id=\"details\" x=\"" + fixed(kXPad, 0) + "\" y=\"" + fixed(image_height - 10, 0) +
-         "\"> </text>\n";
-  svg += "<text id=\"matched\" x=\"" + fixed(image_width - kXPad, 0) + "\" y=\"" +
-         fixed(image_height - 10, 0) + "\"></text>\n";
-
+  put_svg_head(svg, g, total, options.title);
   svg += "<g id=\"frames\">\n";
   if (total == 0) {
-    svg += "</g>\n<text x=\"" + fixed(image_width / 2, 0) + "\" y=\"" +
+    svg += "</g>\n<text x=\"" + fixed(g.image_width / 2, 0) + "\" y=\"" +
            fixed(kTopPad + kFrameHeight, 0) + "\" style=\"text-anchor:middle\">No samples</text>\n";
   } else {
-    // Pre-order walk, children by name; `start` is in samples from the left.
-    struct Pending {
-      uint32_t node;
-      uint64_t start;
-    };
-    std::vector<Pending> work{{0, 0}};
-    std::vector<std::pair<uint32_t, uint64_t>> children;
-    while (!work.empty()) {
-      Pending item = work.back();
-      work.pop_back();
-      const Node& node = nodes[item.node];
-      double width = static_cast<double>(node.total) / static_cast<double>(total) * graph_width;
-      if (width < options.min_frame_px) continue;
-      double x = kXPad + static_cast<double>(item.start) / static_cast<double>(total) * graph_width;
-      double y = image_height - kBottomPad - (node.depth + 1) * kFrameHeight;
-      std::string clean = sanitize_utf8(node.name);
-      FlameFrameKind kind = classify_flame_frame(node.name);
-      double percent = static_cast<double>(node.total) / static_cast<double>(total) * 100;
-      svg += "<g data-s=\"" + std::to_string(item.start) + "\" data-n=\"" + std::to_string(node.total) +
-             "\" data-d=\"" + std::to_string(node.depth) + "\"><title>" + escape_markup(clean) + " (" +
-             with_thousands(node.total) + (node.total == 1 ? " sample, " : " samples, ") +
-             fixed(percent, 2) + "%)</title><rect x=\"" + fixed(x, 2) + "\" y=\"" + fixed(y, 0) +
-             "\" width=\"" + fixed(width, 2) + "\" height=\"" + fixed(kFrameHeight - 1, 0) +
-             "\" rx=\"2\" fill=\"" + frame_color(node.name, kind, item.node == 0) + "\"/><text x=\"" +
-             fixed(x + 3, 2) + "\" y=\"" + fixed(y + kFrameHeight - 4.5, 1) + "\">" +
-             escape_markup(fit_label(sanitize_utf8(strip_suffix(node.name)), width)) + "</text></g>\n";
-      // Push children in reverse name order so they are emitted in order.
-      children.clear();
-      uint64_t child_start = item.start;
-      for (const auto& [name, index] : node.children) {
-        children.emplace_back(index, child_start);
-        child_start += nodes[index].total;
-      }
-      for (auto it = children.rbegin(); it != children.rend(); ++it) work.push_back({it->first, it->second});
-    }
+    put_frames(svg, tree->nodes, options.min_frame_px, g);
     svg += "</g>\n";
   }
   svg += kScript;

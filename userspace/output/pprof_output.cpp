@@ -250,7 +250,7 @@ gsym::Expected<PprofProfile> pprof_profile(const Capture& capture, GsymLocator& 
   }
   gsym::Expected<std::string> gzipped = gzip(bytes);
   if (!gzipped) return gzipped.error();
-  return PprofProfile{std::move(*gzipped), std::move(*symbolized)};
+  return PprofProfile{std::move(*gzipped), std::move(*symbolized), static_cast<size_t>(profile.sample_size())};
 }
 
 }  // namespace gsymprof

@@ -28,6 +28,7 @@ namespace gsymprof {
 struct PprofProfile {
   std::string gzipped;         // the serialized Profile message, gzip-compressed
   SymbolizeResult symbolized;  // one stack per location; its modules are the summary
+  size_t samples = 0;          // Sample messages written (the capture's counted stacks)
 };
 
 // options.pid_in_comm is not used: the pid is a label of every sample.

@@ -1,20 +1,24 @@
 // userspace/session/target_options.h - the targeting flags shared by `profile` and
-// `record`, parsed by one function so both commands accept exactly the same:
+// `record`, defined once (target_flags) so both commands accept exactly the same:
 //   -p PID[,PID...]   -F HZ   -d SECONDS   --call-graph fp|dwarf[,SIZE]   -- CMD ARGS...
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "bpf/profile.h"
 
 namespace gsymprof {
 
 // Bytes of user stack copied per sample in dwarf mode, and the limits of
-// --call-graph dwarf,SIZE (SIZE a multiple of 8; bpf/profile.h's maximum).
+// --call-graph dwarf,SIZE (SIZE a multiple of 8; at most what a record carries).
 inline constexpr uint32_t kDefaultStackCopyBytes = 8192;
 inline constexpr uint32_t kMinStackCopyBytes = 64;
-inline constexpr uint32_t kMaxStackCopyBytes = 65528;
+inline constexpr uint32_t kMaxStackCopyBytes = PROFILE_MAX_STACK_COPY;
 
 struct TargetOptions {
   std::vector<uint32_t> pids;           // -p: sorted, unique
@@ -26,20 +30,26 @@ struct TargetOptions {
   bool whole_system() const { return pids.empty() && command.empty(); }
 };
 
-enum class ArgResult { NotMine, Consumed, UsageError };
+// One targeting flag, as the command-line table of `profile` and `record`
+// lists it (userspace/cli adds these to both).
+struct TargetFlag {
+  const char* name;        // "-p"
+  const char* value_name;  // "PID[,PID...]"
+  const char* help;
+  // Stores `value` in `options`; returns "" or the one-line usage error.
+  std::string (*store)(std::string_view value, TargetOptions& options);
+};
 
-// Looks at argv[index]. If it is a targeting flag, stores it (advancing
-// `index` past any value it consumed, or to argc for "--") and returns
-// Consumed; NotMine leaves everything untouched; UsageError sets `error` to a
-// one-line message.
-ArgResult parse_target_arg(int argc, char** argv, int& index, TargetOptions& options,
-                           std::string& error);
+// -p, -F, -d, --call-graph.
+std::span<const TargetFlag> target_flags();
+
+// The help of "-- CMD ARGS..." (the command is stored in TargetOptions::command).
+inline constexpr const char* kTargetCommandHelp =
+    "start CMD and profile it from its first instruction. With neither -p nor a "
+    "command, every process is profiled. Children forked by the targets are profiled too.";
 
 // Checks combinations once all arguments are read ("" = fine).
 std::string validate_target_options(const TargetOptions& options);
-
-// The --help lines describing the targeting flags.
-const char* target_options_help();
 
 inline constexpr uint32_t kMaxFrequencyHz = 100000;
 

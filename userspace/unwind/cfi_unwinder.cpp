@@ -77,6 +77,146 @@ Eval read_stack(const StackView& stack, uint64_t addr, size_t size, uint64_t& ou
   return Eval::Ok;
 }
 
+// The operand stack of one DWARF expression: bounded, on the caller's stack.
+struct OperandStack {
+  std::array<uint64_t, kMaxExpressionStack> slot;
+  size_t depth = 0;
+
+  bool push(uint64_t v) {
+    if (depth == slot.size()) return false;
+    slot[depth++] = v;
+    return true;
+  }
+  uint64_t& top() { return slot[depth - 1]; }
+};
+
+// Operations that push a value: literals, constants, registers plus an
+// offset, the CFA. False for any other operation.
+bool is_push(uint8_t a) {
+  switch (a) {
+    case DW_OP_bregx: case DW_OP_call_frame_cfa: case DW_OP_addr: case DW_OP_const1u:
+    case DW_OP_const2u: case DW_OP_const4u: case DW_OP_const8u: case DW_OP_constu:
+    case DW_OP_const1s: case DW_OP_const2s: case DW_OP_const4s: case DW_OP_const8s:
+    case DW_OP_consts:
+      return true;
+    default:
+      return (a >= DW_OP_lit0 && a <= DW_OP_lit31) || (a >= DW_OP_breg0 && a <= DW_OP_breg31);
+  }
+}
+
+Eval push_operand(const Dwarf_Op& op, const Registers& regs, const std::optional<uint64_t>& cfa,
+                  OperandStack& st) {
+  const uint8_t a = op.atom;
+  uint64_t value = 0;
+  if (a >= DW_OP_lit0 && a <= DW_OP_lit31) {
+    value = a - DW_OP_lit0;
+  } else if (a >= DW_OP_breg0 && a <= DW_OP_breg31) {
+    if (!regs.has(a - DW_OP_breg0)) return Eval::Unreadable;
+    value = regs.value[a - DW_OP_breg0] + op.number;  // number holds the signed offset
+  } else if (a == DW_OP_bregx) {
+    if (!regs.has(op.number)) return Eval::Unreadable;
+    value = regs.value[op.number] + op.number2;
+  } else if (a == DW_OP_call_frame_cfa) {
+    if (!cfa) return Eval::Bad;
+    value = *cfa;
+  } else {
+    value = op.number;  // the constants: libdw sign-extends the signed forms
+  }
+  return st.push(value) ? Eval::Ok : Eval::Bad;
+}
+
+// DW_OP_deref, DW_OP_deref_size: replaces the address on top by the bytes
+// there, read only from the copied stack.
+Eval dereference(const Dwarf_Op& op, const StackView& stack, OperandStack& st) {
+  if (st.depth < 1) return Eval::Bad;
+  size_t size = op.atom == DW_OP_deref ? 8 : op.number;
+  if (size == 0 || size > 8) return Eval::Bad;
+  uint64_t v = 0;
+  if (Eval e = read_stack(stack, st.top(), size, v); e != Eval::Ok) return e;
+  st.top() = v;
+  return Eval::Ok;
+}
+
+// Binary operators: pop b, pop a, push a OP b.
+Eval apply_binary(uint8_t a, OperandStack& st) {
+  if (st.depth < 2) return Eval::Bad;
+  uint64_t b = st.slot[st.depth - 1], x = st.slot[st.depth - 2];
+  int64_t sb = static_cast<int64_t>(b), sx = static_cast<int64_t>(x);
+  uint64_t r = 0;
+  switch (a) {
+    case DW_OP_plus: r = x + b; break;
+    case DW_OP_minus: r = x - b; break;
+    case DW_OP_mul: r = x * b; break;
+    case DW_OP_and: r = x & b; break;
+    case DW_OP_or: r = x | b; break;
+    case DW_OP_xor: r = x ^ b; break;
+    case DW_OP_shl: r = b >= 64 ? 0 : x << b; break;
+    case DW_OP_shr: r = b >= 64 ? 0 : x >> b; break;
+    case DW_OP_shra: r = static_cast<uint64_t>(sx >> (b >= 64 ? 63 : b)); break;
+    case DW_OP_div:
+      if (b == 0 || (sx == INT64_MIN && sb == -1)) return Eval::Bad;
+      r = static_cast<uint64_t>(sx / sb);
+      break;
+    case DW_OP_mod:
+      if (b == 0) return Eval::Bad;
+      r = x % b;
+      break;
+    case DW_OP_eq: r = sx == sb; break;
+    case DW_OP_ne: r = sx != sb; break;
+    case DW_OP_lt: r = sx < sb; break;
+    case DW_OP_gt: r = sx > sb; break;
+    case DW_OP_le: r = sx <= sb; break;
+    case DW_OP_ge: r = sx >= sb; break;
+    default: return Eval::Bad;  // branches, TLS, registers as locations, ...
+  }
+  --st.depth;
+  st.top() = r;
+  return Eval::Ok;
+}
+
+// Stack manipulation, unary and binary operators.
+Eval apply_operator(const Dwarf_Op& op, OperandStack& st) {
+  const size_t depth = st.depth;
+  switch (op.atom) {
+    case DW_OP_dup:
+      if (depth < 1) return Eval::Bad;
+      return st.push(st.top()) ? Eval::Ok : Eval::Bad;
+    case DW_OP_drop:
+      if (depth < 1) return Eval::Bad;
+      --st.depth;
+      return Eval::Ok;
+    case DW_OP_over:
+      if (depth < 2) return Eval::Bad;
+      return st.push(st.slot[depth - 2]) ? Eval::Ok : Eval::Bad;
+    case DW_OP_pick:
+      if (op.number >= depth) return Eval::Bad;
+      return st.push(st.slot[depth - 1 - op.number]) ? Eval::Ok : Eval::Bad;
+    case DW_OP_swap:
+      if (depth < 2) return Eval::Bad;
+      std::swap(st.slot[depth - 1], st.slot[depth - 2]);
+      return Eval::Ok;
+    case DW_OP_rot:
+      if (depth < 3) return Eval::Bad;
+      std::swap(st.slot[depth - 1], st.slot[depth - 2]);
+      std::swap(st.slot[depth - 2], st.slot[depth - 3]);
+      return Eval::Ok;
+    case DW_OP_plus_uconst:
+    case DW_OP_neg:
+    case DW_OP_not:
+    case DW_OP_abs: {
+      if (depth < 1) return Eval::Bad;
+      uint64_t& v = st.top();
+      if (op.atom == DW_OP_plus_uconst) v += op.number;
+      else if (op.atom == DW_OP_neg) v = 0 - v;
+      else if (op.atom == DW_OP_not) v = ~v;
+      else if (static_cast<int64_t>(v) < 0) v = 0 - v;  // DW_OP_abs
+      return Eval::Ok;
+    }
+    default:
+      return apply_binary(op.atom, st);
+  }
+}
+
 // Evaluates a CFI DWARF expression as libdw hands it out. `cfa` feeds
 // DW_OP_call_frame_cfa (absent while computing the CFA itself). On Ok,
 // `is_value` tells whether the result is the value (DW_OP_stack_value, or a
@@ -95,135 +235,25 @@ Eval evaluate(const Dwarf_Op* ops, size_t nops, const Registers& regs, const Sta
     return Eval::Ok;
   }
 
-  std::array<uint64_t, kMaxExpressionStack> st;
-  size_t depth = 0;
-  auto push = [&](uint64_t v) {
-    if (depth == st.size()) return false;
-    st[depth++] = v;
-    return true;
-  };
+  OperandStack st;
   for (size_t i = 0; i < nops; ++i) {
     const Dwarf_Op& op = ops[i];
-    const uint8_t a = op.atom;
-    bool ok = true;
-    if (a >= DW_OP_lit0 && a <= DW_OP_lit31) {
-      ok = push(a - DW_OP_lit0);
-    } else if (a >= DW_OP_breg0 && a <= DW_OP_breg31) {
-      if (!regs.has(a - DW_OP_breg0)) return Eval::Unreadable;
-      ok = push(regs.value[a - DW_OP_breg0] + op.number);  // number holds the signed offset
+    if (op.atom == DW_OP_nop) continue;
+    Eval e = Eval::Ok;
+    if (op.atom == DW_OP_stack_value) {
+      if (i + 1 != nops) return Eval::Bad;
+      is_value = true;
+    } else if (op.atom == DW_OP_deref || op.atom == DW_OP_deref_size) {
+      e = dereference(op, stack, st);
+    } else if (is_push(op.atom)) {
+      e = push_operand(op, regs, cfa, st);
     } else {
-      switch (a) {
-        case DW_OP_bregx:
-          if (!regs.has(op.number)) return Eval::Unreadable;
-          ok = push(regs.value[op.number] + op.number2);
-          break;
-        case DW_OP_call_frame_cfa:
-          if (!cfa) return Eval::Bad;
-          ok = push(*cfa);
-          break;
-        case DW_OP_addr: case DW_OP_const1u: case DW_OP_const2u: case DW_OP_const4u:
-        case DW_OP_const8u: case DW_OP_constu: case DW_OP_const1s: case DW_OP_const2s:
-        case DW_OP_const4s: case DW_OP_const8s: case DW_OP_consts:
-          ok = push(op.number);  // libdw sign-extends the signed forms
-          break;
-        case DW_OP_stack_value:
-          if (i + 1 != nops) return Eval::Bad;
-          is_value = true;
-          break;
-        case DW_OP_nop:
-          break;
-        case DW_OP_deref:
-        case DW_OP_deref_size: {
-          if (depth < 1) return Eval::Bad;
-          size_t size = a == DW_OP_deref ? 8 : op.number;
-          if (size == 0 || size > 8) return Eval::Bad;
-          uint64_t v = 0;
-          if (Eval e = read_stack(stack, st[depth - 1], size, v); e != Eval::Ok) return e;
-          st[depth - 1] = v;
-          break;
-        }
-        case DW_OP_dup:
-          if (depth < 1) return Eval::Bad;
-          ok = push(st[depth - 1]);
-          break;
-        case DW_OP_drop:
-          if (depth < 1) return Eval::Bad;
-          --depth;
-          break;
-        case DW_OP_over:
-          if (depth < 2) return Eval::Bad;
-          ok = push(st[depth - 2]);
-          break;
-        case DW_OP_pick:
-          if (op.number >= depth) return Eval::Bad;
-          ok = push(st[depth - 1 - op.number]);
-          break;
-        case DW_OP_swap:
-          if (depth < 2) return Eval::Bad;
-          std::swap(st[depth - 1], st[depth - 2]);
-          break;
-        case DW_OP_rot:
-          if (depth < 3) return Eval::Bad;
-          std::swap(st[depth - 1], st[depth - 2]);
-          std::swap(st[depth - 2], st[depth - 3]);
-          break;
-        case DW_OP_plus_uconst:
-          if (depth < 1) return Eval::Bad;
-          st[depth - 1] += op.number;
-          break;
-        case DW_OP_neg:
-          if (depth < 1) return Eval::Bad;
-          st[depth - 1] = 0 - st[depth - 1];
-          break;
-        case DW_OP_not:
-          if (depth < 1) return Eval::Bad;
-          st[depth - 1] = ~st[depth - 1];
-          break;
-        case DW_OP_abs:
-          if (depth < 1) return Eval::Bad;
-          if (static_cast<int64_t>(st[depth - 1]) < 0) st[depth - 1] = 0 - st[depth - 1];
-          break;
-        default: {
-          // Binary operators: pop b, pop a, push a OP b.
-          if (depth < 2) return Eval::Bad;
-          uint64_t b = st[depth - 1], x = st[depth - 2];
-          int64_t sb = static_cast<int64_t>(b), sx = static_cast<int64_t>(x);
-          uint64_t r = 0;
-          switch (a) {
-            case DW_OP_plus: r = x + b; break;
-            case DW_OP_minus: r = x - b; break;
-            case DW_OP_mul: r = x * b; break;
-            case DW_OP_and: r = x & b; break;
-            case DW_OP_or: r = x | b; break;
-            case DW_OP_xor: r = x ^ b; break;
-            case DW_OP_shl: r = b >= 64 ? 0 : x << b; break;
-            case DW_OP_shr: r = b >= 64 ? 0 : x >> b; break;
-            case DW_OP_shra: r = static_cast<uint64_t>(sx >> (b >= 64 ? 63 : b)); break;
-            case DW_OP_div:
-              if (b == 0 || (sx == INT64_MIN && sb == -1)) return Eval::Bad;
-              r = static_cast<uint64_t>(sx / sb);
-              break;
-            case DW_OP_mod:
-              if (b == 0) return Eval::Bad;
-              r = x % b;
-              break;
-            case DW_OP_eq: r = sx == sb; break;
-            case DW_OP_ne: r = sx != sb; break;
-            case DW_OP_lt: r = sx < sb; break;
-            case DW_OP_gt: r = sx > sb; break;
-            case DW_OP_le: r = sx <= sb; break;
-            case DW_OP_ge: r = sx >= sb; break;
-            default: return Eval::Bad;  // branches, TLS, registers as locations, ...
-          }
-          --depth;
-          st[depth - 1] = r;
-        }
-      }
+      e = apply_operator(op, st);
     }
-    if (!ok) return Eval::Bad;
+    if (e != Eval::Ok) return e;
   }
-  if (depth < 1) return Eval::Bad;
-  result = st[depth - 1];
+  if (st.depth < 1) return Eval::Bad;
+  result = st.top();
   return Eval::Ok;
 }
 
@@ -250,6 +280,71 @@ Rule recover_register(Dwarf_Frame* frame, int regno, const Registers& regs, cons
   }
   value = result;
   return Rule::Value;
+}
+
+// The CFA under `frame`'s rule for it.
+Eval frame_cfa(Dwarf_Frame* frame, const Registers& regs, const StackView& stack, uint64_t& cfa) {
+  Dwarf_Op* ops = nullptr;
+  size_t nops = 0;
+  bool is_value = false;
+  if (dwarf_frame_cfa(frame, &ops, &nops) != 0 || nops == 0) return Eval::Bad;
+  return evaluate(ops, nops, regs, stack, std::nullopt, cfa, is_value);
+}
+
+// The caller's tracked registers under `frame`'s rules; its stack pointer
+// always.
+Registers caller_registers(Dwarf_Frame* frame, const Registers& regs, const StackView& stack,
+                           uint64_t cfa) {
+  Registers caller;
+  for (int reg : kTrackedRegisters) {
+    uint64_t value = 0;
+    Eval ignored = Eval::Ok;
+    switch (recover_register(frame, reg, regs, stack, cfa, value, ignored)) {
+      case Rule::Value: caller.set(reg, value); break;
+      case Rule::SameValue:
+        if (regs.has(reg)) caller.set(reg, regs.value[reg]);
+        break;
+      case Rule::Undefined:
+      case Rule::Failed: break;  // unknown from here on; only fatal if a rule needs it
+    }
+  }
+  // By the x86-64 ABI the caller's stack pointer is the CFA, unless the CFI
+  // says otherwise (signal frames restore it from the saved context).
+  Dwarf_Op ops_mem[3];
+  Dwarf_Op* sp_ops = nullptr;
+  size_t sp_nops = 0;
+  if (dwarf_frame_register(frame, kRsp, ops_mem, &sp_ops, &sp_nops) != 0 || sp_nops == 0 ||
+      !caller.has(kRsp))
+    caller.set(kRsp, cfa);
+  return caller;
+}
+
+// One step up the stack by `frame`, the CFI row of `pc`: `regs`, `pc` and
+// `exact_pc` become the caller's. nullopt when the walk goes on, else why it
+// ends (Complete at the outermost frame).
+std::optional<UnwindStop> step_to_caller(Dwarf_Frame* frame, const StackView& stack, Registers& regs,
+                                         uint64_t& pc, bool& exact_pc) {
+  uint64_t cfa = 0;
+  if (Eval e = frame_cfa(frame, regs, stack, cfa); e != Eval::Ok) return stop_for(e);
+  bool signal_frame = false;
+  int ra_reg = dwarf_frame_info(frame, nullptr, nullptr, &signal_frame);
+  if (ra_reg < 0 || ra_reg >= kRegisterCount) return UnwindStop::BadCfi;
+  uint64_t return_address = 0;
+  Eval failure = Eval::Ok;
+  switch (recover_register(frame, ra_reg, regs, stack, cfa, return_address, failure)) {
+    case Rule::Undefined: return UnwindStop::Complete;  // the outermost frame (_start, clone) says so
+    case Rule::SameValue: return UnwindStop::BadCfi;
+    case Rule::Failed: return stop_for(failure);
+    case Rule::Value: break;
+  }
+  if (return_address == 0) return UnwindStop::Complete;  // a zeroed return address ends a stack too
+
+  Registers caller = caller_registers(frame, regs, stack, cfa);
+  if (caller.value[kRsp] <= regs.value[kRsp]) return UnwindStop::Loop;
+  regs = caller;
+  pc = return_address;
+  exact_pc = signal_frame;
+  return std::nullopt;
 }
 
 struct FrameDeleter {
@@ -429,111 +524,15 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
       return;
     }
 
-    Dwarf_Op* cfa_ops = nullptr;
-    size_t cfa_nops = 0;
-    uint64_t cfa = 0;
-    bool is_value = false;
-    if (dwarf_frame_cfa(frame.get(), &cfa_ops, &cfa_nops) != 0 || cfa_nops == 0) {
-      out.stop = UnwindStop::BadCfi;
-      return;
-    }
-    if (Eval e = evaluate(cfa_ops, cfa_nops, regs, stack, std::nullopt, cfa, is_value); e != Eval::Ok) {
-      out.stop = stop_for(e);
-      return;
-    }
-
-    bool signal_frame = false;
-    int ra_reg = dwarf_frame_info(frame.get(), nullptr, nullptr, &signal_frame);
-    if (ra_reg < 0 || ra_reg >= kRegisterCount) {
-      out.stop = UnwindStop::BadCfi;
-      return;
-    }
-    uint64_t return_address = 0;
-    Eval failure = Eval::Ok;
-    switch (recover_register(frame.get(), ra_reg, regs, stack, cfa, return_address, failure)) {
-      case Rule::Undefined:  // the outermost frame (_start, clone) says so
-        return;
-      case Rule::SameValue:
-        out.stop = UnwindStop::BadCfi;
-        return;
-      case Rule::Failed:
-        out.stop = stop_for(failure);
-        return;
-      case Rule::Value:
-        break;
-    }
-    if (return_address == 0) return;  // a zeroed return address ends a stack too
-
-    Registers caller;
-    for (int reg : kTrackedRegisters) {
-      uint64_t value = 0;
-      Eval ignored = Eval::Ok;
-      switch (recover_register(frame.get(), reg, regs, stack, cfa, value, ignored)) {
-        case Rule::Value: caller.set(reg, value); break;
-        case Rule::SameValue:
-          if (regs.has(reg)) caller.set(reg, regs.value[reg]);
-          break;
-        case Rule::Undefined:
-        case Rule::Failed: break;  // unknown from here on; only fatal if a rule needs it
-      }
-    }
-    // By the x86-64 ABI the caller's stack pointer is the CFA, unless the CFI
-    // says otherwise (signal frames restore it from the saved context).
-    Dwarf_Op ops_mem[3];
-    Dwarf_Op* sp_ops = nullptr;
-    size_t sp_nops = 0;
-    if (dwarf_frame_register(frame.get(), kRsp, ops_mem, &sp_ops, &sp_nops) != 0 || sp_nops == 0 ||
-        !caller.has(kRsp))
-      caller.set(kRsp, cfa);
-
-    if (caller.value[kRsp] <= regs.value[kRsp]) {
-      out.stop = UnwindStop::Loop;
+    if (std::optional<UnwindStop> end = step_to_caller(frame.get(), stack, regs, pc, exact_pc)) {
+      out.stop = *end;
       return;
     }
     if (out.ips.size() >= options_.max_frames) {
       out.stop = UnwindStop::DepthLimit;
       return;
     }
-    regs = caller;
-    pc = return_address;
-    exact_pc = signal_frame;
   }
-}
-
-LeafFixup CfiUnwinder::leaf_fixup(const StackView& stack, const ModuleFinder& find_module) {
-  std::lock_guard lock(mutex_);
-  LeafFixup fixup;
-  const UnwindModule* module = find_module ? find_module(stack.regs.ip) : nullptr;
-  ModuleCfi* cfi = module ? cfi_for(*module) : nullptr;
-  FramePtr frame = cfi ? cfi->frame_at(stack.regs.ip - module->load_bias) : nullptr;
-  if (!frame) return fixup;
-
-  Dwarf_Op* cfa_ops = nullptr;
-  size_t cfa_nops = 0;
-  if (dwarf_frame_cfa(frame.get(), &cfa_ops, &cfa_nops) != 0 || cfa_nops != 1 ||
-      cfa_ops[0].atom != DW_OP_bregx)
-    return fixup;
-  if (cfa_ops[0].number == kRbp) {
-    fixup.kind = LeafFixup::Kind::FramePointerFrame;
-    return fixup;
-  }
-  if (cfa_ops[0].number != kRsp) return fixup;
-
-  Registers regs;
-  regs.set(kRsp, stack.regs.sp);
-  regs.set(kRbp, stack.regs.bp);
-  regs.set(kReturnAddress, stack.regs.ip);
-  uint64_t cfa = stack.regs.sp + cfa_ops[0].number2;
-  int ra_reg = dwarf_frame_info(frame.get(), nullptr, nullptr, nullptr);
-  uint64_t caller_ip = 0;
-  Eval failure = Eval::Ok;
-  if (ra_reg < 0 || ra_reg >= kRegisterCount ||
-      recover_register(frame.get(), ra_reg, regs, stack, cfa, caller_ip, failure) != Rule::Value ||
-      caller_ip == 0)
-    return fixup;
-  fixup.kind = LeafFixup::Kind::ReturnAddressOnStack;
-  fixup.caller_ip = caller_ip;
-  return fixup;
 }
 
 }  // namespace gsymprof

@@ -2,10 +2,11 @@
 // DWARF CFI (.eh_frame, else .debug_frame), for code built without frame
 // pointers. x86-64 only.
 //
-// Input: a StackView (registers IP/SP/BP + a copy of the top of the stack) and
-// a ModuleFinder (stack_snapshot.h). Output: the IP list the frame-pointer
-// path produces (leaf first: the sampled IP, then return addresses, all
-// runtime addresses, not yet adjusted by -1) and why the walk stopped.
+// Input: a StackView (raw_sample.h: registers IP/SP/BP + a copy of the top of
+// the stack) and a ModuleFinder (stack_snapshot.h). Output: the IP list the
+// frame-pointer path produces (leaf first: the sampled IP, then return
+// addresses, all runtime addresses, not yet adjusted by -1) and why the walk
+// stopped.
 //
 // Safety on garbage: memory is read ONLY from the copied bytes, CFA and
 // register expressions run on a bounded stack with a bounded op count, the
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "userspace/sample/raw_sample.h"
 #include "userspace/unwind/stack_snapshot.h"
 
 namespace gsymprof {
@@ -54,20 +56,6 @@ struct UnwindResult {
   bool truncated() const { return stop != UnwindStop::Complete; }
 };
 
-// Frame-pointer mode's leaf fix-up: does the return address still sit on the
-// stack at frame 0 (function entry, prologue before `mov %rsp,%rbp`, epilogue
-// after `pop %rbp`, or a leaf that sets up no frame)? Then a frame-pointer
-// walk skips the leaf's caller, and `caller_ip` is that missing frame.
-struct LeafFixup {
-  enum class Kind : uint8_t {
-    FramePointerFrame,  // CFA is %rbp-based: the frame-pointer walk is right
-    ReturnAddressOnStack,  // CFA is %rsp-based: caller_ip is the missing caller
-    Unknown,            // no module/CFI, or the slot is outside the copied bytes
-  };
-  Kind kind = Kind::Unknown;
-  uint64_t caller_ip = 0;
-};
-
 struct CfiCacheStats {
   uint64_t modules_opened = 0;  // distinct modules whose CFI was loaded
   uint64_t modules_failed = 0;  // distinct modules with no usable CFI
@@ -83,8 +71,6 @@ class CfiUnwinder {
   // Unwinds into `out` (its vector's capacity is reused across calls).
   void unwind(const StackView& stack, const ModuleFinder& find_module, UnwindResult& out);
   UnwindResult unwind(const StackView& stack, const ModuleFinder& find_module);
-
-  LeafFixup leaf_fixup(const StackView& stack, const ModuleFinder& find_module);
 
   // Why a module's CFI could not be used ("" when it loaded or was never tried).
   std::string module_error(const UnwindModule& module);

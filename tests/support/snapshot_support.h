@@ -1,10 +1,9 @@
-// tests/unit/snapshot_support.h - test-only helpers around stack snapshots:
+// tests/support/snapshot_support.h - test-only helpers around stack snapshots:
 // the executable modules of a live process (from /proc/PID/maps, with build
 // ID and load bias from the ELF), and a symbol-table lookup (libelf; the
 // separate debug file by build ID when the module is stripped) to name the
-// IPs an unwind returns. Shared by tests/unit/cfi_unwinder_test.cpp and the
-// replay tool of tests/e2e/cfi_snapshot_*.sh. Header-only on purpose: the
-// e2e scripts compile the tool themselves.
+// IPs an unwind returns. Shared by tests/unit/cfi_unwinder_test.cpp and
+// tests/tools/cfi_snapshot_tool.cpp (tests/e2e/cfi_snapshot_unwind.sh).
 #pragma once
 
 #include <elfutils/libdwelf.h>
@@ -24,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "userspace/unwind/stack_snapshot.h"
+#include "tests/support/recorded_snapshot.h"
 
 namespace snapshot_support {
 

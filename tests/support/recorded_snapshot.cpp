@@ -1,4 +1,6 @@
-#include "userspace/unwind/stack_snapshot.h"
+#include "tests/support/recorded_snapshot.h"
+
+#include "gsym/file_io.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -172,21 +174,7 @@ gsym::Expected<RecordedSnapshot> parse_snapshot(std::span<const uint8_t> bytes) 
 gsym::Status write_snapshot_file(const std::string& path, const RecordedSnapshot& snapshot) {
   gsym::Expected<std::vector<uint8_t>> bytes = serialize_snapshot(snapshot);
   if (!bytes) return bytes.error();
-  // Temp file + rename: a reader never sees a half-written snapshot.
-  std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes->data()), static_cast<std::streamsize>(bytes->size()));
-    if (!out.flush()) {
-      std::remove(temp.c_str());
-      return gsym::Error(path + ": cannot write stack snapshot");
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return gsym::Error(path + ": cannot write stack snapshot");
-  }
-  return gsym::Status::success();
+  return gsym::write_file_atomically(path, *bytes);
 }
 
 gsym::Expected<RecordedSnapshot> read_snapshot_file(const std::string& path) {

@@ -1,5 +1,5 @@
-// Test tool for tests/e2e/cfi_snapshot_*.sh (compiled by the scripts, not by
-// the Makefile).
+// Test tool for tests/e2e/cfi_snapshot_unwind.sh (built by the Makefile as
+// $(BUILD)/test-tools/cfi_snapshot_tool).
 //
 //   cfi_snapshot_tool capture --count N --interval-ms MS --stack-bytes B --out DIR -- PROG ARGS...
 //     Runs PROG under ptrace and, every MS milliseconds after a warm-up, stops
@@ -26,9 +26,9 @@
 #include <thread>
 #include <vector>
 
-#include "tests/unit/snapshot_support.h"
+#include "tests/support/recorded_snapshot.h"
+#include "tests/support/snapshot_support.h"
 #include "userspace/unwind/cfi_unwinder.h"
-#include "userspace/unwind/stack_snapshot.h"
 
 namespace {
 

@@ -1,0 +1,75 @@
+// gsym/reader_layout.h - where the tables of an opened GSYM file are, and
+// unchecked accessors for them. Reader::parse_layout checks every offset
+// once at open, so lookups and the acceleration index read without bounds
+// checks.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string_view>
+
+#include "gsym/data_cursor.h"
+#include "gsym/decode_context.h"
+#include "gsym/reader.h"
+
+namespace gsym::detail {
+
+struct Layout {
+  std::span<const uint8_t> data;
+  Header header;
+  bool swap = false;
+  uint64_t addr_table = 0;  // offset of the address-offsets table
+  uint64_t info_table = 0;  // offset of the address-info offsets
+  uint64_t file_table = 0;  // offset of the first file entry (after the count)
+  uint32_t num_files = 0;
+
+  uint32_t u32_at(uint64_t off) const {
+    uint32_t v;
+    std::memcpy(&v, data.data() + off, 4);
+    return swap ? __builtin_bswap32(v) : v;
+  }
+  uint64_t addr_offset(size_t i) const {
+    const uint8_t* p = data.data() + addr_table + i * header.addr_off_size;
+    switch (header.addr_off_size) {
+      case 1:
+        return *p;
+      case 2: {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        return swap ? __builtin_bswap16(v) : v;
+      }
+      case 4: {
+        uint32_t v;
+        std::memcpy(&v, p, 4);
+        return swap ? __builtin_bswap32(v) : v;
+      }
+      default: {
+        uint64_t v;
+        std::memcpy(&v, p, 8);
+        return swap ? __builtin_bswap64(v) : v;
+      }
+    }
+  }
+  uint64_t function_start(size_t i) const { return header.base_address + addr_offset(i); }
+  uint32_t info_offset(size_t i) const { return u32_at(info_table + 4 * i); }
+  uint32_t function_size(size_t i) const { return u32_at(info_offset(i)); }
+
+  std::string_view strtab() const {
+    return {reinterpret_cast<const char*>(data.data()) + header.strtab_offset, header.strtab_size};
+  }
+  std::string_view string(uint64_t off) const { return string_at(strtab(), off); }
+  // File entry string offsets, or false when the index is out of range.
+  bool file_offsets(uint32_t index, uint32_t& dir, uint32_t& base) const {
+    if (index >= num_files) return false;
+    dir = u32_at(file_table + 8ull * index);
+    base = u32_at(file_table + 8ull * index + 4);
+    return true;
+  }
+
+  DataCursor cursor_at(uint64_t off) const {
+    return DataCursor(data.data() + off, data.data() + data.size(), off, swap);
+  }
+};
+
+}  // namespace gsym::detail

@@ -1,0 +1,103 @@
+#include "userspace/capture/capture.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace gsymprof {
+namespace {
+
+struct ReasonName {
+  UnresolvedReason reason;
+  const char* name;
+};
+constexpr ReasonName kReasonNames[] = {
+    {UnresolvedReason::None, "none"},
+    {UnresolvedReason::NoMapping, "no-mapping"},
+    {UnresolvedReason::AnonymousMapping, "anonymous-mapping"},
+    {UnresolvedReason::ModuleUnreadable, "module-unreadable"},
+    {UnresolvedReason::NoSegment, "no-segment"},
+    {UnresolvedReason::ProcessGone, "process-gone"},
+};
+
+auto mapping_key(const ModuleMapping& m) { return std::tie(m.start, m.end, m.file_offset, m.perms); }
+
+bool module_less(const CaptureModule& a, const CaptureModule& b) {
+  if (a.path != b.path) return a.path < b.path;
+  if (a.build_id != b.build_id) return a.build_id < b.build_id;
+  if (a.load_bias != b.load_bias) return a.load_bias < b.load_bias;
+  if (a.error != b.error) return a.error < b.error;
+  return std::lexicographical_compare(
+      a.mappings.begin(), a.mappings.end(), b.mappings.begin(), b.mappings.end(),
+      [](const ModuleMapping& x, const ModuleMapping& y) { return mapping_key(x) < mapping_key(y); });
+}
+
+bool module_equal(const CaptureModule& a, const CaptureModule& b) {
+  return !module_less(a, b) && !module_less(b, a);
+}
+
+}  // namespace
+
+const char* to_string(UnresolvedReason reason) { return unresolved_reason_name(reason); }
+
+const char* unresolved_reason_name(UnresolvedReason reason) {
+  for (const ReasonName& r : kReasonNames)
+    if (r.reason == reason) return r.name;
+  return "unknown";
+}
+
+bool parse_unresolved_reason(std::string_view name, UnresolvedReason* reason) {
+  for (const ReasonName& r : kReasonNames)
+    if (name == r.name) {
+      *reason = r.reason;
+      return true;
+    }
+  return false;
+}
+
+void canonicalize(Capture& capture) {
+  // Modules: sorted, identical entries (e.g. a forked child's) merged.
+  for (CaptureModule& m : capture.modules)
+    std::sort(m.mappings.begin(), m.mappings.end(),
+              [](const ModuleMapping& x, const ModuleMapping& y) { return mapping_key(x) < mapping_key(y); });
+  std::vector<size_t> order(capture.modules.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return module_less(capture.modules[a], capture.modules[b]);
+  });
+  std::vector<CaptureModule> modules;
+  std::vector<int32_t> new_index(capture.modules.size(), -1);
+  for (size_t old : order) {
+    if (modules.empty() || !module_equal(modules.back(), capture.modules[old]))
+      modules.push_back(std::move(capture.modules[old]));
+    new_index[old] = static_cast<int32_t>(modules.size() - 1);
+  }
+  capture.modules = std::move(modules);
+  auto remap = [&](int64_t old) -> int32_t {
+    return old >= 0 && static_cast<size_t>(old) < new_index.size() ? new_index[old] : -1;
+  };
+
+  for (CaptureProcess& p : capture.processes) {
+    for (uint32_t& m : p.modules) m = static_cast<uint32_t>(remap(m));
+    std::sort(p.modules.begin(), p.modules.end());
+    p.modules.erase(std::unique(p.modules.begin(), p.modules.end()), p.modules.end());
+  }
+  std::stable_sort(capture.processes.begin(), capture.processes.end(),
+                   [](const CaptureProcess& a, const CaptureProcess& b) {
+                     return std::tie(a.pid, a.comm) < std::tie(b.pid, b.comm);
+                   });
+
+  for (CaptureStack& s : capture.stacks)
+    for (CaptureFrame& f : s.frames)
+      if (f.module >= 0) f.module = remap(f.module);
+  auto stack_key = [](const CaptureStack& s) { return std::tie(s.pid, s.comm, s.frames, s.truncated); };
+  std::sort(capture.stacks.begin(), capture.stacks.end(),
+            [&](const CaptureStack& a, const CaptureStack& b) { return stack_key(a) < stack_key(b); });
+  std::vector<CaptureStack> merged;
+  for (CaptureStack& s : capture.stacks) {
+    if (!merged.empty() && stack_key(merged.back()) == stack_key(s)) merged.back().count += s.count;
+    else merged.push_back(std::move(s));
+  }
+  capture.stacks = std::move(merged);
+}
+
+}  // namespace gsymprof

@@ -1,0 +1,111 @@
+#include "userspace/cli/cli_common.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "gsym/file_io.h"
+#include "userspace/base/text_escape.h"
+#include "userspace/output/folded_output.h"
+#include "userspace/output/json_output.h"
+#include "userspace/output/pprof_output.h"
+
+namespace gsymprof {
+
+void add_target_flags(CommandLine& cli, TargetOptions& options) {
+  for (const TargetFlag& flag : target_flags()) {
+    cli.value(flag.name, flag.value_name, flag.help, [&flag, &options](const std::string& value) {
+      if (std::string error = flag.store(value, options); !error.empty()) throw UsageError(error);
+    });
+  }
+  cli.command_after_dashes(kTargetCommandHelp, options.command);
+}
+
+void add_symbolize_flags(CommandLine& cli, SymbolizeFlags& flags) {
+  cli.paths("--gsym-dir", "DIR",
+            "look for GSYM files (*.gsym, any name, matched by the build ID in their header) "
+            "in DIR; repeatable, searched in order before the cache",
+            flags.gsym_dirs);
+  cli.flag("--no-inline", "only the concrete function per address, no inlined frames",
+           [&flags] { flags.options.inline_frames = false; });
+  cli.flag("--pid-in-comm", "root frame is comm-PID instead of comm",
+           [&flags] { flags.options.pid_in_comm = true; });
+}
+
+gsym::Expected<GsymLocator> open_locator(const std::vector<std::string>& gsym_dirs) {
+  LocatorOptions options;
+  options.cache_dir = default_cache_dir();
+  GsymLocator locator(options);
+  for (const std::string& dir : gsym_dirs)
+    if (auto status = locator.add_gsym_dir(dir); !status) return status.error();
+  return locator;
+}
+
+void print_module_report(const ModuleReport& report) {
+  // Paths, reasons and notes hold file names anyone can choose: escaped.
+  std::fprintf(stderr, "  %s\n", escape_control(describe(report)).c_str());
+}
+
+void print_locator_notes(const GsymLocator& locator) {
+  for (const std::string& note : locator.notes())
+    std::fprintf(stderr, "gsymprof: note: %s\n", escape_control(note).c_str());
+}
+
+gsym::Status check_output_directory(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  if (::access(dir.c_str(), W_OK) != 0)
+    return gsym::Error(path + ": directory " + dir + " is not writable");
+  return gsym::Status::success();
+}
+
+gsym::Status write_output(std::string_view text, const std::string& path) {
+  if (!path.empty()) return gsym::write_file_atomically(path, text);
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+    return gsym::Error(std::string("cannot write to stdout: ") + std::strerror(errno));
+  return gsym::Status::success();
+}
+
+void add_format_flag(CommandLine& cli, OutputFormat& format) {
+  cli.value("--format", "folded|json|pprof",
+            "folded (default): \"comm;root;...;leaf count\" lines; json: per stack its frames "
+            "with name, file, line, inlined, module and build ID; pprof: gzipped profile.proto "
+            "for go tool pprof, Pyroscope, Parca (binary: give -o FILE)",
+            [&format](const std::string& value) {
+              if (value == "folded") format = OutputFormat::Folded;
+              else if (value == "json") format = OutputFormat::Json;
+              else if (value == "pprof") format = OutputFormat::Pprof;
+              else throw UsageError("--format must be folded, json or pprof, not '" + value + "'");
+            });
+}
+
+std::string check_format_destination(OutputFormat format, const std::string& output_path) {
+  if (format == OutputFormat::Pprof && output_path.empty() && ::isatty(STDOUT_FILENO) == 1)
+    return "--format pprof writes binary data: give -o FILE (or redirect stdout)";
+  return "";
+}
+
+gsym::Expected<RenderedOutput> render(Capture& capture, GsymLocator& locator,
+                                      const SymbolizeOptions& options, OutputFormat format,
+                                      bool free_stacks) {
+  RenderedOutput out;
+  if (format == OutputFormat::Pprof) {
+    auto profile = pprof_profile(capture, locator, options);
+    if (!profile) return profile.error();
+    out.bytes = std::move(profile->gzipped);
+    out.modules = std::move(profile->symbolized.modules);
+    out.unique_stacks = profile->samples;
+    return out;
+  }
+  auto result = symbolize(capture, locator, options);
+  if (!result) return result.error();
+  if (free_stacks) std::vector<CaptureStack>().swap(capture.stacks);
+  out.bytes = format == OutputFormat::Json ? symbolized_json(*result) : folded_text(*result);
+  out.modules = std::move(result->modules);
+  out.unique_stacks = result->stacks.size();
+  return out;
+}
+
+}  // namespace gsymprof
