@@ -9,6 +9,7 @@
 #include "userspace/capture/capture_file.h"
 #include "userspace/cli/cli_common.h"
 #include "userspace/cli/commands.h"
+#include "userspace/perf_data/profile_file.h"
 #include "userspace/process/vdso_file.h"
 
 namespace gsymprof {
@@ -50,7 +51,9 @@ int cmd_symbolize(int argc, char** argv) {
   };
   CommandLine cli("symbolize", kAbout, kEpilogue);
   cli.section("arguments");
-  cli.argument("CAPTURE", "file", "the capture file (format: userspace/capture/capture-format.md)",
+  cli.argument("CAPTURE", "file",
+               "the capture file (format: userspace/capture/capture-format.md), or a perf.data "
+               "file written by perf record (-g, --call-graph dwarf or leaf-only)",
                capture_path);
   cli.section("options");
   cli.path("-o,--output", "OUT", "write the output to OUT (atomically) instead of stdout", output_path);
@@ -61,7 +64,7 @@ int cmd_symbolize(int argc, char** argv) {
     return cli.usage_error(problem);
 
   // Capture errors can quote the capture's strings: failure() escapes them.
-  auto capture = read_capture_file(capture_path);
+  auto capture = read_profile_file(capture_path);
   if (!capture) return cli.failure(capture.error().message);
   auto locator = open_locator(symbolize_flags.gsym_dirs);
   if (!locator) return cli.failure(locator.error().to_string());

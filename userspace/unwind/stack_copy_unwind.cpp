@@ -93,15 +93,19 @@ void StackCopyUnwinder::unwind(const RawStackCopy& copy, const SampleCallback& e
 
 void StackCopyUnwinder::flush(const SampleCallback& emit) { retry_held(emit, true); }
 
+std::string unwind_stop_loss_key(UnwindStop stop) {
+  std::string name = std::string("unwind_") + to_string(stop);
+  for (char& c : name)
+    c = c == ' ' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
 std::map<std::string, uint64_t> StackCopyUnwinder::truncations() const {
   std::map<std::string, uint64_t> out;
   for (size_t i = 0; i < stops_.size(); ++i) {
     auto stop = static_cast<UnwindStop>(i);
     if (stop == UnwindStop::Complete) continue;
-    std::string name = std::string("unwind_") + to_string(stop);
-    for (char& c : name)
-      c = c == ' ' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    out[name] = stops_[i];
+    out[unwind_stop_loss_key(stop)] = stops_[i];
   }
   return out;
 }

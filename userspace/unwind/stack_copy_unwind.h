@@ -26,6 +26,10 @@
 
 namespace gsymprof {
 
+// The Capture::lost key of a stack the CFI unwinder cut short for `stop`
+// ("unwind_stack_copy_too_small"), for live profiles and perf.data alike.
+std::string unwind_stop_loss_key(UnwindStop stop);
+
 class StackCopyUnwinder {
  public:
   explicit StackCopyUnwinder(ProcessTable& processes, UnwindOptions options = {});

@@ -1,0 +1,117 @@
+#!/bin/bash
+# e2e (root, perf): `perf record` of the profile fixture, then `gsymprof
+# symbolize perf.data`: the exact root-to-leaf stacks the live-profile tests
+# assert (inline frames in the executable, in a linked library and in a
+# dlopen()ed one), for
+#   - perf record -g of the frame-pointer build (perf's kernel FP walk, which
+#     stops in FP-less libc, as `profile --call-graph fp` does);
+#   - perf record --call-graph dwarf of an FP-less build (registers + stack
+#     copy unwound by gsymprof's CFI unwinder, up to _start);
+#   - the pipe form (perf record -o -);
+# the same options as for captures (--pid-in-comm, --format json); binaries
+# rebuilt after recording give module+0xOFFSET frames, never the new build's
+# names; a truncated perf.data is a one-line error and exit 1.
+set -u
+source "$(dirname "$0")/fixtures/profile_common.bash"
+PERF=${PERF:-/usr/bin/perf}
+[[ $(id -u) == 0 ]] || skip "perf recording needs root"
+[[ -x $PERF ]] || skip "no $PERF (Debian linux-perf)"
+command -v gcc > /dev/null || skip "no gcc"
+[[ -x $GSYMPROF ]] || fail "$GSYMPROF is not built"
+build_fixture pie
+D=$WORK/pie FIX=$D/profile_fixture
+FP_ROOT="__libc_start_call_main;main"
+DWARF_ROOT="_start;__libc_start_main_impl;__libc_start_call_main;main"
+EXEC="phase_exec;exec_outer_inline_[i];exec_inner_inline_[i];exec_leaf"
+LIB="phase_lib;lib_entry;lib_inline_[i];lib_leaf"
+PLUGIN="phase_dlopen;plugin_entry;plugin_inline_[i];plugin_leaf"
+
+# The same fixture built without frame pointers, for --call-graph dwarf.
+N=$WORK/nofp
+mkdir -p "$N"
+nofp_flags=(-O2 -g -fomit-frame-pointer)
+gcc "${nofp_flags[@]}" -fPIC -shared "$FIXTURES/libhot.c" -o "$N/libhot.so" &&
+  gcc "${nofp_flags[@]}" -fPIC -shared "$FIXTURES/plugin.c" -o "$N/libplugin.so" &&
+  gcc "${nofp_flags[@]}" -fPIE -pie -I"$FIXTURES" "$FIXTURES/profile_fixture.c" -L"$N" -lhot \
+    -Wl,-rpath,'$ORIGIN' -ldl -o "$N/profile_fixture" || fail "cannot build the FP-less fixture"
+
+# record OUT PERF-ARGS... -- COMMAND...: perf record, failing loudly.
+record() {
+  local out=$1
+  shift
+  "$PERF" record -q -o "$out" "$@" > "$out.log" 2>&1 || { cat "$out.log"; fail "perf record $* failed"; }
+}
+
+# symbolize FOLDED ERR ARGS...: gsymprof symbolize, failing on a non-zero exit.
+symbolize() {
+  local out=$1 err=$2
+  shift 2
+  "$GSYMPROF" symbolize "$@" > "$out" 2> "$err" || { cat "$err"; fail "symbolize $* exited with $?"; }
+}
+
+echo "perf record -g (frame pointers): exec, lib, dlopen"
+record "$WORK/exec.data" -F 999 -g -- "$FIX" exec 2
+symbolize "$WORK/exec.folded" "$WORK/exec.err" "$WORK/exec.data"
+expect_dominant "$WORK/exec.folded" profile_fixture "$FP_ROOT;$EXEC" 60
+expect_resolved "$WORK/exec.folded" profile_fixture libhot.so
+grep -q "^  $D/profile_fixture (build ID [0-9a-f]\{40\}): converted " "$WORK/exec.err" ||
+  { cat "$WORK/exec.err"; fail "report: the fixture was not converted"; }
+
+record "$WORK/lib.data" -F 999 -g -- "$FIX" lib 2
+symbolize "$WORK/lib.folded" "$WORK/lib.err" "$WORK/lib.data"
+expect_dominant "$WORK/lib.folded" profile_fixture "$FP_ROOT;$LIB" 60
+expect_resolved "$WORK/lib.folded" profile_fixture libhot.so
+
+record "$WORK/dl.data" -F 999 -g -- "$FIX" dlopen 2 "$D/libplugin.so"
+symbolize "$WORK/dl.folded" "$WORK/dl.err" "$WORK/dl.data"
+expect_dominant "$WORK/dl.folded" profile_fixture "$FP_ROOT;$PLUGIN" 60 ';phase_exec;'
+expect_resolved "$WORK/dl.folded" profile_fixture libhot.so libplugin.so
+
+echo "--pid-in-comm and --format json"
+record "$WORK/pid.data" -F 999 -g -- "$FIX" exec 1
+symbolize "$WORK/pid.folded" "$WORK/pid.err" "$WORK/pid.data" --pid-in-comm
+expect_dominant "$WORK/pid.folded" 'profile_fixture-[0-9]+' "$FP_ROOT;$EXEC" 60
+symbolize "$WORK/pid.json" "$WORK/pid-json.err" "$WORK/pid.data" --format json
+exe_id=$(readelf -n "$FIX" | awk '/Build ID/ {print $3}')
+grep -qF "{\"name\":\"exec_leaf\",\"kind\":\"function\",\"file\":\"$FIXTURES/profile_fixture.c\"," "$WORK/pid.json" ||
+  fail "json: exec_leaf frame missing"
+grep -qF "\"module\":\"$FIX\",\"build_id\":\"$exe_id\"" "$WORK/pid.json" || fail "json: the fixture's build ID missing"
+
+echo "perf record -o - (pipe form)"
+"$PERF" record -q -F 999 -g -o - -- "$FIX" exec 1 > "$WORK/pipe.data" 2> "$WORK/pipe.log" ||
+  { cat "$WORK/pipe.log"; fail "perf record -o - failed"; }
+symbolize "$WORK/pipe.folded" "$WORK/pipe.err" "$WORK/pipe.data"
+expect_dominant "$WORK/pipe.folded" profile_fixture "$FP_ROOT;$EXEC" 60
+
+echo "perf record --call-graph dwarf (FP-less build): exec, lib, dlopen"
+record "$WORK/dw-exec.data" -F 999 --call-graph dwarf -- "$N/profile_fixture" exec 2
+symbolize "$WORK/dw-exec.folded" "$WORK/dw-exec.err" "$WORK/dw-exec.data"
+expect_dominant "$WORK/dw-exec.folded" profile_fixture "$DWARF_ROOT;$EXEC" 60
+expect_resolved "$WORK/dw-exec.folded" profile_fixture libhot.so
+
+record "$WORK/dw-lib.data" -F 999 --call-graph dwarf -- "$N/profile_fixture" lib 2
+symbolize "$WORK/dw-lib.folded" "$WORK/dw-lib.err" "$WORK/dw-lib.data"
+expect_dominant "$WORK/dw-lib.folded" profile_fixture "$DWARF_ROOT;$LIB" 60
+
+record "$WORK/dw-dl.data" -F 999 --call-graph dwarf -- "$N/profile_fixture" dlopen 2 "$N/libplugin.so"
+symbolize "$WORK/dw-dl.folded" "$WORK/dw-dl.err" "$WORK/dw-dl.data"
+expect_dominant "$WORK/dw-dl.folded" profile_fixture "$DWARF_ROOT;$PLUGIN" 60 ';phase_exec;'
+expect_resolved "$WORK/dw-dl.folded" profile_fixture libhot.so libplugin.so
+
+echo "binaries rebuilt after recording: module+0xOFFSET, never the new build's names"
+gcc -O1 -g -fno-omit-frame-pointer -fPIE -pie -I"$FIXTURES" "$FIXTURES/profile_fixture.c" -L"$D" -lhot \
+  -Wl,-rpath,'$ORIGIN' -ldl -o "$FIX" || fail "cannot rebuild the fixture"
+[[ $(readelf -n "$FIX" | awk '/Build ID/ {print $3}') != "$exe_id" ]] || fail "the rebuild has the same build ID"
+GSYMPROF_CACHE=$WORK/cache-rebuilt symbolize "$WORK/rebuilt.folded" "$WORK/rebuilt.err" "$WORK/exec.data"
+grep -q ';profile_fixture+0x[0-9a-f]*' "$WORK/rebuilt.folded" || { head "$WORK/rebuilt.folded"; fail "no profile_fixture+0x frames"; }
+grep -q 'exec_leaf\|phase_exec' "$WORK/rebuilt.folded" && { head "$WORK/rebuilt.folded"; fail "names from the rebuilt binary"; }
+
+echo "truncated perf.data: a one-line error, exit 1"
+head -c 3000 "$WORK/exec.data" > "$WORK/truncated.data"
+if "$GSYMPROF" symbolize "$WORK/truncated.data" > "$WORK/trunc.out" 2> "$WORK/trunc.err"; then
+  fail "a truncated perf.data symbolized"
+fi
+grep -q "$WORK/truncated.data: perf.data: .* at offset 0x[0-9a-f]*$" "$WORK/trunc.err" ||
+  { cat "$WORK/trunc.err"; fail "error message"; }
+[[ $(wc -l < "$WORK/trunc.err") == 1 ]] || { cat "$WORK/trunc.err"; fail "error is not one line"; }
+echo "ok: perf.data (fp, dwarf, pipe) symbolizes to the live profiles' exact stacks"
