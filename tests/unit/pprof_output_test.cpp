@@ -168,6 +168,26 @@ TEST_CASE("pprof: samples, locations with inline chains, mappings, labels") {
   CHECK(mapping.has_inline_frames());
 }
 
+TEST_CASE("pprof: mapping 1 is the module of the most common root frame (pprof's main binary)") {
+  GsymLocator locator = make_locator();
+  Capture capture = make_capture();
+  CaptureModule lib;
+  lib.path = "/lib/libx.so";
+  lib.build_id = *BuildId::from_hex("bb02");
+  lib.load_bias = 0x7f0000000000;
+  lib.mappings = {{0x7f0000001000, 0x7f0000002000, 0x1000, "r-xp"}};
+  capture.modules.push_back(lib);
+  // First a stack only in the library, then the application's root
+  // (main at 0x1050) under more samples.
+  capture.stacks.insert(capture.stacks.begin(), {45, "app", {{1, 0x1100, UnresolvedReason::None}}, false, 1});
+  auto result = pprof_profile(capture, locator, {});
+  REQUIRE(result.ok());
+  const pb::Profile profile = decode(result->gzipped);
+  REQUIRE(profile.mapping_size() == 2);
+  CHECK(profile.string_table(static_cast<int>(profile.mapping(0).filename())) == "/usr/bin/app");
+  CHECK(profile.string_table(static_cast<int>(profile.mapping(1).filename())) == "/lib/libx.so");
+}
+
 TEST_CASE("pprof: the same capture gives the same bytes; no GSYM, no has_functions") {
   GsymLocator locator = make_locator();
   auto a = pprof_profile(make_capture(), locator, {});

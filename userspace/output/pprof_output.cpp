@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <map>
@@ -218,14 +219,24 @@ gsym::Expected<std::string> gzip(const std::string& bytes) {
 gsym::Expected<PprofProfile> pprof_profile(const Capture& capture, GsymLocator& locator,
                                            const SymbolizeOptions& options) {
   if (capture.modules.size() > INT32_MAX) return gsym::Error("pprof: too many modules");
-  // Distinct frames, in the order the stacks first use them.
+  // Distinct frames, in the order the stacks first use them, except that the
+  // root frame most samples share comes first: mappings are numbered as
+  // their locations appear, and pprof takes mapping 1 for the main binary,
+  // which is what most stacks start in (_start).
+  std::map<CaptureFrame, uint64_t> root_samples;
+  for (const CaptureStack& stack : capture.stacks)
+    if (stack.count != 0 && !stack.frames.empty()) root_samples[stack.frames.back()] += stack.count;
   std::map<CaptureFrame, uint64_t> location_ids;
   std::vector<CaptureFrame> frames;
-  for (const CaptureStack& stack : capture.stacks) {
-    if (stack.count == 0) continue;
-    for (const CaptureFrame& frame : stack.frames)
-      if (location_ids.try_emplace(frame, frames.size() + 1).second) frames.push_back(frame);
-  }
+  auto add_frame = [&](const CaptureFrame& frame) {
+    if (location_ids.try_emplace(frame, frames.size() + 1).second) frames.push_back(frame);
+  };
+  auto top_root = std::max_element(root_samples.begin(), root_samples.end(),
+                                   [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (top_root != root_samples.end()) add_frame(top_root->first);
+  for (const CaptureStack& stack : capture.stacks)
+    if (stack.count != 0)
+      for (const CaptureFrame& frame : stack.frames) add_frame(frame);
   Capture per_frame;
   per_frame.modules = capture.modules;
   per_frame.stacks.reserve(frames.size());
