@@ -17,6 +17,8 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 sample_mode = PROFILE_MODE_FRAME_POINTER;
 const volatile bool filter_by_tgid = false;
 const volatile bool follow_forks = false;
+/* Kernel frames with every sample (off: --user-callchains). */
+const volatile bool kernel_stacks = true;
 /* Stack-copy mode: bytes of user stack per record (multiple of 8, at most
  * PROFILE_MAX_STACK_COPY). A frozen rodata constant, so the verifier knows
  * the record size. */
@@ -88,10 +90,29 @@ static __always_inline void fill_header(struct profile_event_header* header, __u
   bpf_get_current_comm(header->comm, sizeof(header->comm));
 }
 
+/* The kernel part of the sample, leaf first, when it interrupted the kernel
+ * (a sample taken in user mode has none: bpf_get_stack returns 0). */
+static __always_inline __u32 read_kernel_stack(struct bpf_perf_event_data* ctx, __u64* ips,
+                                               __u32* flags) {
+  if (!kernel_stacks) return 0;
+  const long size = PROFILE_MAX_KERNEL_FRAMES * sizeof(__u64);
+  long bytes = bpf_get_stack(ctx, ips, size, 0);
+  if (bytes < 0) {
+    count(PROFILE_COUNTER_KERNEL_STACK_ERROR);
+    return 0;
+  }
+  if (bytes >= size) {
+    *flags |= PROFILE_KERNEL_STACK_TRUNCATED;
+    count(PROFILE_COUNTER_KERNEL_TRUNCATED);
+  }
+  return bytes / sizeof(__u64);
+}
+
 /* Stack-copy mode: user registers plus the top of the user stack, for the
  * CFI unwinder in user space. The registers are the task's user registers
  * (bpf_task_pt_regs), also when the sample interrupted a system call. */
-static __always_inline int send_stack_copy(struct task_struct* task, __u64 pid_tgid) {
+static __always_inline int send_stack_copy(struct bpf_perf_event_data* ctx,
+                                           struct task_struct* task, __u64 pid_tgid) {
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
   if (!regs) {
     count(PROFILE_COUNTER_NO_USER_STACK);
@@ -108,6 +129,8 @@ static __always_inline int send_stack_copy(struct task_struct* task, __u64 pid_t
   event->sp = sp;
   event->bp = BPF_CORE_READ(regs, bp);
   event->flags = 0;
+  event->reserved = 0;
+  event->kernel_frame_count = read_kernel_stack(ctx, event->kernel_ips, &event->flags);
 
   /* Main thread: nothing above the initial stack pointer (argv, environment)
    * is needed, and the stack mapping ends soon after it. */
@@ -137,31 +160,41 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
   count(PROFILE_COUNTER_SAMPLES);
 
   struct task_struct* task = bpf_get_current_task_btf();
-  if (!BPF_CORE_READ(task, mm)) { /* kernel thread: there is no user stack */
+  /* A kernel thread has no user stack: with kernel stacks its sample is
+   * kernel frames only (an fp record with no user frames, in either mode). */
+  bool kernel_thread = !BPF_CORE_READ(task, mm);
+  if (kernel_thread && !kernel_stacks) {
     count(PROFILE_COUNTER_NO_USER_STACK);
     return 0;
   }
-  if (sample_mode == PROFILE_MODE_STACK_COPY) return send_stack_copy(task, pid_tgid);
+  if (sample_mode == PROFILE_MODE_STACK_COPY && !kernel_thread)
+    return send_stack_copy(ctx, task, pid_tgid);
 
   struct profile_fp_stack_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {
     count(PROFILE_COUNTER_RINGBUF_FULL);
     return 0;
   }
-  long bytes = bpf_get_stack(ctx, event->ips, sizeof(event->ips), BPF_F_USER_STACK);
-  if (bytes < 0) {
-    count(PROFILE_COUNTER_STACK_ERROR);
-    bpf_ringbuf_discard(event, 0);
-    return 0;
+  event->flags = 0;
+  event->reserved = 0;
+  event->kernel_frame_count = read_kernel_stack(ctx, event->kernel_ips, &event->flags);
+  long bytes = 0;
+  if (!kernel_thread) {
+    bytes = bpf_get_stack(ctx, event->ips, sizeof(event->ips), BPF_F_USER_STACK);
+    if (bytes < 0) {
+      count(PROFILE_COUNTER_STACK_ERROR);
+      bpf_ringbuf_discard(event, 0);
+      return 0;
+    }
   }
-  if (bytes == 0) {
+  if (bytes == 0 && (!kernel_thread || event->kernel_frame_count == 0)) {
     count(PROFILE_COUNTER_NO_USER_STACK);
     bpf_ringbuf_discard(event, 0);
     return 0;
   }
+  if (kernel_thread) count(PROFILE_COUNTER_KERNEL_THREAD);
   fill_header(&event->header, PROFILE_EVENT_FP_STACK, sizeof(*event), pid_tgid);
   event->frame_count = bytes / sizeof(__u64);
-  event->flags = 0;
   /* A full buffer means the walk may have been cut at the depth limit. */
   if (bytes >= (long)sizeof(event->ips)) {
     event->flags |= PROFILE_STACK_TRUNCATED;

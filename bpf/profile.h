@@ -15,6 +15,10 @@
 #define PROFILE_COMM_LEN 16
 /* The kernel's default kernel.perf_event_max_stack. */
 #define PROFILE_MAX_FRAMES 127
+/* Kernel frames kept per sample, leafward of the user frames. Kernel stacks
+ * are shallow (16 KiB of stack; perf's samples here rarely pass 40 frames);
+ * a fuller one is flagged PROFILE_KERNEL_STACK_TRUNCATED and counted. */
+#define PROFILE_MAX_KERNEL_FRAMES 64
 
 /* Set in rodata before load: how user stacks are captured. */
 enum profile_mode {
@@ -42,6 +46,12 @@ enum profile_counter {
   PROFILE_COUNTER_EXEC_LOST,      /* an exec event could not be queued */
   PROFILE_COUNTER_STACK_COPY_SHORT, /* kept: the user stack could be copied only
                                        partly (or not at all) */
+  PROFILE_COUNTER_KERNEL_STACK_ERROR, /* kept without kernel frames:
+                                         bpf_get_stack(kernel) failed */
+  PROFILE_COUNTER_KERNEL_TRUNCATED,   /* kept: more kernel frames than
+                                         PROFILE_MAX_KERNEL_FRAMES */
+  PROFILE_COUNTER_KERNEL_THREAD,      /* kept: a kernel thread's sample (kernel
+                                         frames only) */
   PROFILE_COUNTER_COUNT,
 };
 
@@ -54,12 +64,17 @@ struct profile_event_header {
   char comm[PROFILE_COMM_LEN];
 };
 
-#define PROFILE_STACK_TRUNCATED 1u
+#define PROFILE_STACK_TRUNCATED 1u        /* the user stack was cut short */
+#define PROFILE_KERNEL_STACK_TRUNCATED 2u /* the kernel stack filled kernel_ips */
 
+/* Frame-pointer mode, and every kernel thread's sample (frame_count 0). */
 struct profile_fp_stack_event {
   struct profile_event_header header;
-  __u32 frame_count; /* valid entries of ips, leaf first */
-  __u32 flags;       /* PROFILE_STACK_* */
+  __u32 frame_count;        /* valid entries of ips, leaf first */
+  __u32 flags;              /* PROFILE_STACK_* */
+  __u32 kernel_frame_count; /* valid entries of kernel_ips, leaf first */
+  __u32 reserved;
+  __u64 kernel_ips[PROFILE_MAX_KERNEL_FRAMES];
   __u64 ips[PROFILE_MAX_FRAMES];
 };
 
@@ -72,6 +87,9 @@ struct profile_stack_copy_event {
   __u64 ip, sp, bp;
   __u32 stack_size; /* valid bytes of stack[] */
   __u32 flags;      /* PROFILE_STACK_* */
+  __u32 kernel_frame_count; /* valid entries of kernel_ips, leaf first */
+  __u32 reserved;
+  __u64 kernel_ips[PROFILE_MAX_KERNEL_FRAMES];
   __u8 stack[];
 };
 

@@ -44,16 +44,22 @@ Capture sample_capture() {
   c.processes.push_back({10, "app", {1, 0}});
   CaptureStack s1{10, "app", {{1, 0x1234, UnresolvedReason::None}, {0, 0x99, UnresolvedReason::None}}, false, 5};
   CaptureStack s2{20, "other", {{2, 0x401000, UnresolvedReason::None}}, false, 3};
-  CaptureStack s3{10, "app", {{-1, 0x7ffd0000, UnresolvedReason::AnonymousMapping}, {1, 0x1000, UnresolvedReason::None}}, true, 1};
+  CaptureStack s3{10, "app", {{-1, 0x7ffd0000, UnresolvedReason::AnonymousMapping}, {1, 0x1000, UnresolvedReason::None}}, true, 1, 10};
+  s2.frames.insert(s2.frames.begin(), CaptureFrame{-1, 0xffffffff81000010, UnresolvedReason::None, true});
+  s1.tid = 11;
+  s2.tid = 20;
   c.stacks = {s1, s2, s3, s1};
   c.samples = 5 + 3 + 1 + 5;
+  c.kernel.build_id = *BuildId::from_hex("cccc");
+  c.kernel.symbols = {{0xffffffff81000100, 0xffffffff81000180, "ext4_read", "ext4"},
+                      {0xffffffff81000000, 0xffffffff81000100, "do_syscall_64", ""}};
   return c;
 }
 
 const char* kSampleJson =
     "{\n"
     "\"format\": \"gsymprof-capture\",\n"
-    "\"version\": 1,\n"
+    "\"version\": 2,\n"
     "\"host\": \"box\",\n"
     "\"kernel_release\": \"6.18.0\",\n"
     "\"frequency_hz\": 999,\n"
@@ -62,6 +68,10 @@ const char* kSampleJson =
     "\"call_graph\": \"fp\",\n"
     "\"samples\": 14,\n"
     "\"lost\": {\"ringbuf_full\":0,\"stack_error\":2},\n"
+    "\"kernel\": {\"build_id\":\"cccc\",\"error\":\"\",\"symbols\":[\n"
+    "  {\"start\":\"0xffffffff81000000\",\"end\":\"0xffffffff81000100\",\"name\":\"do_syscall_64\",\"module\":\"\"},\n"
+    "  {\"start\":\"0xffffffff81000100\",\"end\":\"0xffffffff81000180\",\"name\":\"ext4_read\",\"module\":\"ext4\"}\n"
+    "]},\n"
     "\"modules\": [\n"
     "  {\"path\":\"/bin/app\",\"build_id\":\"aaaa\",\"load_bias\":\"0x555500000000\",\"mappings\":["
     "{\"start\":\"0x555500000000\",\"end\":\"0x555500001000\",\"file_offset\":\"0x0\",\"perms\":\"r--p\"},"
@@ -81,11 +91,12 @@ const char* kSampleJson =
     "  {\"pid\":20,\"comm\":\"other\",\"modules\":[1]}\n"
     "],\n"
     "\"stacks\": [\n"
-    "  {\"pid\":10,\"comm\":\"app\",\"count\":1,\"truncated\":true,\"frames\":["
+    "  {\"pid\":10,\"tid\":10,\"comm\":\"app\",\"count\":1,\"truncated\":true,\"frames\":["
     "{\"unresolved\":\"anonymous-mapping\",\"address\":\"0x7ffd0000\"},{\"module\":0,\"address\":\"0x1000\"}]},\n"
-    "  {\"pid\":10,\"comm\":\"app\",\"count\":10,\"truncated\":false,\"frames\":["
+    "  {\"pid\":10,\"tid\":11,\"comm\":\"app\",\"count\":10,\"truncated\":false,\"frames\":["
     "{\"module\":0,\"address\":\"0x1234\"},{\"module\":2,\"address\":\"0x99\"}]},\n"
-    "  {\"pid\":20,\"comm\":\"other\",\"count\":3,\"truncated\":false,\"frames\":["
+    "  {\"pid\":20,\"tid\":20,\"comm\":\"other\",\"count\":3,\"truncated\":false,\"frames\":["
+    "{\"kernel\":true,\"address\":\"0xffffffff81000010\"},"
     "{\"module\":1,\"address\":\"0x401000\"}]}\n"
     "]\n"
     "}\n";
@@ -209,8 +220,8 @@ TEST_CASE("capture JSON: strict parser, one-line errors naming the field") {
   CHECK(error_of(edited([](json& d) { d["format"] = "perf"; })) ==
         "format: not a gsymprof capture (format is \"perf\")");
   CHECK(error_of(edited([](json& d) { d.erase("format"); })) == "format: missing field");
-  CHECK(error_of(edited([](json& d) { d["version"] = 2; })) ==
-        "version: unsupported capture version 2 (this gsymprof reads version 1)");
+  CHECK(error_of(edited([](json& d) { d["version"] = 3; })) ==
+        "version: unsupported capture version 3 (this gsymprof reads versions 1 to 2)");
   CHECK(error_of(edited([](json& d) { d["version"] = "1"; })) ==
         "version: expected an unsigned integer, got a string");
   CHECK(error_of(edited([](json& d) { d.erase("host"); })) == "host: missing field");
@@ -256,9 +267,9 @@ TEST_CASE("capture JSON: strict parser, one-line errors naming the field") {
   CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0]["module"] = -1; })) ==
         "stacks[1].frames[0].module: expected an unsigned integer, got a negative one");
   CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0]["unresolved"] = "no-mapping"; })) ==
-        "stacks[1].frames[0]: a frame needs exactly one of \"module\" and \"unresolved\"");
+        "stacks[1].frames[0]: a frame needs exactly one of \"module\", \"unresolved\" and \"kernel\"");
   CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0].erase("module"); })) ==
-        "stacks[1].frames[0]: a frame needs exactly one of \"module\" and \"unresolved\"");
+        "stacks[1].frames[0]: a frame needs exactly one of \"module\", \"unresolved\" and \"kernel\"");
   CHECK(error_of(edited([](json& d) { d["stacks"][0]["frames"][0]["unresolved"] = "none"; })) ==
         "stacks[0].frames[0].unresolved: unknown reason \"none\"");
   CHECK(error_of(edited([](json& d) { d["stacks"][0]["frames"][0]["unresolved"] = 3; })) ==
@@ -276,6 +287,33 @@ TEST_CASE("capture JSON: strict parser, one-line errors naming the field") {
           d["stacks"][0]["count"] = UINT64_MAX;
           d["stacks"][1]["count"] = 2;
         })) == "stacks[1].count: sample counts overflow 64 bits");
+  // Version 2: kernel frames and symbols, threads.
+  CHECK(error_of(edited([](json& d) { d["stacks"][2]["frames"][0]["kernel"] = false; })) ==
+        "stacks[2].frames[0].kernel: must be true when present");
+  CHECK(error_of(edited([](json& d) { d["stacks"][2]["frames"][0]["module"] = 1; })) ==
+        "stacks[2].frames[0]: a frame needs exactly one of \"module\", \"unresolved\" and \"kernel\"");
+  CHECK(error_of(edited([](json& d) { d["kernel"]["symbols"][1]["start"] = "0xffffffff810000f0"; })) ==
+        "kernel.symbols[1]: overlaps or precedes the symbol before it");
+  CHECK(error_of(edited([](json& d) { d["kernel"]["symbols"][0]["end"] = "0xffffffff81000000"; })) ==
+        "kernel.symbols[0]: start is not below end");
+  CHECK(error_of(edited([](json& d) { d["kernel"]["symbols"][0].erase("name"); })) ==
+        "kernel.symbols[0].name: missing field");
+  CHECK(error_of(edited([](json& d) { d["kernel"]["build_id"] = "xyz"; })) ==
+        "kernel.build_id: not an even-length hex string");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["tid"] = -1; })) ==
+        "stacks[0].tid: expected an unsigned integer, got a negative one");
+  // Version 1 (no kernel, no tids) still reads.
+  {
+    json doc = json::parse(capture_to_json(sample_capture()));
+    doc["version"] = 1;
+    doc.erase("kernel");
+    doc["stacks"][2]["frames"].erase(0);
+    for (json& stack : doc["stacks"]) stack.erase("tid");
+    auto parsed = capture_from_json(doc.dump());
+    REQUIRE(parsed);
+    CHECK(parsed->kernel.symbols.empty());
+    CHECK(parsed->stacks[1].tid == 0);
+  }
   // Unknown fields are ignored (compatible additions need no new version).
   CHECK(error_of(edited([](json& d) {
           d["future"] = {1, 2};
@@ -323,7 +361,7 @@ TEST_CASE("capture files: atomic write, read back, errors name the file") {
   }
   auto bad = read_capture_file(path);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.error().message == path + ": version: unsupported capture version 9 (this gsymprof reads version 1)");
+  CHECK(bad.error().message == path + ": version: unsupported capture version 9 (this gsymprof reads versions 1 to 2)");
 
   auto unwritable = write_capture_file(sample_capture(), (dir / "no/such/dir.json").string());
   CHECK_FALSE(unwritable.ok());
@@ -440,13 +478,13 @@ TEST_CASE("capture JSON: duplicate fields are rejected") {
     text.replace(text.find(from), from.size(), to);
     return text;
   };
-  CHECK(error_of(with("\"version\": 1,", "\"version\": 1, \"version\": 1,")) == "version: duplicate field");
+  CHECK(error_of(with("\"version\": 2,", "\"version\": 2, \"version\": 2,")) == "version: duplicate field");
   CHECK(error_of(with("\"count\":1,", "\"count\":1,\"count\":1,")) == "stacks[0].count: duplicate field");
   CHECK(error_of(with("{\"ringbuf_full\":0,", "{\"ringbuf_full\":0,\"ringbuf_full\":0,")) ==
         "lost.\"ringbuf_full\": duplicate field");
   CHECK(error_of(with("\"stacks\": [", "\"stacks\": [], \"stacks\": [")) == "stacks: duplicate field");
   // Unknown fields are not interpreted, so they may repeat.
-  CHECK(error_of(with("\"version\": 1,", "\"version\": 1, \"x\": 1, \"x\": [],")) == "");
+  CHECK(error_of(with("\"version\": 2,", "\"version\": 2, \"x\": 1, \"x\": [],")) == "");
 }
 
 TEST_CASE("capture JSON: bounded memory for hostile shapes") {

@@ -133,9 +133,9 @@ TEST_CASE("stack aggregator: counts raw stacks, normalizes each once, builds a c
 
   uint64_t a[] = {0x400100, 0x7f0000000200, 0x400050};
   uint64_t b[] = {0x400100, 0x20, 0x7f1000000010};
-  for (int i = 0; i < 3; ++i) aggregator.add({10, 10, "app", a, false});
-  aggregator.add({10, 11, "app", b, true});
-  aggregator.add({10, 12, "worker", a, false});
+  for (int i = 0; i < 3; ++i) aggregator.add({10, 10, "app", a, false, {}});
+  aggregator.add({10, 11, "app", b, true, {}});
+  aggregator.add({10, 12, "worker", a, false, {}});
   CHECK(aggregator.samples() == 5);
   CHECK(aggregator.unique_stacks() == 3);
   // First sight only: the unknown 0x20 came within min_interval of it.
@@ -158,9 +158,9 @@ TEST_CASE("stack aggregator: counts raw stacks, normalizes each once, builds a c
   CHECK(capture.modules[0].mappings[0].start == 0x400000);
 
   REQUIRE(capture.stacks.size() == 3);
-  // Stacks sorted by (pid, comm, frames, truncated); frames compare module
-  // index first, so the unresolved frame (-1) sorts the truncated stack first.
-  const CaptureStack& s0 = capture.stacks[1];
+  // Stacks sorted by (pid, tid, comm, frames, truncated).
+  const CaptureStack& s0 = capture.stacks[0];
+  CHECK(s0.tid == 10);
   CHECK(s0.comm == "app");
   CHECK(s0.count == 3);
   CHECK(!s0.truncated);
@@ -169,7 +169,8 @@ TEST_CASE("stack aggregator: counts raw stacks, normalizes each once, builds a c
   CHECK(s0.frames[1] == CaptureFrame{2, 0x11ff, UnresolvedReason::None});   // IP - 1
   CHECK(s0.frames[2] == CaptureFrame{0, 0x104f, UnresolvedReason::None});
 
-  const CaptureStack& s1 = capture.stacks[0];
+  const CaptureStack& s1 = capture.stacks[1];
+  CHECK(s1.tid == 11);
   CHECK(s1.comm == "app");
   CHECK(s1.truncated);
   REQUIRE(s1.frames.size() == 3);
@@ -181,4 +182,41 @@ TEST_CASE("stack aggregator: counts raw stacks, normalizes each once, builds a c
 
   CHECK(capture.stacks[2].comm == "worker");
   CHECK(capture.stacks[2].count == 1);
+}
+
+TEST_CASE("stack aggregator: kernel frames go leafward of the user frames, leaf exact") {
+  FakeProc proc;
+  proc.maps[10] = std::string(kApp) + kLib;
+  ProcessTable table(proc.source());
+  StackAggregator aggregator(table);
+  uint64_t user[] = {0x400100, 0x400050};
+  uint64_t kernel[] = {0xffffffff81000010, 0xffffffff81000500};
+  uint64_t other_kernel[] = {0xffffffff81000010};
+  aggregator.add({10, 10, "app", user, false, kernel});
+  aggregator.add({10, 10, "app", user, false, kernel});
+  aggregator.add({10, 10, "app", user, false, other_kernel});
+  aggregator.add({10, 10, "app", user, false, {}});
+  // A kernel thread: kernel frames only.
+  aggregator.add({2, 2, "kworker/0:1", {}, false, kernel});
+  CHECK(aggregator.unique_stacks() == 4);
+
+  Capture capture;
+  aggregator.build(capture);
+  REQUIRE(capture.stacks.size() == 4);
+  const CaptureStack& thread = capture.stacks[0];
+  CHECK(thread.pid == 2);
+  REQUIRE(thread.frames.size() == 2);
+  CHECK(thread.frames[0].kernel);
+  CHECK(thread.frames[0].address == 0xffffffff81000010);  // the leaf: exact
+  CHECK(thread.frames[1].address == 0xffffffff810004ff);  // return address - 1
+  const CaptureStack* both = nullptr;
+  for (const CaptureStack& s : capture.stacks)
+    if (s.pid == 10 && s.frames.size() == 4) both = &s;
+  REQUIRE(both);
+  CHECK(both->count == 2);
+  CHECK(both->frames[0] == CaptureFrame{-1, 0xffffffff81000010, UnresolvedReason::None, true});
+  CHECK(both->frames[1] == CaptureFrame{-1, 0xffffffff810004ff, UnresolvedReason::None, true});
+  // The user leaf stays exact, as without kernel frames.
+  CHECK(both->frames[2] == CaptureFrame{0, 0x1100, UnresolvedReason::None});
+  CHECK(both->frames[3] == CaptureFrame{0, 0x104f, UnresolvedReason::None});
 }

@@ -372,3 +372,36 @@ TEST_CASE("symbolize: one sorted table of distinct frames, stacks hold ids") {
   REQUIRE(result.ok());
   for (const SymbolizedFrame& frame : result->frames) CHECK(frame.kind != FrameKind::Truncated);
 }
+
+TEST_CASE("symbolize: kernel frames named from the capture's kernel symbols, suffixed _[k]") {
+  GsymLocator locator = make_locator();
+  Capture capture = make_capture();
+  capture.stacks.clear();
+  CaptureFrame sys_read{-1, 0xffffffff81000210, UnresolvedReason::None, true};
+  CaptureFrame entry{-1, 0xffffffff81000020, UnresolvedReason::None, true};
+  CaptureFrame in_module{-1, 0xffffffffc0000010, UnresolvedReason::None, true};
+  CaptureFrame nowhere{-1, 0xffffffff90000000, UnresolvedReason::None, true};
+  // Leaf first: kernel frames, then the user frames.
+  capture.stacks.push_back({42, "app", {sys_read, entry, in(kApp, 0x1050)}, false, 3, 42});
+  capture.stacks.push_back({42, "app", {in_module, entry, in(kApp, 0x1050)}, false, 1, 43});
+  capture.stacks.push_back({2, "kworker/0:1", {nowhere, entry}, false, 2, 2});
+  capture.kernel.build_id = *BuildId::from_hex("abcd");
+  capture.kernel.symbols = {{0xffffffff81000000, 0xffffffff81000100, "entry_SYSCALL_64", ""},
+                            {0xffffffff81000200, 0xffffffff81000300, "ksys_read", ""},
+                            {0xffffffffc0000000, 0xffffffffc0000100, "ext4_file_read_iter", "ext4"}};
+  auto result = symbolize(capture, locator);
+  REQUIRE(result.ok());
+  CHECK(folded_text(*result) ==
+        "app;main;entry_SYSCALL_64_[k];ext4_file_read_iter [ext4]_[k] 1\n"
+        "app;main;entry_SYSCALL_64_[k];ksys_read_[k] 3\n"
+        "kworker/0:1;entry_SYSCALL_64_[k];[kernel]_[k] 2\n");
+  CHECK(result->stats.kernel_frames == 6);
+  CHECK(result->stats.unnamed_kernel_frames == 1);
+  for (const SymbolizedFrame& frame : result->frames)
+    if (frame.kind == FrameKind::Kernel) {
+      CHECK(frame.module_path == "[kernel.kallsyms]");
+      CHECK(frame.build_id.hex() == "abcd");
+    }
+  // No GSYM is looked up for kernel frames.
+  CHECK(result->stats.lookups == 1);
+}

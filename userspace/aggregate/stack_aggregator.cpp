@@ -11,31 +11,82 @@
 
 namespace gsymprof {
 
-size_t StackAggregator::KeyHash::hash(uint32_t image, bool truncated, const Comm& comm,
-                                      std::span<const uint64_t> ips) {
-  // FNV-1a over the fields; stacks are short and this runs once per sample.
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](uint64_t v) {
-    h ^= v;
-    h *= 1099511628211ull;
-  };
-  mix(image);
-  mix(truncated);
-  uint64_t comm_words[2];
-  std::memcpy(comm_words, comm.data(), sizeof(comm_words));
-  mix(comm_words[0]);
-  mix(comm_words[1]);
-  for (uint64_t ip : ips) mix(ip);
-  return static_cast<size_t>(h);
+namespace {
+
+// FNV-1a over the key's fields; stacks are short and this runs once per sample.
+class KeyHasher {
+ public:
+  void mix(uint64_t v) {
+    h_ ^= v;
+    h_ *= 1099511628211ull;
+  }
+  template <class Comm>
+  void mix_comm(const Comm& comm) {
+    uint64_t words[2];
+    static_assert(sizeof(words) == sizeof(comm));
+    std::memcpy(words, comm.data(), sizeof(words));
+    mix(words[0]);
+    mix(words[1]);
+  }
+  void mix(std::span<const uint64_t> ips) {
+    for (uint64_t ip : ips) mix(ip);
+  }
+  size_t value() const { return static_cast<size_t>(h_); }
+
+ private:
+  uint64_t h_ = 1469598103934665603ull;
+};
+
+template <class K>
+void mix_header(KeyHasher& h, const K& k) {
+  h.mix(k.image);
+  h.mix(k.tid);
+  h.mix(k.truncated);
+  h.mix(k.kernel_count);
+  h.mix_comm(k.comm);
+}
+
+}  // namespace
+
+size_t StackAggregator::KeyHash::operator()(const Key& k) const {
+  KeyHasher h;
+  mix_header(h, k);
+  h.mix(k.ips);
+  return h.value();
+}
+
+size_t StackAggregator::KeyHash::operator()(const KeyView& k) const {
+  KeyHasher h;
+  mix_header(h, k);
+  h.mix(k.kernel_ips);
+  h.mix(k.user_ips);
+  return h.value();
+}
+
+bool StackAggregator::KeyEqual::operator()(const Key& a, const Key& b) const {
+  return a.image == b.image && a.tid == b.tid && a.truncated == b.truncated &&
+         a.kernel_count == b.kernel_count && a.comm == b.comm && a.ips == b.ips;
+}
+
+bool StackAggregator::KeyEqual::operator()(const KeyView& a, const Key& b) const {
+  if (a.image != b.image || a.tid != b.tid || a.truncated != b.truncated ||
+      a.kernel_count != b.kernel_count || a.comm != b.comm ||
+      a.kernel_ips.size() + a.user_ips.size() != b.ips.size())
+    return false;
+  return std::equal(a.kernel_ips.begin(), a.kernel_ips.end(), b.ips.begin()) &&
+         std::equal(a.user_ips.begin(), a.user_ips.end(), b.ips.begin() + a.kernel_ips.size());
 }
 
 void StackAggregator::add(const RawSample& sample) {
   ++samples_;
   KeyView view;
   view.image = processes_.current_image(sample.pid);
+  view.tid = sample.tid;
   view.truncated = sample.truncated;
+  view.kernel_count = static_cast<uint32_t>(sample.kernel_ips.size());
   std::memcpy(view.comm.data(), sample.comm.data(), std::min(sample.comm.size(), view.comm.size()));
-  view.ips = sample.ips;
+  view.kernel_ips = sample.kernel_ips;
+  view.user_ips = sample.ips;
   auto it = stacks_.find(view);
   if (it != stacks_.end()) {
     ++it->second;
@@ -45,9 +96,11 @@ void StackAggregator::add(const RawSample& sample) {
   lookup_scratch_.clear();
   for (size_t i = 0; i < sample.ips.size(); ++i)
     lookup_scratch_.push_back(lookup_address(sample.ips[i], i));
-  processes_.cover(view.image, lookup_scratch_);
-  Key key{view.image, view.truncated, view.comm,
-          std::vector<uint64_t>(sample.ips.begin(), sample.ips.end())};
+  if (!lookup_scratch_.empty()) processes_.cover(view.image, lookup_scratch_);
+  Key key{view.image, view.tid, view.truncated, view.kernel_count, view.comm, {}};
+  key.ips.reserve(sample.kernel_ips.size() + sample.ips.size());
+  key.ips.assign(sample.kernel_ips.begin(), sample.kernel_ips.end());
+  key.ips.insert(key.ips.end(), sample.ips.begin(), sample.ips.end());
   stacks_.emplace(std::move(key), 1);
 }
 
@@ -96,6 +149,7 @@ void StackAggregator::build(Capture& capture) const {
     const ProcessImage& image = processes_.image(key.image);
     CaptureStack stack;
     stack.pid = image.pid;
+    stack.tid = key.tid;
     stack.comm = std::string(key.comm.data(), strnlen(key.comm.data(), key.comm.size()));
     stack.truncated = key.truncated;
     stack.count = count;
@@ -103,16 +157,26 @@ void StackAggregator::build(Capture& capture) const {
     auto [pit, new_process] = process_index.try_emplace(image.pid, capture.processes.size());
     if (new_process) capture.processes.push_back({image.pid, stack.comm, {}});
 
-    for (size_t i = 0; i < key.ips.size(); ++i) {
-      NormalizedFrame nf = normalize_frame(image, key.ips[i], i);
+    // Kernel frames: the kernel's own addresses, leaf exact, return
+    // addresses minus one.
+    for (size_t i = 0; i < key.kernel_count; ++i) {
+      CaptureFrame frame;
+      frame.kernel = true;
+      frame.address = lookup_address(key.ips[i], i);
+      stack.frames.push_back(frame);
+    }
+    const std::span<const uint64_t> user_ips =
+        std::span<const uint64_t>(key.ips).subspan(key.kernel_count);
+    for (size_t i = 0; i < user_ips.size(); ++i) {
+      NormalizedFrame nf = normalize_frame(image, user_ips[i], i);
       CaptureFrame frame;
       if (nf.module >= 0) {
         frame.module = capture_module(key.image, nf.module);
         frame.address = nf.address;
       } else if (nf.reason == UnresolvedReason::ModuleUnreadable) {
-        int32_t map = image.find_map(lookup_address(key.ips[i], i));
+        int32_t map = image.find_map(lookup_address(user_ips[i], i));
         frame.module = capture_module(key.image, image.map_module[static_cast<size_t>(map)]);
-        frame.address = lookup_address(key.ips[i], i) -
+        frame.address = lookup_address(user_ips[i], i) -
                         capture.modules[static_cast<size_t>(frame.module)].load_bias;
       } else {
         frame.address = nf.address;

@@ -1,7 +1,8 @@
 // userspace/aggregate/stack_aggregator.h - stage: raw samples -> unique stacks with
 // counts -> Capture.
 //
-// Samples are aggregated on the raw (process image, comm, IPs) first; each
+// Samples are aggregated on the raw (process image, thread, comm, kernel
+// IPs, user IPs) first; each
 // unique stack is normalized once, in build(). add() checks the addresses of
 // a stack only the first time it is seen, reading the process's maps again
 // when one lies outside every known mapping (dlopen). Nothing here
@@ -39,32 +40,31 @@ class StackAggregator {
 
  private:
   using Comm = std::array<char, 16>;
+  // ips holds the kernel frames (kernel_count of them), then the user frames.
   struct Key {
-    uint32_t image = 0;
+    uint32_t image = 0, tid = 0;
     bool truncated = false;
+    uint32_t kernel_count = 0;
     Comm comm{};
     std::vector<uint64_t> ips;
   };
   struct KeyView {
-    uint32_t image = 0;
+    uint32_t image = 0, tid = 0;
     bool truncated = false;
+    uint32_t kernel_count = 0;
     Comm comm{};
-    std::span<const uint64_t> ips;
+    std::span<const uint64_t> kernel_ips, user_ips;
   };
   struct KeyHash {
     using is_transparent = void;
-    size_t operator()(const Key& k) const { return hash(k.image, k.truncated, k.comm, k.ips); }
-    size_t operator()(const KeyView& k) const { return hash(k.image, k.truncated, k.comm, k.ips); }
-    static size_t hash(uint32_t image, bool truncated, const Comm& comm,
-                       std::span<const uint64_t> ips);
+    size_t operator()(const Key& k) const;
+    size_t operator()(const KeyView& k) const;
   };
   struct KeyEqual {
     using is_transparent = void;
-    template <class A, class B>
-    bool operator()(const A& a, const B& b) const {
-      return a.image == b.image && a.truncated == b.truncated && a.comm == b.comm &&
-             std::equal(a.ips.begin(), a.ips.end(), b.ips.begin(), b.ips.end());
-    }
+    bool operator()(const Key& a, const Key& b) const;
+    bool operator()(const KeyView& a, const Key& b) const;
+    bool operator()(const Key& a, const KeyView& b) const { return (*this)(b, a); }
   };
 
   ProcessTable& processes_;

@@ -89,7 +89,9 @@ void canonicalize(Capture& capture) {
   for (CaptureStack& s : capture.stacks)
     for (CaptureFrame& f : s.frames)
       if (f.module >= 0) f.module = remap(f.module);
-  auto stack_key = [](const CaptureStack& s) { return std::tie(s.pid, s.comm, s.frames, s.truncated); };
+  auto stack_key = [](const CaptureStack& s) {
+    return std::tie(s.pid, s.tid, s.comm, s.frames, s.truncated);
+  };
   std::sort(capture.stacks.begin(), capture.stacks.end(),
             [&](const CaptureStack& a, const CaptureStack& b) { return stack_key(a) < stack_key(b); });
   std::vector<CaptureStack> merged;
@@ -98,6 +100,20 @@ void canonicalize(Capture& capture) {
     else merged.push_back(std::move(s));
   }
   capture.stacks = std::move(merged);
+
+  std::vector<KernelSymbol>& symbols = capture.kernel.symbols;
+  auto symbol_key = [](const KernelSymbol& k) { return std::tie(k.start, k.end, k.name, k.module); };
+  std::sort(symbols.begin(), symbols.end(),
+            [&](const KernelSymbol& a, const KernelSymbol& b) { return symbol_key(a) < symbol_key(b); });
+  symbols.erase(std::unique(symbols.begin(), symbols.end()), symbols.end());
+}
+
+const KernelSymbol* find_kernel_symbol(const CaptureKernel& kernel, uint64_t address) {
+  auto it = std::upper_bound(kernel.symbols.begin(), kernel.symbols.end(), address,
+                             [](uint64_t a, const KernelSymbol& k) { return a < k.start; });
+  if (it == kernel.symbols.begin()) return nullptr;
+  --it;
+  return address < it->end ? &*it : nullptr;
 }
 
 }  // namespace gsymprof

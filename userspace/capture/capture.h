@@ -46,11 +46,15 @@ struct CaptureModule {
 
 struct CaptureFrame {
   // module >= 0: index into Capture::modules, address = unslid_addr (already
-  // adjusted by -1 for return addresses). module < 0: address = runtime_addr,
-  // reason says why it is unresolved.
+  // adjusted by -1 for return addresses). kernel: a kernel frame, address =
+  // the kernel address to look up (the sampled IP for the stack's leaf,
+  // return address - 1 for the others), named from Capture::kernel.
+  // Otherwise (module < 0): address = runtime_addr, reason says why it is
+  // unresolved.
   int32_t module = -1;
   uint64_t address = 0;
   UnresolvedReason reason = UnresolvedReason::None;
+  bool kernel = false;
   bool operator==(const CaptureFrame&) const = default;
   auto operator<=>(const CaptureFrame&) const = default;
 };
@@ -58,9 +62,27 @@ struct CaptureFrame {
 struct CaptureStack {
   uint32_t pid = 0;
   std::string comm;
-  std::vector<CaptureFrame> frames;  // leaf first
-  bool truncated = false;            // the unwinder stopped early
+  std::vector<CaptureFrame> frames;  // leaf first: kernel frames, then user frames
+  bool truncated = false;            // the user-stack unwinder stopped early
   uint64_t count = 0;
+  uint32_t tid = 0;                  // the sampled thread (0: unknown, version 1)
+};
+
+// A kernel symbol some kernel frame falls in, from the recording machine's
+// /proc/kallsyms: [start, end) (end = the next symbol's start).
+struct KernelSymbol {
+  uint64_t start = 0, end = 0;
+  std::string name;
+  std::string module;  // "" for the kernel image, else the module ("ext4")
+  bool operator==(const KernelSymbol&) const = default;
+};
+
+// What names kernel frames: the recording kernel's symbols, only those some
+// frame needs (a capture does not carry all of kallsyms).
+struct CaptureKernel {
+  BuildId build_id;                   // the recording kernel's GNU build ID
+  std::vector<KernelSymbol> symbols;  // sorted by start, disjoint
+  std::string error;                  // why frames have no names ("" = fine)
 };
 
 struct CaptureProcess {
@@ -80,12 +102,17 @@ struct Capture {
   std::vector<CaptureModule> modules;
   std::vector<CaptureProcess> processes;
   std::vector<CaptureStack> stacks;
+  CaptureKernel kernel;
 };
+
+// The symbol holding kernel address `address`, or nullptr.
+const KernelSymbol* find_kernel_symbol(const CaptureKernel& kernel, uint64_t address);
 
 // Puts a capture in canonical order so equal captures serialize to equal
 // bytes: modules sorted by (path, build ID, load bias, mappings) with frame and
 // process indexes remapped, processes sorted by pid, identical stacks merged
-// (counts added) and stacks sorted by (pid, comm, frames, truncated).
+// (counts added) and stacks sorted by (pid, tid, comm, frames, truncated);
+// kernel symbols sorted by start, duplicates dropped.
 void canonicalize(Capture& capture);
 
 // The stable names used for UnresolvedReason in capture files and reports

@@ -214,13 +214,14 @@ class SectionCounter {
 // What a JSON container or field is, for the SAX handler.
 enum class Node : uint8_t {
   Root, Lost, Modules, Module, Mappings, Mapping, Processes, Process, ProcessModules,
-  Stacks, Stack, Frames, Frame,
+  Stacks, Stack, Frames, Frame, Kernel, KernelSymbols, KernelSymbol,
   Skip,  // not interpreted (unknown field, section of another pass, after an error)
 };
 
 bool is_array(Node node) {
   return node == Node::Modules || node == Node::Mappings || node == Node::Processes ||
-         node == Node::ProcessModules || node == Node::Stacks || node == Node::Frames;
+         node == Node::ProcessModules || node == Node::Stacks || node == Node::Frames ||
+         node == Node::KernelSymbols;
 }
 
 enum Field : uint8_t {
@@ -231,11 +232,12 @@ enum Field : uint8_t {
   kStart, kEnd, kFileOffset, kPerms,
   kPid, kComm, kCount, kTruncated, kFrames,
   kModule, kUnresolved, kAddress,
+  kKernel, kSymbols, kName, kTid,  // version 2
   kElement,    // an array element
   kLostEntry,  // a value in `lost`
   kFieldCount
 };
-static_assert(kFieldCount <= 33, "seen bits are a uint32_t indexed by Field - 1");
+static_assert(kFieldCount <= 65, "seen bits are a uint64_t indexed by Field - 1");
 
 constexpr const char* kFieldNames[kFieldCount] = {
     "", "format", "version", "host", "kernel_release", "frequency_hz", "start_time_unix_ns",
@@ -243,17 +245,19 @@ constexpr const char* kFieldNames[kFieldCount] = {
     "path", "build_id", "load_bias", "mappings", "error",
     "start", "end", "file_offset", "perms",
     "pid", "comm", "count", "truncated", "frames",
-    "module", "unresolved", "address", "", ""};
+    "module", "unresolved", "address", "kernel", "symbols", "name", "tid", "", ""};
 
 // Each object's fields, in the order missing ones are reported.
 constexpr Field kRootFields[] = {kFormat, kVersion, kHost, kKernelRelease, kFrequencyHz,
                                  kStartTime, kDuration, kCallGraph, kSamples, kLost,
-                                 kModules, kProcesses, kStacks};
+                                 kModules, kProcesses, kStacks, kKernel};
 constexpr Field kModuleFields[] = {kPath, kBuildId, kLoadBias, kError, kMappings};
 constexpr Field kMappingFields[] = {kStart, kEnd, kFileOffset, kPerms};
 constexpr Field kProcessFields[] = {kPid, kComm, kModules};
-constexpr Field kStackFields[] = {kPid, kComm, kCount, kTruncated, kFrames};
-constexpr Field kFrameFields[] = {kAddress, kModule, kUnresolved};  // only address is required
+constexpr Field kStackFields[] = {kPid, kComm, kCount, kTruncated, kFrames, kTid};
+constexpr Field kFrameFields[] = {kAddress, kModule, kUnresolved, kKernel};  // only address is required
+constexpr Field kKernelFields[] = {kBuildId, kError, kSymbols};
+constexpr Field kKernelSymbolFields[] = {kStart, kEnd, kName, kModule};
 constexpr Field kSectionFields[] = {kModules, kProcesses, kStacks};   // by Section
 
 std::span<const Field> fields_of(Node node) {
@@ -264,11 +268,19 @@ std::span<const Field> fields_of(Node node) {
     case Node::Process: return kProcessFields;
     case Node::Stack: return kStackFields;
     case Node::Frame: return kFrameFields;
+    case Node::Kernel: return kKernelFields;
+    case Node::KernelSymbol: return kKernelSymbolFields;
     default: return {};
   }
 }
 
-uint32_t bit(Field field) { return uint32_t{1} << (field - 1); }
+// Fields a version-1 capture has not: never reported missing (a version-2
+// writer writes them all).
+bool is_optional(Node node, Field field) {
+  return (node == Node::Root && field == kKernel) || (node == Node::Stack && field == kTid);
+}
+
+uint64_t bit(Field field) { return uint64_t{1} << (field - 1); }
 
 // What a value must be, and for a container what it holds.
 enum class Want : uint8_t { Skip, String, Unsigned, U32, Hex, Bool, Object, Array };
@@ -291,6 +303,20 @@ Slot slot_for(Node parent, Field field) {
         case kModules: return s(Want::Array, Node::Modules);
         case kProcesses: return s(Want::Array, Node::Processes);
         case kStacks: return s(Want::Array, Node::Stacks);
+        case kKernel: return s(Want::Object, Node::Kernel);
+        default: return {};
+      }
+    case Node::Kernel:
+      switch (field) {
+        case kBuildId: case kError: return s(Want::String);
+        case kSymbols: return s(Want::Array, Node::KernelSymbols);
+        default: return {};
+      }
+    case Node::KernelSymbols: return s(Want::Object, Node::KernelSymbol);
+    case Node::KernelSymbol:
+      switch (field) {
+        case kStart: case kEnd: return s(Want::Hex);
+        case kName: case kModule: return s(Want::String);
         default: return {};
       }
     case Node::Lost: return s(Want::Unsigned);
@@ -318,7 +344,7 @@ Slot slot_for(Node parent, Field field) {
     case Node::Stacks: return s(Want::Object, Node::Stack);
     case Node::Stack:
       switch (field) {
-        case kPid: return s(Want::U32);
+        case kPid: case kTid: return s(Want::U32);
         case kCount: return s(Want::Unsigned);
         case kComm: return s(Want::String);
         case kTruncated: return s(Want::Bool);
@@ -331,6 +357,7 @@ Slot slot_for(Node parent, Field field) {
         case kModule: return s(Want::U32);
         case kUnresolved: return s(Want::String);
         case kAddress: return s(Want::Hex);
+        case kKernel: return s(Want::Bool);
         default: return {};
       }
     case Node::Skip: return {};
@@ -458,7 +485,12 @@ class CaptureBuilder {
   bool boolean(bool value) {
     Slot slot = next_slot();
     if (slot.want != Want::Bool) return scalar_mismatch(slot, "a boolean");
-    c_.stacks.back().truncated = value;  // the only boolean field
+    if (slot.parent == Node::Frame) {
+      if (!value) return fail(value_path(), "must be true when present");
+      frames_.back().kernel = true;
+    } else {
+      c_.stacks.back().truncated = value;
+    }
     return true;
   }
   bool number_integer(json::number_integer_t) {
@@ -510,7 +542,7 @@ class CaptureBuilder {
   struct Level {
     Node node;
     Field field = kNoField;  // objects: the field whose value comes next
-    uint32_t seen = 0;       // objects: fields seen, bit(field)
+    uint64_t seen = 0;       // objects: fields seen, bit(field)
     uint64_t count = 0;      // arrays: elements begun
   };
 
@@ -520,7 +552,7 @@ class CaptureBuilder {
   std::vector<Level> levels_;
   int pass_ = 1;
   bool progress_ = false;  // this pass read a section or found an error
-  uint32_t root_seen_ = 0;  // top-level fields present (pass 1)
+  uint64_t root_seen_ = 0;  // top-level fields present (pass 1)
   std::string syntax_error_, nesting_error_, root_error_;
   std::string errors_[kRankCount];  // the first of each rank
   Rank best_rank_ = kRankCount;     // the lowest rank with an error
@@ -647,6 +679,7 @@ class CaptureBuilder {
         if (!stack_process_) frames_unchecked_ = true;
         break;
       case Node::Frame: frames_.emplace_back(); break;
+      case Node::KernelSymbol: c_.kernel.symbols.emplace_back(); break;
       default: break;
     }
   }
@@ -723,7 +756,7 @@ bool CaptureBuilder::key(std::string& name) {
 bool CaptureBuilder::missing_fields(const Level& level) {
   for (Field f : fields_of(level.node)) {
     if (level.node == Node::Frame && f != kAddress) break;
-    if (!(level.seen & bit(f))) {
+    if (!(level.seen & bit(f)) && !is_optional(level.node, f)) {
       fail(join(container_path(), f), "missing field");
       return true;
     }
@@ -737,7 +770,8 @@ void CaptureBuilder::end(const Level& level) {
       if (pass_ > 1) return;
       root_seen_ = level.seen;
       for (Field f : kRootFields)
-        if (!(level.seen & bit(f))) fail(rank_of(f), kFieldNames[f], "missing field");
+        if (!(level.seen & bit(f)) && !is_optional(Node::Root, f))
+          fail(rank_of(f), kFieldNames[f], "missing field");
       return;
     case Node::Module: missing_fields(level); return;
     case Node::Mapping: {
@@ -756,9 +790,30 @@ void CaptureBuilder::end(const Level& level) {
     }
     case Node::Frame: {
       if (missing_fields(level)) return;
-      bool has_module = level.seen & bit(kModule), has_reason = level.seen & bit(kUnresolved);
-      if (has_module == has_reason)
-        fail(container_path(), "a frame needs exactly one of \"module\" and \"unresolved\"");
+      const int kinds = ((level.seen & bit(kModule)) != 0) + ((level.seen & bit(kUnresolved)) != 0) +
+                        ((level.seen & bit(kKernel)) != 0);
+      if (kinds != 1)
+        fail(container_path(),
+             "a frame needs exactly one of \"module\", \"unresolved\" and \"kernel\"");
+      return;
+    }
+    case Node::Kernel: missing_fields(level); return;
+    case Node::KernelSymbol: {
+      if (missing_fields(level)) return;
+      const KernelSymbol& k = c_.kernel.symbols.back();
+      if (k.start >= k.end) fail(container_path(), "start is not below end");
+      return;
+    }
+    case Node::KernelSymbols: {
+      // Sorted and disjoint, so a lookup finds the one symbol holding an
+      // address (the writer writes them so).
+      const std::vector<KernelSymbol>& symbols = c_.kernel.symbols;
+      for (size_t i = 1; i < symbols.size(); ++i)
+        if (symbols[i].start < symbols[i - 1].end) {
+          fail(container_path() + "[" + std::to_string(i) + "]",
+               "overlaps or precedes the symbol before it");
+          return;
+        }
       return;
     }
     case Node::Frames: c_.stacks.back().frames.assign(frames_.begin(), frames_.end()); return;
@@ -863,6 +918,20 @@ bool CaptureBuilder::store_string(const Slot& slot, std::string& value) {
     }
     case Node::Mapping: c_.modules.back().mappings.back().perms = std::move(value); return true;
     case Node::Process: c_.processes.back().comm = std::move(value); return true;
+    case Node::Kernel:
+      if (slot.field == kError) {
+        c_.kernel.error = std::move(value);
+        return true;
+      }
+      if (value.size() % 2 != 0 || !is_hex_text(value))
+        return fail(value_path(), "not an even-length hex string");
+      if (value.size() > 128) return fail(value_path(), "longer than 64 bytes");
+      c_.kernel.build_id = *BuildId::from_hex(value);
+      return true;
+    case Node::KernelSymbol:
+      (slot.field == kName ? c_.kernel.symbols.back().name : c_.kernel.symbols.back().module) =
+          std::move(value);
+      return true;
     case Node::Stack: c_.stacks.back().comm = std::move(value); return true;
     case Node::Frame: {
       CaptureFrame& frame = frames_.back();
@@ -881,10 +950,12 @@ bool CaptureBuilder::store_unsigned(const Slot& slot, uint64_t value) {
     case Node::Root:
       switch (slot.field) {
         case kVersion:
-          if (value != static_cast<uint64_t>(kCaptureFormatVersion))
-            return fail("version",
-                        "unsupported capture version " + std::to_string(value) +
-                            " (this gsymprof reads version " + std::to_string(kCaptureFormatVersion) + ")");
+          if (value < static_cast<uint64_t>(kOldestCaptureFormatVersion) ||
+              value > static_cast<uint64_t>(kCaptureFormatVersion))
+            return fail("version", "unsupported capture version " + std::to_string(value) +
+                                       " (this gsymprof reads versions " +
+                                       std::to_string(kOldestCaptureFormatVersion) + " to " +
+                                       std::to_string(kCaptureFormatVersion) + ")");
           return true;
         case kFrequencyHz: c_.frequency_hz = static_cast<uint32_t>(value); return true;
         case kStartTime: c_.start_time_unix_ns = value; return true;
@@ -908,6 +979,10 @@ bool CaptureBuilder::store_unsigned(const Slot& slot, uint64_t value) {
           return fail(value_path(), "sample counts overflow 64 bits");
         total_ += value;
         stack.count = value;
+        return true;
+      }
+      if (slot.field == kTid) {
+        stack.tid = static_cast<uint32_t>(value);
         return true;
       }
       stack.pid = static_cast<uint32_t>(value);
@@ -938,6 +1013,9 @@ bool CaptureBuilder::store_hex(const Slot& slot, uint64_t value) {
     (slot.field == kStart ? m.start : slot.field == kEnd ? m.end : m.file_offset) = value;
   } else if (slot.parent == Node::Frame) {
     frames_.back().address = value;
+  } else if (slot.parent == Node::KernelSymbol) {
+    KernelSymbol& k = c_.kernel.symbols.back();
+    (slot.field == kStart ? k.start : k.end) = value;
   }
   return true;
 }
@@ -1099,14 +1177,21 @@ void put_process(std::string& out, const CaptureProcess& p) {
 }
 
 void put_stack(std::string& out, const CaptureStack& s) {
-  put_pid_and_comm(out, s.pid, s.comm);
+  out += "{\"pid\":";
+  put_u64(out, s.pid);
+  out += ",\"tid\":";
+  put_u64(out, s.tid);
+  out += ",\"comm\":";
+  put_string(out, s.comm);
   out += ",\"count\":";
   put_u64(out, s.count);
   out += s.truncated ? ",\"truncated\":true,\"frames\":[" : ",\"truncated\":false,\"frames\":[";
   for (size_t j = 0; j < s.frames.size(); ++j) {
     const CaptureFrame& f = s.frames[j];
     if (j) out += ',';
-    if (f.module >= 0) {
+    if (f.kernel) {
+      out += "{\"kernel\":true";
+    } else if (f.module >= 0) {
       out += "{\"module\":";
       put_u64(out, static_cast<uint64_t>(f.module));
     } else {
@@ -1134,6 +1219,33 @@ void put_list(std::string& out, const char* name, const std::vector<Item>& items
   out += last ? "\n" : ",\n";
 }
 
+void put_kernel_symbol(std::string& out, const KernelSymbol& k) {
+  out += "{\"start\":\"";
+  put_hex(out, k.start);
+  out += "\",\"end\":\"";
+  put_hex(out, k.end);
+  out += "\",\"name\":";
+  put_string(out, k.name);
+  out += ",\"module\":";
+  put_string(out, k.module);
+  out += '}';
+}
+
+// "kernel": {"build_id":"...","error":"...","symbols":[\n  SYMBOL,\n  SYMBOL\n]},
+void put_kernel(std::string& out, const CaptureKernel& kernel) {
+  put_key(out, "kernel");
+  out += "{\"build_id\":";
+  put_string(out, kernel.build_id.hex());
+  out += ",\"error\":";
+  put_string(out, kernel.error);
+  out += ",\"symbols\":[";
+  for (size_t i = 0; i < kernel.symbols.size(); ++i) {
+    out += i ? ",\n  " : "\n  ";
+    put_kernel_symbol(out, kernel.symbols[i]);
+  }
+  out += kernel.symbols.empty() ? "]},\n" : "\n]},\n";
+}
+
 }  // namespace
 
 std::string capture_to_json(const Capture& input) {
@@ -1145,6 +1257,7 @@ std::string capture_to_json(const Capture& input) {
   // documented field order, byte for byte as nlohmann's compact dump.
   std::string out = "{\n";
   put_header(out, c);
+  put_kernel(out, c.kernel);
   put_list(out, "modules", c.modules, false, put_module);
   put_list(out, "processes", c.processes, false, put_process);
   put_list(out, "stacks", c.stacks, true, put_stack);

@@ -1,5 +1,5 @@
 // userspace/capture/capture_file.h - Capture <-> JSON capture file (format
-// "gsymprof-capture", version 1; see capture-format.md, field by field).
+// "gsymprof-capture", version 2, reads 1 too; see capture-format.md).
 //
 // Input: a Capture (from the sampling session) or capture-file bytes.
 // Output: deterministic JSON text, or a validated Capture. The parser is
@@ -17,7 +17,8 @@
 namespace gsymprof {
 
 inline constexpr const char* kCaptureFormatName = "gsymprof-capture";
-inline constexpr int kCaptureFormatVersion = 1;  // the version this code writes and reads
+inline constexpr int kCaptureFormatVersion = 2;  // the version this code writes
+inline constexpr int kOldestCaptureFormatVersion = 1;  // the oldest it reads
 
 // Canonical JSON text (a copy of `capture` is canonicalized first), ending in
 // a newline.

@@ -20,6 +20,7 @@ void add_target_flags(CommandLine& cli, TargetOptions& options) {
       if (std::string error = flag.store(value, options); !error.empty()) throw UsageError(error);
     });
   }
+  cli.flag(kUserCallchainsFlag, kUserCallchainsHelp, [&options] { options.kernel_stacks = false; });
   cli.command_after_dashes(kTargetCommandHelp, options.command);
 }
 

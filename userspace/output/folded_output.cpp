@@ -23,6 +23,7 @@ void append_sanitized(std::string& out, std::string_view name) {
 void append_frame(std::string& out, const SymbolizedFrame& frame) {
   append_sanitized(out, frame.name);
   if (frame.inlined) out += "_[i]";
+  if (frame.kind == FrameKind::Kernel) out += "_[k]";
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ const char* frame_kind_name(FrameKind kind) {
     case FrameKind::ModuleOffset: return "module-offset";
     case FrameKind::Unknown: return "unknown";
     case FrameKind::Truncated: return "truncated";
+    case FrameKind::Kernel: return "kernel";
   }
   return "unknown";
 }

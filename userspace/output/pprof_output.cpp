@@ -73,6 +73,7 @@ class ProfileBuilder {
   void add_samples(const std::map<CaptureFrame, uint64_t>& location_ids) {
     const uint64_t period = capture_.frequency_hz ? 1000000000ull / capture_.frequency_hz : 0;
     const int64_t comm_key = strings_.index("comm"), pid_key = strings_.index("pid");
+    const int64_t thread_key = strings_.index("thread_id");
     for (const CaptureStack& stack : capture_.stacks) {
       if (stack.count == 0) continue;
       pb::Sample* sample = profile_.add_sample();
@@ -86,6 +87,11 @@ class ProfileBuilder {
       pb::Label* pid = sample->add_label();
       pid->set_key(pid_key);
       pid->set_num(stack.pid);
+      if (stack.tid != 0) {  // 0: a version-1 capture, which holds no threads
+        pb::Label* thread = sample->add_label();
+        thread->set_key(thread_key);
+        thread->set_num(stack.tid);
+      }
     }
   }
 
@@ -103,13 +109,14 @@ class ProfileBuilder {
     profile_.add_comment(strings_.index("gsymprof: host " + capture_.host + ", kernel " +
                                         capture_.kernel_release + ", call graph " +
                                         capture_.call_graph));
-    for (auto& [key, id] : mapping_ids_) {
-      pb::Mapping* mapping = profile_.mutable_mapping(static_cast<int>(id - 1));
-      const MappingFlags& flags = mapping_flags_[id - 1];
+    for (int i = 0; i < profile_.mapping_size(); ++i) {
+      pb::Mapping* mapping = profile_.mutable_mapping(i);
+      const MappingFlags& flags = mapping_flags_[static_cast<size_t>(i)];
       mapping->set_has_functions(flags.functions);
       mapping->set_has_filenames(flags.functions && flags.filenames);
       mapping->set_has_line_numbers(flags.functions && flags.line_numbers);
-      mapping->set_has_inline_frames(flags.functions && options_.inline_frames);
+      mapping->set_has_inline_frames(flags.functions && options_.inline_frames &&
+                                     i + 1 != static_cast<int>(kernel_mapping_));
     }
     return std::move(profile_);
   }
@@ -121,7 +128,8 @@ class ProfileBuilder {
     for (size_t m = 0; m < module.mappings.size(); ++m) {
       const ModuleMapping& range = module.mappings[m];
       if (runtime < range.start || runtime >= range.end) continue;
-      auto [it, added] = mapping_ids_.try_emplace(std::pair(module_index, m), mapping_ids_.size() + 1);
+      auto [it, added] = mapping_ids_.try_emplace(std::pair(module_index, m),
+                                                  static_cast<uint64_t>(profile_.mapping_size()) + 1);
       if (added) {
         pb::Mapping* mapping = profile_.add_mapping();
         mapping->set_id(it->second);
@@ -135,6 +143,30 @@ class ProfileBuilder {
       return it->second;
     }
     return 0;
+  }
+
+  // One mapping for every kernel frame, over the kernel addresses sampled,
+  // named as perf names the kernel, with the recording kernel's build ID.
+  uint64_t kernel_mapping_id() {
+    if (kernel_mapping_ == 0) {
+      uint64_t low = UINT64_MAX, high = 0;
+      for (const CaptureStack& stack : capture_.stacks)
+        for (const CaptureFrame& frame : stack.frames)
+          if (frame.kernel) {
+            low = std::min(low, frame.address);
+            high = std::max(high, frame.address);
+          }
+      pb::Mapping* mapping = profile_.add_mapping();
+      kernel_mapping_ = static_cast<uint64_t>(profile_.mapping_size());
+      mapping->set_id(kernel_mapping_);
+      mapping->set_memory_start(low);
+      mapping->set_memory_limit(high + 1);
+      mapping->set_filename(strings_.index(kKernelModulePath));
+      mapping->set_build_id(strings_.index(capture_.kernel.build_id.hex()));
+      mapping_flags_.emplace_back();
+      mapping_flags_.back().filenames = mapping_flags_.back().line_numbers = false;
+    }
+    return kernel_mapping_;
   }
 
   uint64_t function_id(const SymbolizedFrame& frame) {
@@ -153,7 +185,9 @@ class ProfileBuilder {
     pb::Location* location = profile_.add_location();
     location->set_id(static_cast<uint64_t>(profile_.location_size()));
     uint64_t address = frame.address, mapping = 0;
-    if (frame.module >= 0) {
+    if (frame.kernel) {
+      mapping = kernel_mapping_id();
+    } else if (frame.module >= 0) {
       address = frame.address + capture_.modules[static_cast<size_t>(frame.module)].load_bias;
       mapping = mapping_id(frame.module, address);
     }
@@ -167,7 +201,8 @@ class ProfileBuilder {
       line->set_line(named.line);
       if (mapping) {
         MappingFlags& flags = mapping_flags_[mapping - 1];
-        flags.functions = flags.functions && named.kind == FrameKind::Function;
+        flags.functions = flags.functions && (named.kind == FrameKind::Function ||
+                                              (named.kind == FrameKind::Kernel && named.name != "[kernel]"));
         flags.filenames = flags.filenames && !named.file.empty();
         flags.line_numbers = flags.line_numbers && named.line != 0;
       }
@@ -195,6 +230,7 @@ class ProfileBuilder {
   std::vector<MappingFlags> mapping_flags_;                       // by id - 1
   std::map<std::pair<std::string, std::string>, uint64_t> function_ids_;
   uint64_t truncated_id_ = 0;
+  uint64_t kernel_mapping_ = 0;
 };
 
 gsym::Expected<std::string> gzip(const std::string& bytes) {
@@ -242,6 +278,7 @@ gsym::Expected<PprofProfile> pprof_profile(const Capture& capture, GsymLocator& 
   per_frame.stacks.reserve(frames.size());
   for (size_t i = 0; i < frames.size(); ++i)
     per_frame.stacks.push_back({0, index_name(i), {frames[i]}, false, 1});
+  per_frame.kernel = capture.kernel;
   SymbolizeOptions per_frame_options = options;
   per_frame_options.pid_in_comm = false;
   gsym::Expected<SymbolizeResult> symbolized = symbolize(per_frame, locator, per_frame_options);

@@ -14,6 +14,7 @@ enum class CounterKind {
   Total,  // every sample of a target task, before any loss
   Lost,   // samples that never reached user space: a Capture::lost entry
   Kept,   // samples kept, with a stack cut short (reported with the stacks)
+  Info,   // samples kept whole, counted for the summary (kernel threads)
 };
 
 struct CounterInfo {
@@ -32,6 +33,9 @@ constexpr CounterInfo counter_info(enum profile_counter counter) {
     case PROFILE_COUNTER_TRUNCATED: return {"truncated", CounterKind::Kept};
     case PROFILE_COUNTER_EXEC_LOST: return {"exec_events", CounterKind::Lost};
     case PROFILE_COUNTER_STACK_COPY_SHORT: return {"stack_copy_short", CounterKind::Kept};
+    case PROFILE_COUNTER_KERNEL_STACK_ERROR: return {"kernel_stack_error", CounterKind::Kept};
+    case PROFILE_COUNTER_KERNEL_TRUNCATED: return {"kernel_stack_truncated", CounterKind::Kept};
+    case PROFILE_COUNTER_KERNEL_THREAD: return {"kernel_thread_samples", CounterKind::Info};
     case PROFILE_COUNTER_COUNT: break;
   }
   return {"?", CounterKind::Kept};

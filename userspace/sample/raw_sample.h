@@ -15,8 +15,9 @@ namespace gsymprof {
 struct RawSample {
   uint32_t pid = 0, tid = 0;
   std::string_view comm;
-  std::span<const uint64_t> ips;  // leaf first
-  bool truncated = false;         // the unwinder stopped at its depth limit
+  std::span<const uint64_t> ips;         // user frames, leaf first
+  bool truncated = false;                // the unwinder stopped at its depth limit
+  std::span<const uint64_t> kernel_ips;  // kernel frames, leaf first (leafward of ips)
 };
 
 using SampleCallback = std::function<void(const RawSample&)>;
@@ -44,6 +45,7 @@ struct RawStackCopy {
   std::string_view comm;
   StackView stack;
   bool copy_short = false;  // the kernel could copy less of the stack than asked
+  std::span<const uint64_t> kernel_ips;  // kernel frames, leaf first
 };
 
 }  // namespace gsymprof

@@ -81,6 +81,7 @@ struct Sampler::State {
   std::vector<int> perf_fds;
   uint64_t bad_records = 0;
   std::array<uint64_t, PROFILE_MAX_FRAMES> ips{};
+  std::array<uint64_t, PROFILE_MAX_KERNEL_FRAMES> kernel_ips{};
 
   ~State() {
     if (ring) ring_buffer__free(ring);
@@ -93,6 +94,12 @@ struct Sampler::State {
     auto* state = static_cast<State*>(context);
     state->deliver(static_cast<const uint8_t*>(data), size);
     return 0;
+  }
+
+  // The record's kernel IPs, copied (__u64 is not uint64_t's type).
+  std::span<const uint64_t> kernel_frames(const __u64* source, uint32_t count) {
+    std::memcpy(kernel_ips.data(), source, count * sizeof(uint64_t));
+    return std::span<const uint64_t>(kernel_ips.data(), count);
   }
 
   void deliver(const uint8_t* data, size_t size) {
@@ -110,7 +117,9 @@ struct Sampler::State {
       case PROFILE_EVENT_FP_STACK: {
         if (header.size < sizeof(profile_fp_stack_event)) break;
         const auto* event = reinterpret_cast<const profile_fp_stack_event*>(data);
-        if (event->frame_count > PROFILE_MAX_FRAMES) break;
+        if (event->frame_count > PROFILE_MAX_FRAMES ||
+            event->kernel_frame_count > PROFILE_MAX_KERNEL_FRAMES)
+          break;
         RawSample sample;
         sample.pid = header.tgid;
         sample.tid = header.tid;
@@ -119,6 +128,7 @@ struct Sampler::State {
         std::memcpy(ips.data(), event->ips, event->frame_count * sizeof(uint64_t));
         sample.ips = std::span<const uint64_t>(ips.data(), event->frame_count);
         sample.truncated = (event->flags & PROFILE_STACK_TRUNCATED) != 0;
+        sample.kernel_ips = kernel_frames(event->kernel_ips, event->kernel_frame_count);
         sink->on_sample(sample);
         return;
       }
@@ -130,7 +140,9 @@ struct Sampler::State {
         if (header.size < fixed) break;
         profile_stack_copy_event event;
         std::memcpy(&event, data, fixed);
-        if (event.stack_size > header.size - fixed) break;
+        if (event.stack_size > header.size - fixed ||
+            event.kernel_frame_count > PROFILE_MAX_KERNEL_FRAMES)
+          break;
         RawStackCopy copy;
         copy.pid = header.tgid;
         copy.tid = header.tid;
@@ -139,6 +151,7 @@ struct Sampler::State {
         copy.stack.stack_start = event.sp;
         copy.stack.stack = std::span<const uint8_t>(data + fixed, event.stack_size);
         copy.copy_short = (event.flags & PROFILE_STACK_TRUNCATED) != 0;
+        copy.kernel_ips = kernel_frames(event.kernel_ips, event.kernel_frame_count);
         sink->on_stack_copy(copy);
         return;
       }
@@ -179,6 +192,7 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
   state->skel->rodata->wakeup_bytes = options.ring_buffer_bytes / 4;
   state->skel->rodata->filter_by_tgid = options.filter_by_tgid;
   state->skel->rodata->follow_forks = options.follow_forks;
+  state->skel->rodata->kernel_stacks = options.kernel_stacks;
   int err = bpf_map__set_max_entries(state->skel->maps.events,
                                      static_cast<uint32_t>(options.ring_buffer_bytes));
   if (err) return bpf_error("cannot size the ring buffer", err);

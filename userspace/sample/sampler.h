@@ -26,6 +26,9 @@ struct SamplerOptions {
   // --call-graph dwarf: send user registers + this many bytes of the user
   // stack (RawStackCopy) instead of frame-pointer IPs. 0 = frame pointers.
   uint32_t stack_copy_bytes = 0;
+  // Kernel frames with each sample (bpf_get_stack without BPF_F_USER_STACK),
+  // and kernel threads' samples; false: --user-callchains.
+  bool kernel_stacks = true;
 };
 
 class SampleSink {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <thread>
 
+#include "userspace/process/kernel_symbols.h"
 #include "userspace/process/process_image.h"
 #include "userspace/aggregate/stack_aggregator.h"
 #include "userspace/unwind/stack_copy_unwind.h"
@@ -187,6 +188,7 @@ SamplerOptions sampler_options_for(const SessionOptions& options) {
   sampler_options.target_tgids = targets.pids;
   sampler_options.ring_buffer_bytes = options.ring_buffer_bytes;
   if (targets.call_graph == "dwarf") sampler_options.stack_copy_bytes = targets.stack_copy_bytes;
+  sampler_options.kernel_stacks = targets.kernel_stacks;
   return sampler_options;
 }
 
@@ -309,6 +311,8 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   if (command) command->terminate();
 
   aggregator.build(capture);
+  // Named now, from this kernel: the capture may be symbolized elsewhere.
+  attach_running_kernel_symbols(capture);
   record_losses(counters, targets.call_graph == "dwarf" ? &stack_unwinder : nullptr, capture);
   if (stats) {
     stats->counters = counters;
@@ -319,6 +323,24 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   }
   return capture;
 }
+
+namespace {
+
+// Kernel stacks: what was cut or could not be named, once, with the fix.
+void print_kernel_summary(const Capture& capture, const SamplerCounters& counters) {
+  const uint64_t kernel_truncated = counters[PROFILE_COUNTER_KERNEL_TRUNCATED];
+  const uint64_t kernel_errors = counters[PROFILE_COUNTER_KERNEL_STACK_ERROR];
+  if (kernel_truncated || kernel_errors)
+    std::fprintf(stderr,
+                 "gsymprof: kernel stacks: %" PRIu64 " cut at %d frames, %" PRIu64
+                 " unreadable (those samples keep their user frames)\n",
+                 kernel_truncated, PROFILE_MAX_KERNEL_FRAMES, kernel_errors);
+  if (!capture.kernel.error.empty())
+    std::fprintf(stderr, "gsymprof: kernel frames are not named: %s\n",
+                 escape_control(capture.kernel.error).c_str());
+}
+
+}  // namespace
 
 void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
   uint64_t lost = 0;
@@ -344,6 +366,7 @@ void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
   std::fprintf(stderr, "gsymprof: truncated stacks: %" PRIu64 "%s%s%s\n", truncated,
                truncation_reasons.empty() ? "" : " (", escape_control(truncation_reasons).c_str(),
                truncation_reasons.empty() ? "" : ")");
+  print_kernel_summary(capture, stats.counters);
 }
 
 }  // namespace gsymprof

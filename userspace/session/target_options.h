@@ -27,6 +27,7 @@ struct TargetOptions {
   std::string call_graph = "dwarf";     // --call-graph: "fp" or "dwarf" (default: see README)
   uint32_t stack_copy_bytes = kDefaultStackCopyBytes;  // --call-graph dwarf,SIZE
   std::vector<std::string> command;     // after --
+  bool kernel_stacks = true;            // false: --user-callchains
   bool whole_system() const { return pids.empty() && command.empty(); }
 };
 
@@ -42,6 +43,12 @@ struct TargetFlag {
 
 // -p, -F, -d, --call-graph.
 std::span<const TargetFlag> target_flags();
+
+// --user-callchains (perf's name): user frames only.
+inline constexpr const char* kUserCallchainsFlag = "--user-callchains";
+inline constexpr const char* kUserCallchainsHelp =
+    "user frames only: no kernel frames (_[k]) leafward of them, and no samples of kernel "
+    "threads";
 
 // The help of "-- CMD ARGS..." (the command is stored in TargetOptions::command).
 inline constexpr const char* kTargetCommandHelp =

@@ -108,7 +108,7 @@ class Symbolizer {
     for (const CaptureStack& stack : capture_.stacks)
       if (stack.count != 0)
         for (const CaptureFrame& frame : stack.frames)
-          if (frame.module >= 0) used[static_cast<size_t>(frame.module)] = true;
+          if (frame.module >= 0 && !frame.kernel) used[static_cast<size_t>(frame.module)] = true;
     module_reader_.assign(capture_.modules.size(), kNoReader);
     module_identity_.assign(capture_.modules.size(), 0);
     std::map<ReportKey, uint32_t> identities;
@@ -178,7 +178,7 @@ class Symbolizer {
     size_t compact_at = size_t{1} << 20;
     for (uint32_t s : sequences_)
       for (const CaptureFrame& frame : capture_.stacks[s].frames)
-        if (frame.module >= 0) {
+        if (frame.module >= 0 && !frame.kernel) {
           uint32_t reader = module_reader_[static_cast<size_t>(frame.module)];
           if (reader == kNoReader) continue;
           keys.push_back({reader, frame.address});
@@ -259,6 +259,25 @@ class Symbolizer {
       truncated_id_ = add_frame(std::move(truncated));
     }
     return truncated_id_;
+  }
+
+  // A kernel frame: named by the capture's kernel symbol holding it.
+  uint32_t kernel_frame_id(uint64_t address) {
+    ++result_.stats.kernel_frames;
+    const KernelSymbol* symbol = find_kernel_symbol(capture_.kernel, address);
+    if (!symbol) ++result_.stats.unnamed_kernel_frames;
+    const size_t key = symbol ? static_cast<size_t>(symbol - capture_.kernel.symbols.data()) : SIZE_MAX;
+    auto [slot, inserted] = kernel_ids_.try_emplace(key, 0);
+    if (inserted) {
+      SymbolizedFrame frame;
+      frame.kind = FrameKind::Kernel;
+      frame.name = symbol ? demangled(symbol->name) : std::string("[kernel]");
+      if (symbol && !symbol->module.empty()) frame.name += " [" + symbol->module + "]";
+      frame.module_path = kKernelModulePath;
+      frame.build_id = capture_.kernel.build_id;
+      slot->second = add_frame(std::move(frame));
+    }
+    return slot->second;
   }
 
   // Every unique sequence's frame ids, root first, into one pool.
@@ -380,6 +399,10 @@ class Symbolizer {
     // Capture frames are leaf first; emit root first.
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
       const CaptureFrame& frame = *it;
+      if (frame.kernel) {
+        out.push_back(kernel_frame_id(frame.address));
+        continue;
+      }
       if (frame.module < 0) {
         ++result_.stats.unknown_frames;
         out.push_back(unknown_id());
@@ -463,6 +486,7 @@ class Symbolizer {
   std::vector<SymbolizedFrame> frames_;    // distinct frames, by id
   std::unordered_map<uint64_t, uint32_t> named_ids_;  // (named_ index, identity) -> id
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> offset_ids_;  // (identity, file offset) -> id
+  std::unordered_map<size_t, uint32_t> kernel_ids_;  // kernel symbol index (SIZE_MAX: none) -> id
   uint32_t unknown_id_ = kNone, truncated_id_ = kNone;
   std::vector<uint32_t> rank_;     // id -> rank
   std::vector<uint32_t> by_rank_;  // rank -> an id with that content

@@ -21,6 +21,10 @@
 //   exists: CaptureFrame::module < 0, or no mapping of the module holds the
 //   runtime address (or the module path has no basename).
 // - CaptureStack::truncated adds a "[truncated]" root frame.
+// - Kernel frames are named from Capture::kernel (the recording machine's
+//   kallsyms, carried by the capture): "function", "function [module]" for a
+//   module's symbol, "[kernel]" when no symbol holds the address; their
+//   module is "[kernel.kallsyms]" with the recording kernel's build ID.
 // - Stacks that are equal after symbolization (comm, every frame field) are
 //   merged and their counts summed; stacks with count 0 are dropped.
 // - Cost: distinct frames are built once; unique sequences are found by
@@ -48,6 +52,7 @@ enum class FrameKind : uint8_t {
   ModuleOffset,  // "libfoo.so+0x1a2b": module known, no name
   Unknown,       // "[unknown]": not even a mapping
   Truncated,     // "[truncated]": the unwinder stopped early (root only)
+  Kernel,        // a kernel frame: "function", "function [module]" or "[kernel]"
 };
 
 struct SymbolizedFrame {
@@ -95,7 +100,12 @@ struct SymbolizeStats {
   // Per capture frame of the unique frame sequences (not weighted by count):
   uint64_t unnamed_frames = 0;       // emitted as MODULE+0xOFFSET
   uint64_t unknown_frames = 0;       // emitted as [unknown]
+  uint64_t kernel_frames = 0;        // kernel frames
+  uint64_t unnamed_kernel_frames = 0;  // kernel frames emitted as [kernel]
 };
+
+// The module path kernel frames carry (perf's name for the kernel image).
+inline constexpr const char* kKernelModulePath = "[kernel.kallsyms]";
 
 struct SymbolizeResult {
   // Distinct frames, sorted (operator<=>), each referenced by some stack:

@@ -49,6 +49,7 @@ bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack) {
 }
 
 void StackCopyUnwinder::emit_result(uint32_t pid, uint32_t tid, std::string_view comm,
+                                    std::span<const uint64_t> kernel_ips,
                                     const SampleCallback& emit) {
   ++stacks_;
   ++stops_[static_cast<size_t>(result_.stop)];
@@ -58,6 +59,7 @@ void StackCopyUnwinder::emit_result(uint32_t pid, uint32_t tid, std::string_view
   sample.comm = comm;
   sample.ips = result_.ips;
   sample.truncated = result_.truncated();
+  sample.kernel_ips = kernel_ips;
   emit(sample);
 }
 
@@ -71,7 +73,7 @@ void StackCopyUnwinder::retry_held(const SampleCallback& emit, bool final) {
       held_.push_back(h);  // still unmapped: wait for the next re-read
       continue;
     }
-    emit_result(h.pid, h.tid, h.comm, emit);
+    emit_result(h.pid, h.tid, h.comm, h.kernel_ips, emit);
   }
   maps_reads_at_hold_ = processes_.map_reads();
 }
@@ -85,10 +87,11 @@ void StackCopyUnwinder::unwind(const RawStackCopy& copy, const SampleCallback& e
     if (held_.empty()) maps_reads_at_hold_ = processes_.map_reads();
     held_.push_back({image_id, copy.pid, copy.tid, std::string(copy.comm), copy.stack.regs,
                      copy.stack.stack_start,
-                     std::vector<uint8_t>(copy.stack.stack.begin(), copy.stack.stack.end())});
+                     std::vector<uint8_t>(copy.stack.stack.begin(), copy.stack.stack.end()),
+                     std::vector<uint64_t>(copy.kernel_ips.begin(), copy.kernel_ips.end())});
     return;
   }
-  emit_result(copy.pid, copy.tid, copy.comm, emit);
+  emit_result(copy.pid, copy.tid, copy.comm, copy.kernel_ips, emit);
 }
 
 void StackCopyUnwinder::flush(const SampleCallback& emit) { retry_held(emit, true); }
