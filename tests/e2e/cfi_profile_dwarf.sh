@@ -72,12 +72,14 @@ int main(void) {
 EOF
 
 # share COMM FOLDED EREGEX: percent of COMM's samples whose frames (after the
-# comm) match EREGEX.
+# comm) match EREGEX. Kernel frames (_[k], leafward: page faults, the timer)
+# are left out: these are checks of the user stack's unwinding.
 share() {  # (perl: mawk has no {n} intervals)
   perl -e 'my ($comm, $re) = @ARGV[0, 1]; my ($total, $hit) = (0, 0);
     open(my $in, "<", $ARGV[2]) or die;
     while (<$in>) { chomp; my ($line, $count) = /^(.*) (\d+)$/ or next;
       my ($c, $rest) = split(/;/, $line, 2); next unless $c eq $comm;
+      $rest =~ s/(;[^;]*_\[k\])+$// if defined $rest;
       $total += $count; $hit += $count if ($rest // "") =~ /$re/ }
     print $total ? int(100 * $hit / $total) : 0, "\n"' "$1" "$3" "$2"
 }

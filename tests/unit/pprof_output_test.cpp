@@ -206,3 +206,61 @@ TEST_CASE("pprof: the same capture gives the same bytes; no GSYM, no has_functio
   CHECK_FALSE(profile.mapping(0).has_functions());
   CHECK(names_of(profile, profile.sample(0).location_id(0)) == std::vector<std::string>{"app+0x1120"});
 }
+
+TEST_CASE("pprof: raw names as system_name, thread_id labels, kernel frames on a kernel mapping") {
+  GsymLocator locator = make_locator();
+  Capture capture = make_capture();
+  const CaptureFrame in_bar{0, 0x1120, UnresolvedReason::None}, in_main{0, 0x1050, UnresolvedReason::None};
+  const CaptureFrame sys_read{-1, 0xffffffff81000210, UnresolvedReason::None, true};
+  const CaptureFrame entry{-1, 0xffffffff81000020, UnresolvedReason::None, true};
+  capture.stacks = {{42, "app", {sys_read, entry, in_main}, false, 4, 45}, {42, "app", {in_bar, in_main}, false, 1, 0}};
+  capture.samples = 5;
+  capture.kernel.build_id = *BuildId::from_hex("abcd");
+  capture.kernel.symbols = {{0xffffffff81000000, 0xffffffff81000100, "entry_SYSCALL_64", ""},
+                            {0xffffffff81000200, 0xffffffff81000300, "ksys_read", ""}};
+  auto result = pprof_profile(capture, locator, {});
+  REQUIRE(result.ok());
+  const pb::Profile profile = decode(result->gzipped);
+  auto str = [&](int64_t index) { return profile.string_table(static_cast<int>(index)); };
+
+  // foo(int) keeps its mangled name as system_name; main is not mangled.
+  bool saw_foo = false;
+  for (const pb::Function& function : profile.function()) {
+    if (str(function.name()) == "foo(int)") {
+      saw_foo = true;
+      CHECK(str(function.system_name()) == "_Z3fooi");
+    } else {
+      CHECK(str(function.system_name()) == str(function.name()));
+    }
+  }
+  CHECK(saw_foo);
+
+  REQUIRE(profile.sample_size() == 2);
+  const pb::Sample* kernel_sample = nullptr;
+  for (const pb::Sample& sample : profile.sample())
+    if (sample.value(0) == 4) kernel_sample = &sample;
+  REQUIRE(kernel_sample);
+  REQUIRE(kernel_sample->label_size() == 3);
+  CHECK(str(kernel_sample->label(2).key()) == "thread_id");
+  CHECK(kernel_sample->label(2).num() == 45);
+  REQUIRE(kernel_sample->location_id_size() == 3);
+  CHECK(names_of(profile, kernel_sample->location_id(0)) == std::vector<std::string>{"ksys_read"});
+  CHECK(names_of(profile, kernel_sample->location_id(1)) == std::vector<std::string>{"entry_SYSCALL_64"});
+  const pb::Location& leaf = profile.location(static_cast<int>(kernel_sample->location_id(0) - 1));
+  CHECK(leaf.address() == 0xffffffff81000210);
+  REQUIRE(profile.mapping_size() == 2);
+  const pb::Mapping* kernel = nullptr;
+  for (const pb::Mapping& mapping : profile.mapping())
+    if (str(mapping.filename()) == "[kernel.kallsyms]") kernel = &mapping;
+  REQUIRE(kernel);
+  CHECK(leaf.mapping_id() == kernel->id());
+  CHECK(str(kernel->build_id()) == "abcd");
+  CHECK(kernel->memory_start() == 0xffffffff81000020);
+  CHECK(kernel->memory_limit() == 0xffffffff81000211);
+  CHECK(kernel->has_functions());
+  CHECK(!kernel->has_line_numbers());
+  CHECK(!kernel->has_inline_frames());
+  // A version-1 stack (tid 0) has no thread_id label.
+  for (const pb::Sample& sample : profile.sample())
+    if (sample.value(0) == 1) CHECK(sample.label_size() == 2);
+}

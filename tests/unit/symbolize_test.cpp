@@ -155,10 +155,10 @@ TEST_CASE("symbolize: frames carry file, line, inlined and module identity") {
   CHECK(stack.count == 3);
   BuildId app_id(kAppId);
   std::vector<SymbolizedFrame> expected = {
-      {FrameKind::Function, "main", "/src/app.c", 12, false, "/usr/bin/app", app_id},
-      {FrameKind::Function, "foo(int)", "/src/app.c", 20, false, "/usr/bin/app", app_id},
-      {FrameKind::Function, "bar(int)", "/src/include/inline.h", 30, true, "/usr/bin/app", app_id},
-      {FrameKind::Function, "baz", "/src/include/inline.h", 40, true, "/usr/bin/app", app_id},
+      {FrameKind::Function, "main", "/src/app.c", 12, false, "/usr/bin/app", app_id, ""},
+      {FrameKind::Function, "foo(int)", "/src/app.c", 20, false, "/usr/bin/app", app_id, "_Z3fooi"},
+      {FrameKind::Function, "bar(int)", "/src/include/inline.h", 30, true, "/usr/bin/app", app_id, "_ZL3bari"},
+      {FrameKind::Function, "baz", "/src/include/inline.h", 40, true, "/usr/bin/app", app_id, ""},
   };
   CHECK(frames_of(*result, stack) == expected);
 }

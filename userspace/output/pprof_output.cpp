@@ -170,12 +170,14 @@ class ProfileBuilder {
   }
 
   uint64_t function_id(const SymbolizedFrame& frame) {
-    auto [it, added] = function_ids_.try_emplace(std::pair(frame.name, frame.file), function_ids_.size() + 1);
+    auto [it, added] = function_ids_.try_emplace(std::tuple(frame.name, frame.system_name, frame.file),
+                                                 function_ids_.size() + 1);
     if (added) {
       pb::Function* function = profile_.add_function();
       function->set_id(it->second);
       function->set_name(strings_.index(frame.name));
-      function->set_system_name(strings_.index(frame.name));
+      // The raw (mangled) name, as profile.proto defines system_name.
+      function->set_system_name(strings_.index(frame.system_name.empty() ? frame.name : frame.system_name));
       function->set_filename(strings_.index(frame.file));
     }
     return it->second;
@@ -228,7 +230,7 @@ class ProfileBuilder {
   StringTable strings_;
   std::map<std::pair<int32_t, size_t>, uint64_t> mapping_ids_;  // (module, mapping) -> id
   std::vector<MappingFlags> mapping_flags_;                       // by id - 1
-  std::map<std::pair<std::string, std::string>, uint64_t> function_ids_;
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> function_ids_;  // (name, system name, file)
   uint64_t truncated_id_ = 0;
   uint64_t kernel_mapping_ = 0;
 };

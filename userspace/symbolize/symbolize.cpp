@@ -16,6 +16,7 @@ namespace {
 // One frame resolved from a GSYM, before module identity is attached.
 struct NamedFrame {
   std::string name, file;
+  std::string system_name;  // "" when the name was not mangled
   uint32_t line = 0;
   bool inlined = false;
 };
@@ -208,6 +209,7 @@ class Symbolizer {
         for (auto it = scratch.frames.rbegin(); it != scratch.frames.rend(); ++it) {
           NamedFrame named;
           named.name = demangled(it->name);
+          if (named.name != it->name) named.system_name = it->name;
           if (options_.line_information) {
             named.file = join_path(it->directory, it->basename);
             named.line = it->line;
@@ -272,6 +274,7 @@ class Symbolizer {
       SymbolizedFrame frame;
       frame.kind = FrameKind::Kernel;
       frame.name = symbol ? demangled(symbol->name) : std::string("[kernel]");
+      if (symbol && frame.name != symbol->name) frame.system_name = symbol->name;
       if (symbol && !symbol->module.empty()) frame.name += " [" + symbol->module + "]";
       frame.module_path = kKernelModulePath;
       frame.build_id = capture_.kernel.build_id;
@@ -425,6 +428,7 @@ class Symbolizer {
               SymbolizedFrame named;
               named.kind = FrameKind::Function;
               named.name = named_[i].name;
+              named.system_name = named_[i].system_name;
               named.file = named_[i].file;
               named.line = named_[i].line;
               named.inlined = named_[i].inlined;

@@ -63,6 +63,7 @@ struct SymbolizedFrame {
   bool inlined = false;     // an inlined call (not the concrete function)
   std::string module_path;  // "" for Unknown and Truncated
   BuildId build_id;         // the module's build ID (empty when unknown)
+  std::string system_name;  // the name as the symbol table holds it (mangled); "" = same as name
   bool operator==(const SymbolizedFrame&) const = default;
   auto operator<=>(const SymbolizedFrame&) const = default;
 };
