@@ -46,10 +46,18 @@ Capture sample_capture() {
   CaptureStack s2{20, "other", {{2, 0x401000, UnresolvedReason::None}}, false, 3};
   CaptureStack s3{10, "app", {{-1, 0x7ffd0000, UnresolvedReason::AnonymousMapping}, {1, 0x1000, UnresolvedReason::None}}, true, 1, 10};
   s2.frames.insert(s2.frames.begin(), CaptureFrame{-1, 0xffffffff81000010, UnresolvedReason::None, true});
+  // JIT frames (jit indexes into c.jit_symbols, which canonicalize sorts,
+  // dropping the unused one).
+  CaptureStack s4{20, "other", {{-1, 0x7e0000002010, UnresolvedReason::AnonymousMapping, false, 0},
+                               {-1, 0x7e0000000040, UnresolvedReason::AnonymousMapping, false, 2},
+                               {2, 0x401000, UnresolvedReason::None}}, false, 2, 21};
+  c.jit_symbols = {{0x7e0000002000, 0x7e0000002100, "JS:*fib /x.js:1"},
+                   {0x7e0000001000, 0x7e0000001080, "unused"},
+                   {0x7e0000000000, 0x7e0000000100, "JS:^main /x.js:5"}};
   s1.tid = 11;
   s2.tid = 20;
-  c.stacks = {s1, s2, s3, s1};
-  c.samples = 5 + 3 + 1 + 5;
+  c.stacks = {s1, s2, s4, s3, s1};
+  c.samples = 5 + 3 + 2 + 1 + 5;
   c.kernel.build_id = *BuildId::from_hex("cccc");
   c.kernel.symbols = {{0xffffffff81000100, 0xffffffff81000180, "ext4_read", "ext4"},
                       {0xffffffff81000000, 0xffffffff81000100, "do_syscall_64", ""}};
@@ -66,12 +74,16 @@ const char* kSampleJson =
     "\"start_time_unix_ns\": 1700000000123456789,\n"
     "\"duration_ns\": 2000000000,\n"
     "\"call_graph\": \"fp\",\n"
-    "\"samples\": 14,\n"
+    "\"samples\": 16,\n"
     "\"lost\": {\"ringbuf_full\":0,\"stack_error\":2},\n"
     "\"kernel\": {\"build_id\":\"cccc\",\"error\":\"\",\"symbols\":[\n"
     "  {\"start\":\"0xffffffff81000000\",\"end\":\"0xffffffff81000100\",\"name\":\"do_syscall_64\",\"module\":\"\"},\n"
     "  {\"start\":\"0xffffffff81000100\",\"end\":\"0xffffffff81000180\",\"name\":\"ext4_read\",\"module\":\"ext4\"}\n"
     "]},\n"
+    "\"jit_symbols\": [\n"
+    "  {\"start\":\"0x7e0000000000\",\"end\":\"0x7e0000000100\",\"name\":\"JS:^main /x.js:5\"},\n"
+    "  {\"start\":\"0x7e0000002000\",\"end\":\"0x7e0000002100\",\"name\":\"JS:*fib /x.js:1\"}\n"
+    "],\n"
     "\"modules\": [\n"
     "  {\"path\":\"/bin/app\",\"build_id\":\"aaaa\",\"load_bias\":\"0x555500000000\",\"mappings\":["
     "{\"start\":\"0x555500000000\",\"end\":\"0x555500001000\",\"file_offset\":\"0x0\",\"perms\":\"r--p\"},"
@@ -97,6 +109,10 @@ const char* kSampleJson =
     "{\"module\":0,\"address\":\"0x1234\"},{\"module\":2,\"address\":\"0x99\"}]},\n"
     "  {\"pid\":20,\"tid\":20,\"comm\":\"other\",\"count\":3,\"truncated\":false,\"frames\":["
     "{\"kernel\":true,\"address\":\"0xffffffff81000010\"},"
+    "{\"module\":1,\"address\":\"0x401000\"}]},\n"
+    "  {\"pid\":20,\"tid\":21,\"comm\":\"other\",\"count\":2,\"truncated\":false,\"frames\":["
+    "{\"unresolved\":\"anonymous-mapping\",\"address\":\"0x7e0000002010\",\"jit\":1},"
+    "{\"unresolved\":\"anonymous-mapping\",\"address\":\"0x7e0000000040\",\"jit\":0},"
     "{\"module\":1,\"address\":\"0x401000\"}]}\n"
     "]\n"
     "}\n";
@@ -133,7 +149,9 @@ TEST_CASE("capture JSON: round trip is lossless after canonicalization") {
   CHECK(c.start_time_unix_ns == 1700000000123456789ull);
   CHECK(c.duration_ns == 2000000000);
   CHECK(c.call_graph == "fp");
-  CHECK(c.samples == 14);
+  CHECK(c.samples == 16);
+  CHECK(c.jit_symbols == expected.jit_symbols);
+  REQUIRE(c.jit_symbols.size() == 2);
   CHECK(c.lost == expected.lost);
   REQUIRE(c.modules.size() == 3);
   for (size_t i = 0; i < 3; ++i) {
@@ -151,8 +169,8 @@ TEST_CASE("capture JSON: round trip is lossless after canonicalization") {
   REQUIRE(c.processes.size() == 2);
   CHECK(c.processes[0].pid == 10);
   CHECK(c.processes[0].modules == std::vector<uint32_t>{0, 2});
-  REQUIRE(c.stacks.size() == 3);
-  for (size_t i = 0; i < 3; ++i) {
+  REQUIRE(c.stacks.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
     CHECK(c.stacks[i].pid == expected.stacks[i].pid);
     CHECK(c.stacks[i].comm == expected.stacks[i].comm);
     CHECK(c.stacks[i].count == expected.stacks[i].count);
@@ -282,7 +300,7 @@ TEST_CASE("capture JSON: strict parser, one-line errors naming the field") {
   CHECK(error_of(edited([](json& d) { d["stacks"][0]["frames"] = "x"; })) ==
         "stacks[0].frames: expected an array, got a string");
   CHECK(error_of(edited([](json& d) { d["samples"] = 15; })) ==
-        "samples: 15 does not equal the sum of stack counts (14)");
+        "samples: 15 does not equal the sum of stack counts (16)");
   CHECK(error_of(edited([](json& d) {
           d["stacks"][0]["count"] = UINT64_MAX;
           d["stacks"][1]["count"] = 2;
@@ -302,12 +320,54 @@ TEST_CASE("capture JSON: strict parser, one-line errors naming the field") {
         "kernel.build_id: not an even-length hex string");
   CHECK(error_of(edited([](json& d) { d["stacks"][0]["tid"] = -1; })) ==
         "stacks[0].tid: expected an unsigned integer, got a negative one");
+  // JIT frames and symbols.
+  CHECK(error_of(edited([](json& d) { d["stacks"][3]["frames"][0]["jit"] = 2; })) ==
+        "stacks[3].frames[0].jit: JIT symbol index 2 out of range (2 JIT symbols)");
+  CHECK(error_of(edited([](json& d) { d["stacks"][3]["frames"][0]["jit"] = 0; })) ==
+        "stacks[3].frames[0].jit: the frame's address is outside JIT symbol 0");
+  CHECK(error_of(edited([](json& d) { d["stacks"][3]["frames"][0]["jit"] = "1"; })) ==
+        "stacks[3].frames[0].jit: expected an unsigned integer, got a string");
+  CHECK(error_of(edited([](json& d) { d["stacks"][3]["frames"][0]["unresolved"] = "no-mapping"; })) ==
+        "stacks[3].frames[0].jit: only a frame with \"unresolved\": \"anonymous-mapping\" is JIT code");
+  CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0]["jit"] = 0; })) ==
+        "stacks[1].frames[0].jit: only a frame with \"unresolved\": \"anonymous-mapping\" is JIT code");
+  CHECK(error_of(edited([](json& d) { d["jit_symbols"][1]["start"] = "0x7dffffffff00"; })) ==
+        "jit_symbols[1]: not after the symbol before it (sorted by start, end, name; no repeats)");
+  CHECK(error_of(edited([](json& d) { d["jit_symbols"][1] = d["jit_symbols"][0]; })) ==
+        "jit_symbols[1]: not after the symbol before it (sorted by start, end, name; no repeats)");
+  CHECK(error_of(edited([](json& d) { d["jit_symbols"][0]["end"] = "0x7e0000000000"; })) ==
+        "jit_symbols[0]: start is not below end");
+  CHECK(error_of(edited([](json& d) { d["jit_symbols"][0].erase("name"); })) ==
+        "jit_symbols[0].name: missing field");
+  CHECK(error_of(edited([](json& d) { d["jit_symbols"][0]["name"] = 5; })) ==
+        "jit_symbols[0].name: expected a string, got an integer");
+  CHECK(error_of(edited([](json& d) { d["jit_symbols"] = json::object(); })) ==
+        "jit_symbols: expected an array, got an object");
+  // A return address may be the symbol's end; one past it is not.
+  CHECK(error_of(edited([](json& d) { d["stacks"][3]["frames"][1]["address"] = "0x7e0000000100"; })) == "");
+  CHECK(error_of(edited([](json& d) { d["stacks"][3]["frames"][1]["address"] = "0x7e0000000101"; })) ==
+        "stacks[3].frames[1].jit: the frame's address is outside JIT symbol 0");
+  // jit_symbols may come after the stacks that use it.
+  {
+    json doc = json::parse(capture_to_json(sample_capture()));
+    const std::string text = doc.dump();
+    json symbols = doc["jit_symbols"];
+    doc.erase("jit_symbols");
+    std::string moved = doc.dump();
+    moved.insert(moved.size() - 1, ",\"jit_symbols\":" + symbols.dump());
+    auto parsed = capture_from_json(moved);
+    REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
+    CHECK(capture_to_json(*parsed) == kSampleJson);
+  }
   // Version 1 (no kernel, no tids) still reads.
   {
     json doc = json::parse(capture_to_json(sample_capture()));
     doc["version"] = 1;
     doc.erase("kernel");
     doc["stacks"][2]["frames"].erase(0);
+    doc.erase("jit_symbols");
+    doc["stacks"].erase(3);
+    doc["samples"] = 14;
     for (json& stack : doc["stacks"]) stack.erase("tid");
     auto parsed = capture_from_json(doc.dump());
     REQUIRE(parsed);

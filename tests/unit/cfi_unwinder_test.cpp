@@ -230,6 +230,52 @@ TEST_CASE("cfi unwinder: bytes below the copy are unreadable") {
   CHECK(r.ips == std::vector<uint64_t>{full.result.ips[0]});
 }
 
+// A stack of three frames linked by frame pointers, in code no module holds
+// (JIT code): [bp] = the caller's bp, [bp + 8] = the return address.
+struct FramePointerStack {
+  std::vector<uint8_t> bytes = std::vector<uint8_t>(0x100, 0);
+  static constexpr uint64_t kStart = 0x7ffc0000;
+  void put(uint64_t addr, uint64_t value) {
+    for (int i = 0; i < 8; ++i) bytes[addr - kStart + i] = static_cast<uint8_t>(value >> (8 * i));
+  }
+  FramePointerStack() {
+    put(kStart + 0x20, kStart + 0x60);  // frame 0's saved bp
+    put(kStart + 0x28, 0x5000);         // return into frame 1
+    put(kStart + 0x60, kStart + 0xa0);
+    put(kStart + 0x68, 0x6000);         // return into frame 2
+    put(kStart + 0xa0, 0);              // the chain ends: return address 0
+  }
+  gsymprof::StackView view(uint64_t bp) const {
+    return {{0x4000, kStart + 8, bp}, kStart, bytes};
+  }
+};
+
+TEST_CASE("cfi unwinder: frame-pointer fallback where no CFI covers the code") {
+  FramePointerStack fp;
+  auto nowhere = [](uint64_t) -> const gsymprof::UnwindModule* { return nullptr; };
+  CfiUnwinder unwinder;
+  UnwindResult r = unwinder.unwind(fp.view(FramePointerStack::kStart + 0x20), nowhere);
+  CHECK(r.ips == std::vector<uint64_t>{0x4000, 0x5000, 0x6000});
+  CHECK(r.frame_pointer_steps == 2);
+  CHECK(r.stop == UnwindStop::NoModule);  // the last frame: no CFI, no frame pointer
+
+  // bp that does not look like a frame of this stack: no step.
+  for (uint64_t bad : {FramePointerStack::kStart + 0x21,     // misaligned
+                       FramePointerStack::kStart,            // below sp
+                       FramePointerStack::kStart + 0x100,    // the words lie past the copy
+                       FramePointerStack::kStart - 0x1000})  // below the copy
+  {
+    r = unwinder.unwind(fp.view(bad), nowhere);
+    CHECK(r.ips == std::vector<uint64_t>{0x4000});
+    CHECK(r.frame_pointer_steps == 0);
+  }
+  // Turned off: stops at the first frame.
+  CfiUnwinder strict({.frame_pointer_fallback = false});
+  r = strict.unwind(fp.view(FramePointerStack::kStart + 0x20), nowhere);
+  CHECK(r.ips == std::vector<uint64_t>{0x4000});
+  CHECK(r.stop == UnwindStop::NoModule);
+}
+
 TEST_CASE("cfi unwinder: depth limit") {
   const Captured& full = interrupted();
   CfiUnwinder unwinder({.max_frames = 3});
@@ -246,7 +292,8 @@ TEST_CASE("cfi unwinder: depth limit") {
 TEST_CASE("cfi unwinder: missing module, missing CFI, wrong build ID") {
   const Captured& full = interrupted();
   const auto& view = full.snapshot.snapshot.view();
-  CfiUnwinder unwinder;
+  // Without the frame-pointer fallback (tested below), these stop at once.
+  CfiUnwinder unwinder({.frame_pointer_fallback = false});
 
   UnwindResult r = unwinder.unwind(view, [](uint64_t) { return nullptr; });
   CHECK(r.stop == UnwindStop::NoModule);
@@ -546,6 +593,7 @@ TEST_CASE("stack copy unwinder: a sample of this process, through its process im
   processes.min_interval = std::chrono::hours(1);
   RecordedSnapshot s = full.snapshot;
   s.snapshot.regs.ip = 0x10;  // mapped nowhere
+  s.snapshot.regs.bp = 0;     // and no frame pointer to fall back on
   copy.stack = s.snapshot.view();
   unwinder.unwind(copy, collect);
   CHECK(emitted.size() == 3);

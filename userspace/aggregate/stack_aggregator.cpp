@@ -97,6 +97,14 @@ void StackAggregator::add(const RawSample& sample) {
   for (size_t i = 0; i < sample.ips.size(); ++i)
     lookup_scratch_.push_back(lookup_address(sample.ips[i], i));
   if (!lookup_scratch_.empty()) processes_.cover(view.image, lookup_scratch_);
+  // JIT code: read the perf map now, while the process is alive and the
+  // code is where the map says (the runtime may free it later).
+  if (perf_maps_) {
+    const ProcessImage& image = processes_.image(view.image);
+    for (size_t i = 0; i < sample.ips.size(); ++i)
+      if (in_anonymous_code(image, sample.ips[i], i))
+        perf_maps_->find(sample.pid, lookup_address(sample.ips[i], i));
+  }
   Key key{view.image, view.tid, view.truncated, view.kernel_count, view.comm, {}};
   key.ips.reserve(sample.kernel_ips.size() + sample.ips.size());
   key.ips.assign(sample.kernel_ips.begin(), sample.kernel_ips.end());
@@ -104,11 +112,20 @@ void StackAggregator::add(const RawSample& sample) {
   stacks_.emplace(std::move(key), 1);
 }
 
-void StackAggregator::build(Capture& capture) const {
+bool StackAggregator::in_anonymous_code(const ProcessImage& image, uint64_t ip, size_t index) {
+  const int32_t map = image.find_map(lookup_address(ip, index));
+  return map >= 0 && image.map_module[static_cast<size_t>(map)] < 0 &&
+         image.maps[static_cast<size_t>(map)].executable();
+}
+
+void StackAggregator::build(Capture& capture, JitReport* jit) const {
   capture.modules.clear();
   capture.processes.clear();
   capture.stacks.clear();
+  capture.jit_symbols.clear();
   capture.samples = 0;
+  std::map<JitSymbol, int32_t> jit_index;
+  JitReport report;
 
   // (image, module index in image) -> capture module index
   std::map<std::pair<uint32_t, int32_t>, int32_t> module_index;
@@ -167,6 +184,7 @@ void StackAggregator::build(Capture& capture) const {
     }
     const std::span<const uint64_t> user_ips =
         std::span<const uint64_t>(key.ips).subspan(key.kernel_count);
+    bool jit_named = false, jit_unnamed = false;
     for (size_t i = 0; i < user_ips.size(); ++i) {
       NormalizedFrame nf = normalize_frame(image, user_ips[i], i);
       CaptureFrame frame;
@@ -181,6 +199,19 @@ void StackAggregator::build(Capture& capture) const {
       } else {
         frame.address = nf.address;
         frame.reason = nf.reason;
+        if (nf.reason == UnresolvedReason::AnonymousMapping && in_anonymous_code(image, user_ips[i], i)) {
+          const JitSymbol* symbol =
+              perf_maps_ ? perf_maps_->find(image.pid, lookup_address(user_ips[i], i), /*final=*/true)
+                         : nullptr;
+          if (symbol) {
+            auto [it, added] = jit_index.try_emplace(*symbol, static_cast<int32_t>(capture.jit_symbols.size()));
+            if (added) capture.jit_symbols.push_back(*symbol);
+            frame.jit = it->second;
+            jit_named = true;
+          } else {
+            jit_unnamed = true;
+          }
+        }
       }
       if (frame.module >= 0) {
         auto& modules = capture.processes[pit->second].modules;
@@ -190,9 +221,17 @@ void StackAggregator::build(Capture& capture) const {
       }
       stack.frames.push_back(frame);
     }
+    if (jit_named) report.named_samples += count;
+    if (jit_unnamed) {
+      report.unnamed_samples += count;
+      report.unnamed_by_pid[image.pid] += count;
+    }
     capture.samples += count;
     capture.stacks.push_back(std::move(stack));
   }
+  for (const auto& [pid, samples] : report.unnamed_by_pid)
+    report.has_map[pid] = perf_maps_ && perf_maps_->has_map(pid);
+  if (jit) *jit = std::move(report);
   canonicalize(capture);
 }
 

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -18,13 +19,26 @@
 
 #include "userspace/capture/capture.h"
 #include "userspace/sample/raw_sample.h"
+#include "userspace/process/perf_map.h"
 #include "userspace/process/process_image.h"
 
 namespace gsymprof {
 
+// Samples whose stack holds a frame in anonymous executable memory (JIT
+// code) that no perf map names, by pid; what build() saw.
+struct JitReport {
+  uint64_t named_samples = 0;    // samples with a frame named from a perf map
+  uint64_t unnamed_samples = 0;  // samples with an unnamed frame in anonymous executable memory
+  std::map<uint32_t, uint64_t> unnamed_by_pid;  // of those: pid -> samples
+  std::map<uint32_t, bool> has_map;             // of those pids: whether a perf map was read
+};
+
 class StackAggregator {
  public:
-  explicit StackAggregator(ProcessTable& processes) : processes_(processes) {}
+  // `perf_maps` (optional): names frames in anonymous executable memory
+  // (JIT code) from the processes' perf maps (perf_map.h).
+  explicit StackAggregator(ProcessTable& processes, PerfMaps* perf_maps = nullptr)
+      : processes_(processes), perf_maps_(perf_maps) {}
 
   void add(const RawSample& sample);
   // The process exec'd; later samples belong to its new image.
@@ -35,8 +49,9 @@ class StackAggregator {
 
   // Normalizes every unique stack once and fills capture.modules, processes,
   // stacks and samples (other fields are left as they are). Only modules that
-  // some frame references are included. The result is canonicalized.
-  void build(Capture& capture) const;
+  // some frame references are included. The result is canonicalized. JIT
+  // frames are named (capture.jit_symbols) and `jit` says what was not.
+  void build(Capture& capture, JitReport* jit = nullptr) const;
 
  private:
   using Comm = std::array<char, 16>;
@@ -67,7 +82,11 @@ class StackAggregator {
     bool operator()(const Key& a, const KeyView& b) const { return (*this)(b, a); }
   };
 
+  // Whether user frame `index` (IP `ip`) lies in anonymous executable memory.
+  static bool in_anonymous_code(const ProcessImage& image, uint64_t ip, size_t index);
+
   ProcessTable& processes_;
+  PerfMaps* perf_maps_ = nullptr;
   std::unordered_map<Key, uint64_t, KeyHash, KeyEqual> stacks_;
   std::vector<uint64_t> lookup_scratch_;
   uint64_t samples_ = 0;

@@ -86,9 +86,32 @@ void canonicalize(Capture& capture) {
                      return std::tie(a.pid, a.comm) < std::tie(b.pid, b.comm);
                    });
 
+  // JIT symbols: sorted, merged, only those a frame uses.
+  std::vector<uint32_t> jit_order(capture.jit_symbols.size());
+  for (uint32_t i = 0; i < jit_order.size(); ++i) jit_order[i] = i;
+  std::vector<bool> jit_used(capture.jit_symbols.size(), false);
+  for (const CaptureStack& s : capture.stacks)
+    for (const CaptureFrame& f : s.frames)
+      if (f.jit >= 0 && static_cast<size_t>(f.jit) < jit_used.size()) jit_used[static_cast<size_t>(f.jit)] = true;
+  std::stable_sort(jit_order.begin(), jit_order.end(), [&](uint32_t a, uint32_t b) {
+    return capture.jit_symbols[a] < capture.jit_symbols[b];
+  });
+  std::vector<JitSymbol> jit_symbols;
+  std::vector<int32_t> jit_index(capture.jit_symbols.size(), -1);
+  for (uint32_t old : jit_order) {
+    if (!jit_used[old]) continue;
+    if (jit_symbols.empty() || jit_symbols.back() != capture.jit_symbols[old])
+      jit_symbols.push_back(std::move(capture.jit_symbols[old]));
+    jit_index[old] = static_cast<int32_t>(jit_symbols.size() - 1);
+  }
+  capture.jit_symbols = std::move(jit_symbols);
+
   for (CaptureStack& s : capture.stacks)
-    for (CaptureFrame& f : s.frames)
+    for (CaptureFrame& f : s.frames) {
       if (f.module >= 0) f.module = remap(f.module);
+      if (f.jit >= 0)
+        f.jit = static_cast<size_t>(f.jit) < jit_index.size() ? jit_index[static_cast<size_t>(f.jit)] : -1;
+    }
   auto stack_key = [](const CaptureStack& s) {
     return std::tie(s.pid, s.tid, s.comm, s.frames, s.truncated);
   };

@@ -50,11 +50,13 @@ struct CaptureFrame {
   // the kernel address to look up (the sampled IP for the stack's leaf,
   // return address - 1 for the others), named from Capture::kernel.
   // Otherwise (module < 0): address = runtime_addr, reason says why it is
-  // unresolved.
+  // unresolved. jit >= 0 (only with reason AnonymousMapping): JIT code named
+  // by Capture::jit_symbols[jit], read from the process's perf map.
   int32_t module = -1;
   uint64_t address = 0;
   UnresolvedReason reason = UnresolvedReason::None;
   bool kernel = false;
+  int32_t jit = -1;
   bool operator==(const CaptureFrame&) const = default;
   auto operator<=>(const CaptureFrame&) const = default;
 };
@@ -85,6 +87,15 @@ struct CaptureKernel {
   std::string error;                  // why frames have no names ("" = fine)
 };
 
+// A JIT-compiled function from a process's perf map (/tmp/perf-PID.map,
+// perf_map.h): the runtime range [start, end) it held when recorded.
+struct JitSymbol {
+  uint64_t start = 0, end = 0;
+  std::string name;
+  bool operator==(const JitSymbol&) const = default;
+  auto operator<=>(const JitSymbol&) const = default;
+};
+
 struct CaptureProcess {
   uint32_t pid = 0;
   std::string comm;
@@ -103,6 +114,9 @@ struct Capture {
   std::vector<CaptureProcess> processes;
   std::vector<CaptureStack> stacks;
   CaptureKernel kernel;
+  // What names JIT frames (CaptureFrame::jit): only the perf-map entries some
+  // frame needs; a perf map lives in the recording machine's /tmp.
+  std::vector<JitSymbol> jit_symbols;
 };
 
 // The symbol holding kernel address `address`, or nullptr.
@@ -112,7 +126,8 @@ const KernelSymbol* find_kernel_symbol(const CaptureKernel& kernel, uint64_t add
 // bytes: modules sorted by (path, build ID, load bias, mappings) with frame and
 // process indexes remapped, processes sorted by pid, identical stacks merged
 // (counts added) and stacks sorted by (pid, tid, comm, frames, truncated);
-// kernel symbols sorted by start, duplicates dropped.
+// kernel symbols sorted by start, duplicates dropped; JIT symbols sorted,
+// duplicates merged, unused ones dropped (frames' jit indexes remapped).
 void canonicalize(Capture& capture);
 
 // The stable names used for UnresolvedReason in capture files and reports

@@ -214,14 +214,14 @@ class SectionCounter {
 // What a JSON container or field is, for the SAX handler.
 enum class Node : uint8_t {
   Root, Lost, Modules, Module, Mappings, Mapping, Processes, Process, ProcessModules,
-  Stacks, Stack, Frames, Frame, Kernel, KernelSymbols, KernelSymbol,
+  Stacks, Stack, Frames, Frame, Kernel, KernelSymbols, KernelSymbol, JitSymbols, JitSymbol,
   Skip,  // not interpreted (unknown field, section of another pass, after an error)
 };
 
 bool is_array(Node node) {
   return node == Node::Modules || node == Node::Mappings || node == Node::Processes ||
          node == Node::ProcessModules || node == Node::Stacks || node == Node::Frames ||
-         node == Node::KernelSymbols;
+         node == Node::KernelSymbols || node == Node::JitSymbols;
 }
 
 enum Field : uint8_t {
@@ -233,6 +233,7 @@ enum Field : uint8_t {
   kPid, kComm, kCount, kTruncated, kFrames,
   kModule, kUnresolved, kAddress,
   kKernel, kSymbols, kName, kTid,  // version 2
+  kJitSymbols, kJit,               // version 2, JIT frames
   kElement,    // an array element
   kLostEntry,  // a value in `lost`
   kFieldCount
@@ -245,19 +246,21 @@ constexpr const char* kFieldNames[kFieldCount] = {
     "path", "build_id", "load_bias", "mappings", "error",
     "start", "end", "file_offset", "perms",
     "pid", "comm", "count", "truncated", "frames",
-    "module", "unresolved", "address", "kernel", "symbols", "name", "tid", "", ""};
+    "module", "unresolved", "address", "kernel", "symbols", "name", "tid", "jit_symbols", "jit",
+    "", ""};
 
 // Each object's fields, in the order missing ones are reported.
 constexpr Field kRootFields[] = {kFormat, kVersion, kHost, kKernelRelease, kFrequencyHz,
                                  kStartTime, kDuration, kCallGraph, kSamples, kLost,
-                                 kModules, kProcesses, kStacks, kKernel};
+                                 kModules, kProcesses, kStacks, kKernel, kJitSymbols};
 constexpr Field kModuleFields[] = {kPath, kBuildId, kLoadBias, kError, kMappings};
 constexpr Field kMappingFields[] = {kStart, kEnd, kFileOffset, kPerms};
 constexpr Field kProcessFields[] = {kPid, kComm, kModules};
 constexpr Field kStackFields[] = {kPid, kComm, kCount, kTruncated, kFrames, kTid};
-constexpr Field kFrameFields[] = {kAddress, kModule, kUnresolved, kKernel};  // only address is required
+constexpr Field kFrameFields[] = {kAddress, kModule, kUnresolved, kKernel, kJit};  // only address is required
 constexpr Field kKernelFields[] = {kBuildId, kError, kSymbols};
 constexpr Field kKernelSymbolFields[] = {kStart, kEnd, kName, kModule};
+constexpr Field kJitSymbolFields[] = {kStart, kEnd, kName};
 constexpr Field kSectionFields[] = {kModules, kProcesses, kStacks};   // by Section
 
 std::span<const Field> fields_of(Node node) {
@@ -270,6 +273,7 @@ std::span<const Field> fields_of(Node node) {
     case Node::Frame: return kFrameFields;
     case Node::Kernel: return kKernelFields;
     case Node::KernelSymbol: return kKernelSymbolFields;
+    case Node::JitSymbol: return kJitSymbolFields;
     default: return {};
   }
 }
@@ -277,7 +281,9 @@ std::span<const Field> fields_of(Node node) {
 // Fields a version-1 capture has not: never reported missing (a version-2
 // writer writes them all).
 bool is_optional(Node node, Field field) {
-  return (node == Node::Root && field == kKernel) || (node == Node::Stack && field == kTid);
+  // jit_symbols: also absent from version-2 captures of the first writers.
+  return (node == Node::Root && (field == kKernel || field == kJitSymbols)) ||
+         (node == Node::Stack && field == kTid);
 }
 
 uint64_t bit(Field field) { return uint64_t{1} << (field - 1); }
@@ -304,6 +310,7 @@ Slot slot_for(Node parent, Field field) {
         case kProcesses: return s(Want::Array, Node::Processes);
         case kStacks: return s(Want::Array, Node::Stacks);
         case kKernel: return s(Want::Object, Node::Kernel);
+        case kJitSymbols: return s(Want::Array, Node::JitSymbols);
         default: return {};
       }
     case Node::Kernel:
@@ -317,6 +324,13 @@ Slot slot_for(Node parent, Field field) {
       switch (field) {
         case kStart: case kEnd: return s(Want::Hex);
         case kName: case kModule: return s(Want::String);
+        default: return {};
+      }
+    case Node::JitSymbols: return s(Want::Object, Node::JitSymbol);
+    case Node::JitSymbol:
+      switch (field) {
+        case kStart: case kEnd: return s(Want::Hex);
+        case kName: return s(Want::String);
         default: return {};
       }
     case Node::Lost: return s(Want::Unsigned);
@@ -358,6 +372,7 @@ Slot slot_for(Node parent, Field field) {
         case kUnresolved: return s(Want::String);
         case kAddress: return s(Want::Hex);
         case kKernel: return s(Want::Bool);
+        case kJit: return s(Want::U32);
         default: return {};
       }
     case Node::Skip: return {};
@@ -476,6 +491,20 @@ class CaptureBuilder {
     if (total_ != c_.samples)
       return "samples: " + std::to_string(c_.samples) + " does not equal the sum of stack counts (" +
              std::to_string(total_) + ")";
+    // JIT frames against jit_symbols, wherever that came in the document.
+    for (size_t s = 0; s < c_.stacks.size(); ++s)
+      for (size_t f = 0; f < c_.stacks[s].frames.size(); ++f) {
+        const CaptureFrame& frame = c_.stacks[s].frames[f];
+        if (frame.jit < 0) continue;
+        const std::string where = "stacks[" + std::to_string(s) + "].frames[" + std::to_string(f) + "].jit";
+        if (static_cast<size_t>(frame.jit) >= c_.jit_symbols.size())
+          return where + ": JIT symbol index " + std::to_string(frame.jit) + " out of range (" +
+                 std::to_string(c_.jit_symbols.size()) + " JIT symbols)";
+        // A return address may be the symbol's end (a call as its last instruction).
+        const JitSymbol& symbol = c_.jit_symbols[static_cast<size_t>(frame.jit)];
+        if (frame.address < symbol.start || frame.address > symbol.end)
+          return where + ": the frame's address is outside JIT symbol " + std::to_string(frame.jit);
+      }
     return "";
   }
   Capture take() { return std::move(c_); }
@@ -680,6 +709,7 @@ class CaptureBuilder {
         break;
       case Node::Frame: frames_.emplace_back(); break;
       case Node::KernelSymbol: c_.kernel.symbols.emplace_back(); break;
+      case Node::JitSymbol: c_.jit_symbols.emplace_back(); break;
       default: break;
     }
   }
@@ -792,9 +822,30 @@ void CaptureBuilder::end(const Level& level) {
       if (missing_fields(level)) return;
       const int kinds = ((level.seen & bit(kModule)) != 0) + ((level.seen & bit(kUnresolved)) != 0) +
                         ((level.seen & bit(kKernel)) != 0);
-      if (kinds != 1)
+      if (kinds != 1) {
         fail(container_path(),
              "a frame needs exactly one of \"module\", \"unresolved\" and \"kernel\"");
+        return;
+      }
+      if ((level.seen & bit(kJit)) && frames_.back().reason != UnresolvedReason::AnonymousMapping)
+        fail(join(container_path(), kJit), "only a frame with \"unresolved\": \"anonymous-mapping\" is JIT code");
+      return;
+    }
+    case Node::JitSymbol: {
+      if (missing_fields(level)) return;
+      const JitSymbol& j = c_.jit_symbols.back();
+      if (j.start >= j.end) fail(container_path(), "start is not below end");
+      return;
+    }
+    case Node::JitSymbols: {
+      // Canonical: sorted by (start, end, name), each once.
+      const std::vector<JitSymbol>& symbols = c_.jit_symbols;
+      for (size_t i = 1; i < symbols.size(); ++i)
+        if (!(symbols[i - 1] < symbols[i])) {
+          fail(container_path() + "[" + std::to_string(i) + "]",
+               "not after the symbol before it (sorted by start, end, name; no repeats)");
+          return;
+        }
       return;
     }
     case Node::Kernel: missing_fields(level); return;
@@ -932,6 +983,7 @@ bool CaptureBuilder::store_string(const Slot& slot, std::string& value) {
       (slot.field == kName ? c_.kernel.symbols.back().name : c_.kernel.symbols.back().module) =
           std::move(value);
       return true;
+    case Node::JitSymbol: c_.jit_symbols.back().name = std::move(value); return true;
     case Node::Stack: c_.stacks.back().comm = std::move(value); return true;
     case Node::Frame: {
       CaptureFrame& frame = frames_.back();
@@ -993,6 +1045,11 @@ bool CaptureBuilder::store_unsigned(const Slot& slot, uint64_t value) {
       return true;
     }
     case Node::Frame: {
+      if (slot.field == kJit) {
+        // Its range is checked once the whole capture is read (finish()).
+        frames_.back().jit = static_cast<int32_t>(std::min<uint64_t>(value, INT32_MAX));
+        return true;
+      }
       if (value >= c_.modules.size())
         return fail(value_path(), "module index " + std::to_string(value) + " out of range (" +
                                       std::to_string(c_.modules.size()) + " modules)");
@@ -1016,6 +1073,9 @@ bool CaptureBuilder::store_hex(const Slot& slot, uint64_t value) {
   } else if (slot.parent == Node::KernelSymbol) {
     KernelSymbol& k = c_.kernel.symbols.back();
     (slot.field == kStart ? k.start : k.end) = value;
+  } else if (slot.parent == Node::JitSymbol) {
+    JitSymbol& j = c_.jit_symbols.back();
+    (slot.field == kStart ? j.start : j.end) = value;
   }
   return true;
 }
@@ -1200,7 +1260,12 @@ void put_stack(std::string& out, const CaptureStack& s) {
     }
     out += ",\"address\":\"";
     put_hex(out, f.address);
-    out += "\"}";
+    out += '"';
+    if (f.jit >= 0) {
+      out += ",\"jit\":";
+      put_u64(out, static_cast<uint64_t>(f.jit));
+    }
+    out += '}';
   }
   out += "]}";
 }
@@ -1217,6 +1282,16 @@ void put_list(std::string& out, const char* name, const std::vector<Item>& items
   }
   out += items.empty() ? "]" : "\n]";
   out += last ? "\n" : ",\n";
+}
+
+void put_jit_symbol(std::string& out, const JitSymbol& j) {
+  out += "{\"start\":\"";
+  put_hex(out, j.start);
+  out += "\",\"end\":\"";
+  put_hex(out, j.end);
+  out += "\",\"name\":";
+  put_string(out, j.name);
+  out += '}';
 }
 
 void put_kernel_symbol(std::string& out, const KernelSymbol& k) {
@@ -1258,6 +1333,7 @@ std::string capture_to_json(const Capture& input) {
   std::string out = "{\n";
   put_header(out, c);
   put_kernel(out, c.kernel);
+  put_list(out, "jit_symbols", c.jit_symbols, false, put_jit_symbol);
   put_list(out, "modules", c.modules, false, put_module);
   put_list(out, "processes", c.processes, false, put_process);
   put_list(out, "stacks", c.stacks, true, put_stack);

@@ -133,6 +133,10 @@ std::string frame_color(std::string_view name, FlameFrameKind kind, bool is_root
       case FlameFrameKind::Kernel:  // orange
         r = 190 + static_cast<int>(65 * v3), g = 90 + static_cast<int>(65 * v3), b = 0;
         break;
+      case FlameFrameKind::Jit:  // green, as flamegraph.pl's java palette draws _[j]
+        r = 50 + static_cast<int>(60 * v1), g = 200 + static_cast<int>(55 * v1),
+        b = 50 + static_cast<int>(60 * v1);
+        break;
       case FlameFrameKind::Unresolved: {  // grey
         int grey = 150 + static_cast<int>(40 * v1);
         r = g = b = grey;
@@ -361,6 +365,7 @@ void put_svg_head(std::string& svg, const Geometry& g, uint64_t total, const std
       {"function", "function", FlameFrameKind::Function},
       {"inlined _[i]", "inlined", FlameFrameKind::Inlined},
       {"kernel _[k]", "kernel", FlameFrameKind::Kernel},
+      {"JIT _[j]", "jit", FlameFrameKind::Jit},
       {"unresolved", "[unknown]", FlameFrameKind::Unresolved},
   };
   double legend_x = kXPad;
@@ -438,6 +443,7 @@ std::string sanitize_xml_text(std::string_view text) { return sanitize_utf8(text
 FlameFrameKind classify_flame_frame(std::string_view name) {
   if (name.ends_with("_[i]")) return FlameFrameKind::Inlined;
   if (name.ends_with("_[k]")) return FlameFrameKind::Kernel;
+  if (name.ends_with("_[j]")) return FlameFrameKind::Jit;
   if (name == "[unknown]" || name == "[truncated]") return FlameFrameKind::Unresolved;
   // "module+0xOFFSET": a module known, the address not named.
   size_t plus = name.rfind("+0x");

@@ -36,7 +36,7 @@ struct FlamegraphOptions {
 // "line N: ..." for a line without a valid count or an empty stack.
 gsym::Expected<std::vector<FoldedLine>> parse_folded(std::string_view text);
 
-enum class FlameFrameKind : uint8_t { Function, Inlined, Kernel, Unresolved };
+enum class FlameFrameKind : uint8_t { Function, Inlined, Kernel, Unresolved, Jit };
 
 // By the FlameGraph suffix conventions and gsymprof's unresolved names.
 FlameFrameKind classify_flame_frame(std::string_view name);

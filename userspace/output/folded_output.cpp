@@ -24,6 +24,7 @@ void append_frame(std::string& out, const SymbolizedFrame& frame) {
   append_sanitized(out, frame.name);
   if (frame.inlined) out += "_[i]";
   if (frame.kind == FrameKind::Kernel) out += "_[k]";
+  if (frame.kind == FrameKind::Jit) out += "_[j]";
 }
 
 }  // namespace

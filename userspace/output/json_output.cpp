@@ -23,6 +23,7 @@ const char* frame_kind_name(FrameKind kind) {
     case FrameKind::Unknown: return "unknown";
     case FrameKind::Truncated: return "truncated";
     case FrameKind::Kernel: return "kernel";
+    case FrameKind::Jit: return "jit";
   }
   return "unknown";
 }

@@ -186,6 +186,8 @@ class ProfileBuilder {
   void add_location(const CaptureFrame& frame, const SymbolizedStack& chain, const SymbolizeResult& result) {
     pb::Location* location = profile_.add_location();
     location->set_id(static_cast<uint64_t>(profile_.location_size()));
+    // No mapping for JIT frames (frame.jit) or unknown ones: no file holds
+    // their code, and pprof would try to symbolize a mapping's addresses.
     uint64_t address = frame.address, mapping = 0;
     if (frame.kernel) {
       mapping = kernel_mapping_id();
@@ -281,6 +283,7 @@ gsym::Expected<PprofProfile> pprof_profile(const Capture& capture, GsymLocator& 
   for (size_t i = 0; i < frames.size(); ++i)
     per_frame.stacks.push_back({0, index_name(i), {frames[i]}, false, 1});
   per_frame.kernel = capture.kernel;
+  per_frame.jit_symbols = capture.jit_symbols;
   SymbolizeOptions per_frame_options = options;
   per_frame_options.pid_in_comm = false;
   gsym::Expected<SymbolizeResult> symbolized = symbolize(per_frame, locator, per_frame_options);

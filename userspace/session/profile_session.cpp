@@ -276,7 +276,8 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
     if (!process_alive(pid)) return gsym::Error("no process with pid " + std::to_string(pid));
 
   ProcessTable processes(ProcSource::live());
-  StackAggregator aggregator(processes);
+  PerfMaps perf_maps;
+  StackAggregator aggregator(processes, &perf_maps);
   StackCopyUnwinder stack_unwinder(processes);
   AggregatingSink sink(aggregator, stack_unwinder);
   Capture capture = new_capture(targets);
@@ -310,7 +311,8 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   sink.flush();
   if (command) command->terminate();
 
-  aggregator.build(capture);
+  JitReport jit;
+  aggregator.build(capture, &jit);
   // Named now, from this kernel: the capture may be symbolized elsewhere.
   attach_running_kernel_symbols(capture);
   record_losses(counters, targets.call_graph == "dwarf" ? &stack_unwinder : nullptr, capture);
@@ -320,6 +322,9 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
     stats->maps_reads = processes.map_reads();
     stats->stop_reason = *stop_reason;
     stats->command_exit_status = command ? command->status() : -1;
+    stats->jit = std::move(jit);
+    stats->frame_pointer_steps = stack_unwinder.frame_pointer_steps();
+    stats->frame_pointer_stacks = stack_unwinder.frame_pointer_stacks();
   }
   return capture;
 }
@@ -338,6 +343,32 @@ void print_kernel_summary(const Capture& capture, const SamplerCounters& counter
   if (!capture.kernel.error.empty())
     std::fprintf(stderr, "gsymprof: kernel frames are not named: %s\n",
                  escape_control(capture.kernel.error).c_str());
+}
+
+// JIT code: how much a perf map named, and where one was missing, with the
+// flag that writes one.
+void print_jit_summary(const Capture& capture, const SessionStats& stats) {
+  const JitReport& jit = stats.jit;
+  if (jit.named_samples)
+    std::fprintf(stderr, "gsymprof: JIT code: %" PRIu64 " samples named from perf maps (%zu symbols)\n",
+                 jit.named_samples, capture.jit_symbols.size());
+  if (!jit.unnamed_samples) return;
+  std::string without, partial;
+  for (const auto& [pid, samples] : jit.unnamed_by_pid) {
+    auto has = jit.has_map.find(pid);
+    std::string& list = has != jit.has_map.end() && has->second ? partial : without;
+    list += (list.empty() ? "" : ", ") + std::to_string(pid) + " (" + std::to_string(samples) + ")";
+  }
+  std::fprintf(stderr,
+               "gsymprof: %" PRIu64 " samples in anonymous executable memory (JIT code?) that no perf map names\n",
+               jit.unnamed_samples);
+  if (!without.empty())
+    std::fprintf(stderr,
+                 "gsymprof:   no /tmp/perf-PID.map for pid (samples): %s; have the runtime write one "
+                 "(node --perf-basic-prof, python -X perf, a Java perf-map agent)\n",
+                 without.c_str());
+  if (!partial.empty())
+    std::fprintf(stderr, "gsymprof:   perf map covers not all of it, pid (samples): %s\n", partial.c_str());
 }
 
 }  // namespace
@@ -366,6 +397,12 @@ void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
   std::fprintf(stderr, "gsymprof: truncated stacks: %" PRIu64 "%s%s%s\n", truncated,
                truncation_reasons.empty() ? "" : " (", escape_control(truncation_reasons).c_str(),
                truncation_reasons.empty() ? "" : ")");
+  if (stats.frame_pointer_stacks)
+    std::fprintf(stderr,
+                 "gsymprof: frame-pointer fallback: %" PRIu64 " frames in %" PRIu64
+                 " stacks where no CFI covered the code (JIT code, assembly)\n",
+                 stats.frame_pointer_steps, stats.frame_pointer_stacks);
+  print_jit_summary(capture, stats);
   print_kernel_summary(capture, stats.counters);
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gsym/expected.h"
+#include "userspace/aggregate/stack_aggregator.h"
 #include "userspace/capture/capture.h"
 #include "userspace/sample/sampler.h"
 #include "userspace/session/target_options.h"
@@ -24,6 +25,9 @@ struct SessionStats {
   uint64_t maps_reads = 0;            // /proc/PID/maps reads (first sight, dlopen)
   std::string stop_reason;            // "duration", "interrupted", "targets exited"
   int command_exit_status = -1;       // wait status of the launched command, -1 if none
+  JitReport jit;                      // JIT frames named from perf maps, and not
+  uint64_t frame_pointer_steps = 0;   // dwarf: frames the CFI unwinder reached by frame pointer
+  uint64_t frame_pointer_stacks = 0;  // dwarf: stacks with such frames
 };
 
 // Samples until the duration elapses, SIGINT/SIGTERM arrives, or every

@@ -98,6 +98,10 @@ class Symbolizer {
                              ": module index " + std::to_string(frames[f].module) +
                              " out of range (" + std::to_string(capture_.modules.size()) +
                              " modules)");
+        if (frames[f].jit >= 0 && static_cast<size_t>(frames[f].jit) >= capture_.jit_symbols.size())
+          return gsym::Error("stack " + std::to_string(s) + " frame " + std::to_string(f) +
+                             ": JIT symbol index " + std::to_string(frames[f].jit) + " out of range (" +
+                             std::to_string(capture_.jit_symbols.size()) + " JIT symbols)");
       }
     }
     return gsym::Status::success();
@@ -283,6 +287,19 @@ class Symbolizer {
     return slot->second;
   }
 
+  // A JIT frame: named by its perf-map entry.
+  uint32_t jit_frame_id(uint32_t symbol) {
+    ++result_.stats.jit_frames;
+    auto [slot, inserted] = jit_ids_.try_emplace(symbol, 0);
+    if (inserted) {
+      SymbolizedFrame frame;
+      frame.kind = FrameKind::Jit;
+      frame.name = capture_.jit_symbols[symbol].name;
+      slot->second = add_frame(std::move(frame));
+    }
+    return slot->second;
+  }
+
   // Every unique sequence's frame ids, root first, into one pool.
   void symbolize_sequences() {
     size_t frames = 0;
@@ -406,6 +423,10 @@ class Symbolizer {
         out.push_back(kernel_frame_id(frame.address));
         continue;
       }
+      if (frame.module < 0 && frame.jit >= 0) {
+        out.push_back(jit_frame_id(static_cast<uint32_t>(frame.jit)));
+        continue;
+      }
       if (frame.module < 0) {
         ++result_.stats.unknown_frames;
         out.push_back(unknown_id());
@@ -491,6 +512,7 @@ class Symbolizer {
   std::unordered_map<uint64_t, uint32_t> named_ids_;  // (named_ index, identity) -> id
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> offset_ids_;  // (identity, file offset) -> id
   std::unordered_map<size_t, uint32_t> kernel_ids_;  // kernel symbol index (SIZE_MAX: none) -> id
+  std::unordered_map<uint32_t, uint32_t> jit_ids_;     // JIT symbol index -> id
   uint32_t unknown_id_ = kNone, truncated_id_ = kNone;
   std::vector<uint32_t> rank_;     // id -> rank
   std::vector<uint32_t> by_rank_;  // rank -> an id with that content

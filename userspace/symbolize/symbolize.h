@@ -25,6 +25,8 @@
 //   kallsyms, carried by the capture): "function", "function [module]" for a
 //   module's symbol, "[kernel]" when no symbol holds the address; their
 //   module is "[kernel.kallsyms]" with the recording kernel's build ID.
+// - JIT frames (CaptureFrame::jit) are named by their perf-map entry as
+//   written, no module.
 // - Stacks that are equal after symbolization (comm, every frame field) are
 //   merged and their counts summed; stacks with count 0 are dropped.
 // - Cost: distinct frames are built once; unique sequences are found by
@@ -53,6 +55,7 @@ enum class FrameKind : uint8_t {
   Unknown,       // "[unknown]": not even a mapping
   Truncated,     // "[truncated]": the unwinder stopped early (root only)
   Kernel,        // a kernel frame: "function", "function [module]" or "[kernel]"
+  Jit,           // JIT code named by the process's perf map (Capture::jit_symbols)
 };
 
 struct SymbolizedFrame {
@@ -103,6 +106,7 @@ struct SymbolizeStats {
   uint64_t unknown_frames = 0;       // emitted as [unknown]
   uint64_t kernel_frames = 0;        // kernel frames
   uint64_t unnamed_kernel_frames = 0;  // kernel frames emitted as [kernel]
+  uint64_t jit_frames = 0;           // frames named from a perf map
 };
 
 // The module path kernel frames carry (perf's name for the kernel image).

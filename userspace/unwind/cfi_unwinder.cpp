@@ -347,6 +347,30 @@ std::optional<UnwindStop> step_to_caller(Dwarf_Frame* frame, const StackView& st
   return std::nullopt;
 }
 
+// The caller by the frame-pointer chain, as `perf -g` walks it, where no CFI
+// covers `pc` (JIT code, hand-written assembly): rbp points at the saved rbp
+// with the return address above it. Taken only when rbp looks like a frame of
+// this stack (8-aligned, at or above sp, both words inside the copy) and
+// the return address is not 0; false leaves everything as it was.
+bool frame_pointer_step(const StackView& stack, Registers& regs, uint64_t& pc, bool& exact_pc) {
+  if (!regs.has(kRbp) || !regs.has(kRsp)) return false;
+  const uint64_t bp = regs.value[kRbp], sp = regs.value[kRsp];
+  if (bp % 8 != 0 || bp < sp || bp > UINT64_MAX - 16) return false;
+  uint64_t saved_bp = 0, return_address = 0;
+  if (read_stack(stack, bp, 8, saved_bp) != Eval::Ok || read_stack(stack, bp + 8, 8, return_address) != Eval::Ok ||
+      return_address == 0)
+    return false;
+  // Only rsp and rbp are known in the caller: a CFI rule of its that needs
+  // another register stops the walk there.
+  Registers caller;
+  caller.set(kRsp, bp + 16);
+  caller.set(kRbp, saved_bp);
+  regs = caller;
+  pc = return_address;
+  exact_pc = false;
+  return true;
+}
+
 struct FrameDeleter {
   void operator()(Dwarf_Frame* frame) const { std::free(frame); }
 };
@@ -498,6 +522,7 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
   std::lock_guard lock(mutex_);
   out.ips.clear();
   out.stop = UnwindStop::Complete;
+  out.frame_pointer_steps = 0;
 
   Registers regs;
   regs.set(kRsp, stack.regs.sp);
@@ -513,18 +538,15 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
     regs.set(kReturnAddress, pc);  // DW_OP_breg16 is %rip (PLT stubs' CFA rules use it)
     const uint64_t lookup_addr = exact_pc ? pc : pc - 1;
     const UnwindModule* module = find_module ? find_module(lookup_addr) : nullptr;
-    if (!module) {
-      out.stop = UnwindStop::NoModule;
-      return;
-    }
-    ModuleCfi* cfi = cfi_for(*module);
+    ModuleCfi* cfi = module ? cfi_for(*module) : nullptr;
     FramePtr frame = cfi ? cfi->frame_at(lookup_addr - module->load_bias) : nullptr;
     if (!frame) {
-      out.stop = UnwindStop::NoCfi;
-      return;
-    }
-
-    if (std::optional<UnwindStop> end = step_to_caller(frame.get(), stack, regs, pc, exact_pc)) {
+      if (!options_.frame_pointer_fallback || !frame_pointer_step(stack, regs, pc, exact_pc)) {
+        out.stop = module ? UnwindStop::NoCfi : UnwindStop::NoModule;
+        return;
+      }
+      ++out.frame_pointer_steps;
+    } else if (std::optional<UnwindStop> end = step_to_caller(frame.get(), stack, regs, pc, exact_pc)) {
       out.stop = *end;
       return;
     }

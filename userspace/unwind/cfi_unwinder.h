@@ -12,6 +12,9 @@
 // register expressions run on a bounded stack with a bounded op count, the
 // depth is bounded, and the stack pointer must strictly increase from frame
 // to frame (else: Loop). A module's file is used only if its build ID matches.
+// Where no CFI covers a PC, the frame pointer may take one step instead
+// (UnwindOptions::frame_pointer_fallback); the stop reasons NoModule and
+// NoCfi then mean that neither worked.
 //
 // Thread safety: CfiUnwinder may be shared by threads; its CFI cache is
 // guarded by one mutex held for each whole unwind (libdw's CFI caches are
@@ -48,11 +51,16 @@ const char* to_string(UnwindStop stop);
 
 struct UnwindOptions {
   size_t max_frames = 127;
+  // Where no CFI covers a PC (JIT code, assembly), step to the caller by the
+  // frame pointer when rbp looks like a frame of the copied stack, as
+  // `perf -g` does; counted in UnwindResult::frame_pointer_steps.
+  bool frame_pointer_fallback = true;
 };
 
 struct UnwindResult {
   std::vector<uint64_t> ips;  // leaf first, runtime addresses
   UnwindStop stop = UnwindStop::Complete;
+  uint32_t frame_pointer_steps = 0;  // callers found by the frame-pointer fallback
   bool truncated() const { return stop != UnwindStop::Complete; }
 };
 

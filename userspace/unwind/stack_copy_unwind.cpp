@@ -42,10 +42,13 @@ const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t a
 
 bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack) {
   unwinder_.unwind(stack, [&](uint64_t addr) { return find_module(image_id, addr); }, result_);
-  if (result_.stop != UnwindStop::NoModule) return false;
-  const uint64_t last = result_.ips.back();
-  const uint64_t lookup = result_.ips.size() == 1 ? last : last - 1;
-  return processes_.image(image_id).find_map(lookup) < 0;
+  if (result_.stop != UnwindStop::NoModule && result_.frame_pointer_steps == 0) return false;
+  // Any address in no mapping (the frame-pointer fallback may have stepped
+  // over one) is worth another try once the maps were read again.
+  const ProcessImage& image = processes_.image(image_id);
+  for (size_t i = 0; i < result_.ips.size(); ++i)
+    if (image.find_map(i == 0 ? result_.ips[i] : result_.ips[i] - 1) < 0) return true;
+  return false;
 }
 
 void StackCopyUnwinder::emit_result(uint32_t pid, uint32_t tid, std::string_view comm,
@@ -53,6 +56,8 @@ void StackCopyUnwinder::emit_result(uint32_t pid, uint32_t tid, std::string_view
                                     const SampleCallback& emit) {
   ++stacks_;
   ++stops_[static_cast<size_t>(result_.stop)];
+  frame_pointer_steps_ += result_.frame_pointer_steps;
+  if (result_.frame_pointer_steps) ++frame_pointer_stacks_;
   RawSample sample;
   sample.pid = pid;
   sample.tid = tid;

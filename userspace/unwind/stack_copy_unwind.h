@@ -45,6 +45,10 @@ class StackCopyUnwinder {
   // (the UnwindStop names, '_'-joined, lower case); complete ones not counted.
   std::map<std::string, uint64_t> truncations() const;
   uint64_t stacks() const { return stacks_; }
+  // Frames reached by the frame-pointer fallback (cfi_unwinder.h), and the
+  // stacks that have any.
+  uint64_t frame_pointer_steps() const { return frame_pointer_steps_; }
+  uint64_t frame_pointer_stacks() const { return frame_pointer_stacks_; }
   uint64_t retried() const { return retried_; }
 
   // Most walks held at once (each holds a stack copy); beyond, emit as is.
@@ -76,6 +80,7 @@ class StackCopyUnwinder {
   uint64_t maps_reads_at_hold_ = 0;
   std::array<uint64_t, kUnwindStopCount> stops_{};
   uint64_t stacks_ = 0, retried_ = 0;
+  uint64_t frame_pointer_steps_ = 0, frame_pointer_stacks_ = 0;
 };
 
 }  // namespace gsymprof

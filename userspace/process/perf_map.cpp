@@ -1,0 +1,193 @@
+#include "userspace/process/perf_map.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iterator>
+#include <map>
+
+#include "userspace/base/parse_number.h"
+
+namespace gsymprof {
+namespace {
+
+std::optional<uint64_t> parse_hex(std::string_view text) {
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) text.remove_prefix(2);
+  return parse_unsigned<uint64_t>(text, 16);
+}
+
+// Takes the next blank-separated field of `line`.
+std::string_view next_field(std::string_view& line) {
+  size_t begin = line.find_first_not_of(" \t");
+  if (begin == std::string_view::npos) {
+    line = {};
+    return {};
+  }
+  line.remove_prefix(begin);
+  size_t end = line.find_first_of(" \t");
+  std::string_view field = line.substr(0, end);
+  line.remove_prefix(end == std::string_view::npos ? line.size() : end);
+  return field;
+}
+
+struct Piece {
+  uint64_t end = 0;
+  uint32_t name = 0;  // index into the lines' names
+};
+
+// Paints [start, end) over the pieces: what it covers of older pieces is gone.
+void paint(std::map<uint64_t, Piece>& pieces, uint64_t start, uint64_t end, uint32_t name) {
+  auto it = pieces.lower_bound(start);
+  if (it != pieces.begin()) {
+    auto before = std::prev(it);
+    if (before->second.end > start) {
+      const Piece old = before->second;
+      before->second.end = start;
+      if (old.end > end) pieces.emplace(end, old);  // the part right of the new range
+    }
+  }
+  it = pieces.lower_bound(start);
+  while (it != pieces.end() && it->first < end) {
+    if (it->second.end > end) {
+      const Piece rest = it->second;
+      pieces.erase(it);
+      pieces.emplace(end, rest);
+      break;
+    }
+    it = pieces.erase(it);
+  }
+  pieces[start] = Piece{end, name};
+}
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The pid as the process itself sees it (its innermost pid namespace): the
+// number in the perf map's name. /proc/PID/status "NSpid:" lists the pids
+// outermost first; absent (old kernels): the same pid.
+uint32_t namespace_pid(const std::string& proc_pid, uint32_t pid) {
+  gsym::Expected<std::string> status = gsym::read_file_text(proc_pid + "/status", 1 << 20);
+  if (!status) return pid;
+  size_t at = status->find("\nNSpid:");
+  if (at == std::string::npos) return pid;
+  std::string_view line(*status);
+  line.remove_prefix(at + 7);
+  line = line.substr(0, line.find('\n'));
+  uint32_t last = pid;
+  for (std::string_view field = next_field(line); !field.empty(); field = next_field(line))
+    if (auto value = parse_unsigned<uint32_t>(field)) last = *value;
+  return last;
+}
+
+}  // namespace
+
+ParsedPerfMap parse_perf_map(std::string_view text) {
+  ParsedPerfMap out;
+  std::vector<std::string_view> names;
+  std::map<uint64_t, Piece> pieces;
+  while (!text.empty()) {
+    size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    std::optional<uint64_t> start = parse_hex(next_field(line));
+    std::optional<uint64_t> size = parse_hex(next_field(line));
+    // The name is the rest of the line, blanks and all.
+    size_t name_begin = line.find_first_not_of(" \t");
+    std::string_view name = name_begin == std::string_view::npos ? std::string_view() : line.substr(name_begin);
+    if (!start || !size || *size == 0 || *start > UINT64_MAX - *size || name.empty() ||
+        names.size() == UINT32_MAX) {
+      ++out.bad_lines;
+      continue;
+    }
+    names.push_back(name.substr(0, kMaxPerfMapNameBytes));
+    paint(pieces, *start, *start + *size, static_cast<uint32_t>(names.size() - 1));
+  }
+  out.symbols.reserve(pieces.size());
+  for (const auto& [start, piece] : pieces)
+    out.symbols.push_back({start, piece.end, std::string(names[piece.name])});
+  return out;
+}
+
+const JitSymbol* find_jit_symbol(const std::vector<JitSymbol>& symbols, uint64_t address) {
+  auto it = std::upper_bound(symbols.begin(), symbols.end(), address,
+                             [](uint64_t a, const JitSymbol& s) { return a < s.start; });
+  if (it == symbols.begin()) return nullptr;
+  --it;
+  return address < it->end ? &*it : nullptr;
+}
+
+bool PerfMaps::has_map(uint32_t pid) const {
+  auto it = entries_.find(pid);
+  return it != entries_.end() && it->second.found;
+}
+
+const JitSymbol* PerfMaps::find(uint32_t pid, uint64_t address, bool final) {
+  Entry& entry = entries_[pid];
+  if (!entry.root_tried) {
+    // While the process lives: its root, owner and own pid.
+    entry.root_tried = true;
+    const std::string proc_pid = proc_root_ + "/" + std::to_string(pid);
+    if (kept_roots_ < kMaxKeptRoots) {
+      entry.root = gsym::FileDescriptor(::open((proc_pid + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (entry.root.valid()) ++kept_roots_;
+    }
+    struct stat st {};
+    if (::stat(proc_pid.c_str(), &st) == 0) entry.owner = st.st_uid;
+    entry.ns_pid = namespace_pid(proc_pid, pid);
+  }
+  if (const JitSymbol* symbol = find_jit_symbol(entry.symbols, address)) return symbol;
+  if (final) {
+    if (entry.final_read) return nullptr;
+    entry.final_read = true;
+  } else {
+    // While sampling, at most one look at the file per interval per process.
+    const int64_t now = steady_ns();
+    if (now - entry.last_try_ns < kRetryIntervalNs) return nullptr;
+    entry.last_try_ns = now;
+  }
+  read(pid, entry);
+  return find_jit_symbol(entry.symbols, address);
+}
+
+void PerfMaps::read(uint32_t pid, Entry& entry) {
+  gsym::FileDescriptor opened_now;
+  int root = entry.root.get();
+  if (!entry.root.valid()) {
+    // Not kept (too many processes): only while the process lives.
+    opened_now = gsym::FileDescriptor(
+        ::open((proc_root_ + "/" + std::to_string(pid) + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!opened_now.valid()) return;
+    root = opened_now.get();
+  }
+  const std::string path = "/tmp/perf-" + std::to_string(entry.ns_pid) + ".map";
+  gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file_in_root(root, path, path);
+  if (!file) return;
+  const struct stat& st = file->status;
+  // Written by the process's user (or root), not planted by another one in
+  // a shared /tmp.
+  if (st.st_uid != 0 && entry.owner.has_value() && st.st_uid != *entry.owner) return;
+  const int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  if (entry.found && static_cast<uint64_t>(st.st_size) == entry.size && st.st_ino == entry.inode &&
+      mtime_ns == entry.mtime_ns)
+    return;  // unchanged since the last read
+  gsym::Expected<std::vector<uint8_t>> bytes = gsym::read_descriptor(file->fd.get(), kMaxPerfMapBytes, path);
+  if (!bytes) return;
+  ++reads_;
+  ParsedPerfMap parsed = parse_perf_map(
+      std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  entry.symbols = std::move(parsed.symbols);
+  entry.found = true;
+  entry.size = static_cast<uint64_t>(st.st_size);
+  entry.inode = st.st_ino;
+  entry.mtime_ns = mtime_ns;
+}
+
+}  // namespace gsymprof

@@ -1,0 +1,86 @@
+// userspace/process/perf_map.h - names of JIT code from perf maps: the
+// /tmp/perf-PID.map a JIT runtime writes (node --perf-basic-prof, Java
+// agents, Python 3.12+ -X perf, LuaJIT), one "START SIZE NAME" line per
+// compiled function, START and SIZE in hex. Used at record time, so a capture
+// carries the names its JIT frames need (Capture::jit_symbols).
+//
+// The file is written by the profiled process's user: untrusted. It is
+// opened inside the process's own root (/proc/PID/root, so containers work,
+// and nothing outside that root is ever followed), non-blocking, regular
+// files only, at most kMaxPerfMapBytes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "gsym/file_io.h"
+#include "userspace/capture/capture.h"
+
+namespace gsymprof {
+
+// Largest perf map read (node writes ~100 bytes per compiled function).
+inline constexpr uint64_t kMaxPerfMapBytes = 256ull << 20;
+// Longer names are cut to this many bytes.
+inline constexpr size_t kMaxPerfMapNameBytes = 4096;
+
+struct ParsedPerfMap {
+  // Sorted by start, disjoint: where lines overlap, the later line wins (a
+  // runtime that frees code and compiles new code at the same address
+  // appends the new function's line).
+  std::vector<JitSymbol> symbols;
+  uint64_t bad_lines = 0;  // lines that do not parse, or hold an empty range
+};
+
+// Parses the text of a perf map. Pure; never fails: a bad line is skipped
+// and counted (a runtime may be writing the last line as we read).
+ParsedPerfMap parse_perf_map(std::string_view text);
+
+// The symbol holding `address` in sorted, disjoint `symbols`, or nullptr.
+const JitSymbol* find_jit_symbol(const std::vector<JitSymbol>& symbols, uint64_t address);
+
+// The perf maps of the processes of a live session, read when first needed
+// and again when an address is not covered and the file has changed since.
+class PerfMaps {
+ public:
+  explicit PerfMaps(std::string proc_root = "/proc") : proc_root_(std::move(proc_root)) {}
+
+  // The JIT symbol of `pid` holding runtime `address`, or nullptr. Opens the
+  // process's root on first use (keeping it, so the map can be read after the
+  // process exits: it usually stays in /tmp). `final`: the last chance (end
+  // of the session), not rate-limited.
+  const JitSymbol* find(uint32_t pid, uint64_t address, bool final = false);
+
+  // Whether a perf map was read for `pid`.
+  bool has_map(uint32_t pid) const;
+  uint64_t reads() const { return reads_; }
+
+  // Root directories kept open at most (one descriptor each).
+  static constexpr size_t kMaxKeptRoots = 256;
+
+ private:
+  struct Entry {
+    gsym::FileDescriptor root;  // /proc/PID/root, opened while the process lived
+    bool root_tried = false;
+    std::optional<uint32_t> owner;  // the process's uid
+    uint32_t ns_pid = 0;            // its pid in its own namespace (the file's name)
+    bool found = false;             // a map was read
+    bool final_read = false;        // the end-of-session read was made
+    std::vector<JitSymbol> symbols;
+    uint64_t size = 0, inode = 0;   // of the file last read
+    int64_t mtime_ns = -1;
+    int64_t last_try_ns = INT64_MIN / 2;
+  };
+  static constexpr int64_t kRetryIntervalNs = 100'000'000;
+  void read(uint32_t pid, Entry& entry);
+
+  std::string proc_root_;
+  std::unordered_map<uint32_t, Entry> entries_;
+  size_t kept_roots_ = 0;
+  uint64_t reads_ = 0;
+};
+
+}  // namespace gsymprof
