@@ -14,6 +14,7 @@ nlohmann-json3-dev doctest-dev libcli11-dev
 llvm-22
 libc6-dbg
 procps linux-perf
+nodejs
 dwz
 "
 # Extra packages only the benchmarks need (make bench passes --bench).

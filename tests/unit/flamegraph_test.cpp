@@ -97,6 +97,7 @@ TEST_CASE("classify_flame_frame") {
   CHECK(classify_flame_frame("main") == FlameFrameKind::Function);
   CHECK(classify_flame_frame("sq_[i]") == FlameFrameKind::Inlined);
   CHECK(classify_flame_frame("do_syscall_64_[k]") == FlameFrameKind::Kernel);
+  CHECK(classify_flame_frame("JS:*fib /x.js:1_[j]") == FlameFrameKind::Jit);
   CHECK(classify_flame_frame("[unknown]") == FlameFrameKind::Unresolved);
   CHECK(classify_flame_frame("[truncated]") == FlameFrameKind::Unresolved);
   CHECK(classify_flame_frame("libfoo.so.1+0x1a2B") == FlameFrameKind::Unresolved);
@@ -160,7 +161,8 @@ TEST_CASE("flame graph: labels are cut to fit, tiny frames are left out") {
 }
 
 TEST_CASE("flame graph: colours distinguish frame kinds") {
-  const std::string svg = render("app;main;sq_[i] 1\napp;main;sys_[k] 1\napp;main;libx.so+0x10 1\napp;[unknown] 1\n");
+  const std::string svg = render(
+      "app;main;sq_[i] 1\napp;main;sys_[k] 1\napp;main;libx.so+0x10 1\napp;[unknown] 1\napp;main;fib_[j] 1\n");
   auto fill = [&](const std::string& tip) { return rgb(attribute(frame_element(svg, tip), "rect", "fill")); };
   auto inlined = fill("sq_[i] (");
   CHECK(inlined[0] < inlined[1]);  // aqua: green and blue dominate
@@ -168,6 +170,10 @@ TEST_CASE("flame graph: colours distinguish frame kinds") {
   auto kernel = fill("sys_[k] (");
   CHECK(kernel[2] == 0);  // orange
   CHECK(kernel[0] > kernel[1]);
+  auto jit = fill("fib_[j] (");
+  CHECK(jit[1] >= 200);  // green, as flamegraph.pl's java palette
+  CHECK(jit[0] == jit[2]);
+  CHECK(jit[0] < jit[1]);
   auto offset = fill("libx.so+0x10 (");
   CHECK((offset[0] == offset[1] && offset[1] == offset[2]));  // grey
   auto unknown = fill("[unknown] (");

@@ -405,3 +405,32 @@ TEST_CASE("symbolize: kernel frames named from the capture's kernel symbols, suf
   // No GSYM is looked up for kernel frames.
   CHECK(result->stats.lookups == 1);
 }
+
+TEST_CASE("symbolize: JIT frames named from the capture's perf-map entries, suffixed _[j]") {
+  GsymLocator locator = make_locator();
+  Capture capture = make_capture();
+  capture.stacks.clear();
+  capture.jit_symbols = {{0x7e0000000000, 0x7e0000000100, "JS:^main /x.js:5"},
+                         {0x7e0000002000, 0x7e0000002100, "JS:*fib /x.js:1"}};
+  auto jit = [](uint64_t address, int32_t symbol) {
+    return CaptureFrame{-1, address, UnresolvedReason::AnonymousMapping, false, symbol};
+  };
+  CaptureFrame anonymous{-1, 0x7e0000009000, UnresolvedReason::AnonymousMapping};
+  capture.stacks.push_back({42, "app", {jit(0x7e0000002010, 1), jit(0x7e0000002080, 1), jit(0x7e0000000040, 0),
+                                        in(kApp, 0x1050)}, false, 3, 42});
+  capture.stacks.push_back({42, "app", {anonymous, jit(0x7e0000000040, 0), in(kApp, 0x1050)}, false, 1, 42});
+  auto result = symbolize(capture, locator);
+  REQUIRE(result.ok());
+  CHECK(folded_text(*result) ==
+        "app;main;JS:^main /x.js:5_[j];JS:*fib /x.js:1_[j];JS:*fib /x.js:1_[j] 3\n"
+        "app;main;JS:^main /x.js:5_[j];[unknown] 1\n");
+  CHECK(result->stats.jit_frames == 4);
+  CHECK(result->stats.unknown_frames == 1);
+  for (const SymbolizedFrame& frame : result->frames)
+    if (frame.kind == FrameKind::Jit) CHECK(frame.module_path.empty());
+  // A JIT index out of range is a bad capture, not a crash.
+  capture.stacks[0].frames[0].jit = 2;
+  auto bad = symbolize(capture, locator);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == "stack 0 frame 0: JIT symbol index 2 out of range (2 JIT symbols)");
+}
