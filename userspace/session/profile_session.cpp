@@ -12,8 +12,10 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <algorithm>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "userspace/process/kernel_symbols.h"
 #include "userspace/process/process_image.h"
@@ -353,12 +355,24 @@ void print_jit_summary(const Capture& capture, const SessionStats& stats) {
     std::fprintf(stderr, "gsymprof: JIT code: %" PRIu64 " samples named from perf maps (%zu symbols)\n",
                  jit.named_samples, capture.jit_symbols.size());
   if (!jit.unnamed_samples) return;
+  // The processes with most such samples first, a few per line.
+  std::vector<std::pair<uint64_t, uint32_t>> by_samples;
+  for (const auto& [pid, samples] : jit.unnamed_by_pid) by_samples.emplace_back(samples, pid);
+  std::sort(by_samples.begin(), by_samples.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  constexpr size_t kShown = 8;
   std::string without, partial;
-  for (const auto& [pid, samples] : jit.unnamed_by_pid) {
+  size_t without_count = 0, partial_count = 0;
+  for (const auto& [samples, pid] : by_samples) {
     auto has = jit.has_map.find(pid);
-    std::string& list = has != jit.has_map.end() && has->second ? partial : without;
-    list += (list.empty() ? "" : ", ") + std::to_string(pid) + " (" + std::to_string(samples) + ")";
+    const bool has_map = has != jit.has_map.end() && has->second;
+    std::string& list = has_map ? partial : without;
+    size_t& count = has_map ? partial_count : without_count;
+    if (++count <= kShown)
+      list += (list.empty() ? "" : ", ") + std::to_string(pid) + " (" + std::to_string(samples) + ")";
   }
+  if (without_count > kShown) without += " and " + std::to_string(without_count - kShown) + " more";
+  if (partial_count > kShown) partial += " and " + std::to_string(partial_count - kShown) + " more";
   std::fprintf(stderr,
                "gsymprof: %" PRIu64 " samples in anonymous executable memory (JIT code?) that no perf map names\n",
                jit.unnamed_samples);
