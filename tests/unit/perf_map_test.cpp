@@ -156,3 +156,18 @@ TEST_CASE("perf maps of processes: never outside the root, never a FIFO, never a
   CHECK(maps.find(306, 0x1000, true) == nullptr);
   CHECK(maps.reads() == 0);
 }
+
+TEST_CASE("perf maps of processes: exec forgets the old image's map") {
+  FakeProc proc;
+  const std::string map_path = proc.add(400, 400);
+  write_text(map_path, "1000 100 before-exec\n");
+  PerfMaps maps(proc.path);
+  REQUIRE(maps.find(400, 0x1000) != nullptr);
+  // The new image's runtime rewrites the map at the same path.
+  write_text(map_path, "1000 100 after-exec\n");
+  maps.note_exec(400);
+  CHECK_FALSE(maps.has_map(400));
+  const JitSymbol* symbol = maps.find(400, 0x1000);
+  REQUIRE(symbol != nullptr);
+  CHECK(symbol->name == "after-exec");
+}

@@ -264,3 +264,23 @@ TEST_CASE("pprof: raw names as system_name, thread_id labels, kernel frames on a
   for (const pb::Sample& sample : profile.sample())
     if (sample.value(0) == 1) CHECK(sample.label_size() == 2);
 }
+
+TEST_CASE("pprof: JIT frames named from the capture's perf-map entries, on no mapping") {
+  GsymLocator locator = make_locator();
+  Capture capture = make_capture();
+  const CaptureFrame in_main{0, 0x1050, UnresolvedReason::None};
+  const CaptureFrame fib{-1, 0x7e0000002010, UnresolvedReason::AnonymousMapping, false, 0};
+  capture.stacks = {{42, "node", {fib, in_main}, false, 4, 42}};
+  capture.samples = 4;
+  capture.jit_symbols = {{0x7e0000002000, 0x7e0000002100, "JS:*fib /x.js:1"}};
+  auto result = pprof_profile(capture, locator, {});
+  REQUIRE(result.ok());
+  const pb::Profile profile = decode(result->gzipped);
+  REQUIRE(profile.sample_size() == 1);
+  REQUIRE(profile.sample(0).location_id_size() == 2);
+  CHECK(names_of(profile, profile.sample(0).location_id(0)) == std::vector<std::string>{"JS:*fib /x.js:1"});
+  const pb::Location& leaf = profile.location(static_cast<int>(profile.sample(0).location_id(0) - 1));
+  CHECK(leaf.address() == 0x7e0000002010);
+  CHECK(leaf.mapping_id() == 0);
+  REQUIRE(profile.mapping_size() == 1);  // the app's only
+}

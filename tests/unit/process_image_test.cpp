@@ -3,8 +3,11 @@
 // normalization per unique raw stack.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 
+#include "tests/unit/test_files.h"
 #include "userspace/capture/capture_file.h"
 #include "userspace/process/process_image.h"
 #include "userspace/aggregate/stack_aggregator.h"
@@ -219,4 +222,55 @@ TEST_CASE("stack aggregator: kernel frames go leafward of the user frames, leaf 
   // The user leaf stays exact, as without kernel frames.
   CHECK(both->frames[2] == CaptureFrame{0, 0x1100, UnresolvedReason::None});
   CHECK(both->frames[3] == CaptureFrame{0, 0x104f, UnresolvedReason::None});
+}
+
+TEST_CASE("stack aggregator: JIT frames named from the process's perf map, the rest reported") {
+  test_files::TempDir root("aggregator_jit");
+  for (uint32_t pid : {10u, 20u}) {
+    std::filesystem::create_directories(root / (std::to_string(pid) + "/root/tmp"));
+    std::ofstream(root / (std::to_string(pid) + "/status")) << "NSpid:\t" << pid << "\n";
+  }
+  std::ofstream(root / "10/root/tmp/perf-10.map") << "7e0000000000 100 JS:^main /x.js:5\n"
+                                                  << "7e0000002000 100 JS:*fib /x.js:1\n";
+  FakeProc proc;
+  const std::string anon = "7e0000000000-7e0000010000 rwxp 00000000 00:00 0 \n"
+                           "7e1000000000-7e1000001000 rw-p 00000000 00:00 0 \n";
+  proc.maps[10] = std::string(kApp) + anon;
+  proc.maps[20] = std::string(kApp) + anon;
+  ProcessTable table(proc.source());
+  PerfMaps perf_maps(root.path);
+  StackAggregator aggregator(table, &perf_maps);
+  // fib called from main, whose return address is main's end (a call as its
+  // last instruction: looked up at end - 1).
+  uint64_t named[] = {0x7e0000002010, 0x7e0000000100, 0x400050};
+  uint64_t uncovered[] = {0x7e0000009000, 0x400050};
+  uint64_t data[] = {0x7e1000000010, 0x400050};  // not executable: not JIT code
+  for (int i = 0; i < 3; ++i) aggregator.add({10, 10, "node", named, false, {}});
+  for (int i = 0; i < 2; ++i) aggregator.add({10, 10, "node", uncovered, false, {}});
+  aggregator.add({10, 10, "node", data, false, {}});
+  aggregator.add({20, 20, "node", named, false, {}});
+
+  Capture capture;
+  JitReport report;
+  aggregator.build(capture, &report);
+  REQUIRE(capture.jit_symbols.size() == 2);
+  CHECK(capture.jit_symbols[0] == JitSymbol{0x7e0000000000, 0x7e0000000100, "JS:^main /x.js:5"});
+  CHECK(capture.jit_symbols[1] == JitSymbol{0x7e0000002000, 0x7e0000002100, "JS:*fib /x.js:1"});
+  const CaptureStack* jit = nullptr;
+  for (const CaptureStack& s : capture.stacks)
+    if (s.pid == 10 && s.count == 3) jit = &s;
+  REQUIRE(jit);
+  REQUIRE(jit->frames.size() == 3);
+  CHECK(jit->frames[0] == CaptureFrame{-1, 0x7e0000002010, UnresolvedReason::AnonymousMapping, false, 1});
+  CHECK(jit->frames[1] == CaptureFrame{-1, 0x7e0000000100, UnresolvedReason::AnonymousMapping, false, 0});
+  CHECK(report.named_samples == 3);
+  CHECK(report.unnamed_samples == 3);  // pid 10's uncovered address (2), pid 20 without a map (1)
+  CHECK(report.unnamed_by_pid == std::map<uint32_t, uint64_t>{{10, 2}, {20, 1}});
+  CHECK(report.has_map == std::map<uint32_t, bool>{{10, true}, {20, false}});
+  for (const CaptureStack& s : capture.stacks)
+    if (s.pid == 20) CHECK(s.frames[0].jit == -1);
+  // The capture (a return address at its symbol's end included) is valid.
+  auto back = capture_from_json(capture_to_json(capture));
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(back->jit_symbols == capture.jit_symbols);
 }

@@ -42,7 +42,10 @@ class StackAggregator {
 
   void add(const RawSample& sample);
   // The process exec'd; later samples belong to its new image.
-  void note_exec(uint32_t pid) { processes_.note_exec(pid); }
+  void note_exec(uint32_t pid) {
+    processes_.note_exec(pid);
+    if (perf_maps_) perf_maps_->note_exec(pid);
+  }
 
   uint64_t samples() const { return samples_; }
   size_t unique_stacks() const { return stacks_.size(); }

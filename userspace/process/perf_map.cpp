@@ -129,6 +129,17 @@ bool PerfMaps::has_map(uint32_t pid) const {
   return it != entries_.end() && it->second.found;
 }
 
+void PerfMaps::note_exec(uint32_t pid) {
+  auto it = entries_.find(pid);
+  if (it == entries_.end()) return;
+  Entry& entry = it->second;
+  entry.symbols.clear();
+  entry.found = entry.final_read = false;
+  entry.size = entry.inode = 0;
+  entry.mtime_ns = -1;
+  entry.last_try_ns = INT64_MIN / 2;
+}
+
 const JitSymbol* PerfMaps::find(uint32_t pid, uint64_t address, bool final) {
   Entry& entry = entries_[pid];
   if (!entry.root_tried) {

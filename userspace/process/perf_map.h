@@ -54,6 +54,10 @@ class PerfMaps {
   // of the session), not rate-limited.
   const JitSymbol* find(uint32_t pid, uint64_t address, bool final = false);
 
+  // The process exec'd: its old map's symbols are forgotten (the new image
+  // writes its own map at the same path); its root stays open.
+  void note_exec(uint32_t pid);
+
   // Whether a perf map was read for `pid`.
   bool has_map(uint32_t pid) const;
   uint64_t reads() const { return reads_; }
