@@ -105,8 +105,6 @@ struct SymbolizeStats {
   uint64_t unnamed_kernel_frames = 0;  // kernel frames emitted as [kernel]
 };
 
-// The module path kernel frames carry (perf's name for the kernel image).
-inline constexpr const char* kKernelModulePath = "[kernel.kallsyms]";
 
 struct SymbolizeResult {
   // Distinct frames, sorted (operator<=>), each referenced by some stack:
