@@ -2,10 +2,10 @@
 //
 // Reads fixed-width integers in the file's byte order, string-table offsets
 // in the file's width (4 bytes in version 1, 8 in version 2) and LEB128
-// values. The
-// first failure (end of data, overlong or overflowing LEB128) is sticky: reads
-// after it return 0, so callers check ok() once per group of reads, the way
-// LLVM's DataExtractor::Cursor works, and the hot loops stay branch-light.
+// values. The first failure (end of data, overlong or overflowing LEB128) is
+// sticky: reads after it return 0, so callers check ok() once per group of
+// reads, the way LLVM's DataExtractor::Cursor works, and the hot loops stay
+// branch-light.
 #pragma once
 
 #include <cstddef>

@@ -12,7 +12,7 @@ namespace gsym {
 // Header (gsym-format.md §2): "GSYM" read as a native u32, in either byte order.
 inline constexpr uint32_t kMagic = 0x4753594D;
 inline constexpr uint32_t kMagicSwapped = 0x4D595347;
-inline constexpr uint16_t kVersion = 1;
+inline constexpr uint16_t kVersion = 1;  // the default written: LLVM <= 22 reads only 1
 inline constexpr size_t kHeaderSize = 48;
 inline constexpr size_t kMaxUuidSize = 20;  // version 1's UUID field
 

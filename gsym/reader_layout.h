@@ -25,10 +25,10 @@ struct Layout {
   uint64_t addr_table = 0;  // offset of the address-offsets table
   uint64_t info_table = 0;  // offset of the address-info offsets
   uint64_t info_base = 0;   // what info offsets count from (v2: FunctionInfo section)
-  uint64_t info_end = 0;    // where records must end (v2: the section's end)
+  uint64_t info_end = 0;    // records' Size and Name lie before it (v2: the section's end)
   uint64_t file_table = 0;  // offset of the first file entry (after the count)
   uint32_t num_files = 0;
-  uint64_t uuid_offset = 0, uuid_size = 0;
+  uint64_t uuid_offset = 0, uuid_size = 0;  // build_id()'s bytes
 
   uint32_t u32_at(uint64_t off) const {
     uint32_t v;
