@@ -152,7 +152,8 @@ TEST_CASE("gsym v2: both byte orders decode and answer every address like versio
     CHECK(report2->call_sites == 2);
   }
   // The inline chain really is read through 8-byte names.
-  auto r2 = Reader::parse(encode_sample(kVersion2, Endian::Big));
+  const Bytes big = encode_sample(kVersion2, Endian::Big);  // parse() borrows it
+  auto r2 = Reader::parse(big);
   REQUIRE(r2.ok());
   CHECK(render(*r2, 0x401013) ==
         "d3+1@/src/include/a.h:3 [i] | d2+2@/src/include/a.h:7 [i] | "
@@ -215,7 +216,8 @@ TEST_CASE("gsym v2: deterministic bytes, no UUID section without a build ID, lon
   // Version 2 stores any UUID length; version 1 stops at 20 bytes.
   std::vector<uint8_t> id32(32);
   for (size_t i = 0; i < id32.size(); ++i) id32[i] = static_cast<uint8_t>(0xa0 + i);
-  auto long_id = Reader::parse(encode_sample(kVersion2, Endian::Big, id32));
+  const Bytes long_bytes = encode_sample(kVersion2, Endian::Big, id32);
+  auto long_id = Reader::parse(long_bytes);
   REQUIRE(long_id.ok());
   CHECK(std::vector<uint8_t>(long_id->build_id().begin(), long_id->build_id().end()) == id32);
   BuilderOptions options;
@@ -316,7 +318,8 @@ TEST_CASE("gsym v2: dump shows the version and the directory") {
   CHECK(text.find("FunctionInfo[1]: [0x0000000000401100 - 0x0000000000401140) \"folded_b\"") !=
         std::string::npos);
   // Version 1's dump keeps its own header lines.
-  auto r1 = Reader::parse(encode_sample(kVersion, Endian::Little));
+  const Bytes v1 = encode_sample(kVersion, Endian::Little);
+  auto r1 = Reader::parse(v1);
   REQUIRE(r1.ok());
   std::ostringstream out1;
   REQUIRE(write_dump(*r1, out1).ok());
