@@ -473,8 +473,12 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
 
   BuilderOptions builder_options;
   builder_options.endian = image.little_endian() ? Endian::Little : Endian::Big;
+  builder_options.version = options.gsym_version;
   builder_options.build_id = image.build_id();
-  if (builder_options.build_id.size() > 20) builder_options.build_id.clear();
+  // Version 1's UUID field holds 20 bytes (LLVM drops a longer ID too);
+  // version 2's UUID section any length.
+  if (options.gsym_version == kVersion && builder_options.build_id.size() > kMaxUuidSize)
+    builder_options.build_id.clear();
   builder_options.base_address = image.first_load_address();
   std::vector<AddressRange> text = image.executable_ranges();
   if (text.empty() && debug_image) text = debug_image->executable_ranges();

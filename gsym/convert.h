@@ -37,6 +37,8 @@ struct ConvertOptions {
   std::vector<std::string> debug_directories = {"/usr/lib/debug"};
   bool search_debug_file = true;   // search when the ELF itself has no DWARF
   bool inline_info = true;
+  // GSYM version written: 1 (the default: LLVM <= 22 reads only that) or 2.
+  uint16_t gsym_version = 1;
   // Called now and then with (units done, units total); may be empty.
   std::function<void(uint64_t done, uint64_t total)> progress;
   // Called with each non-fatal warning (a malformed CU skipped, ...).

@@ -1,5 +1,6 @@
 // userspace/cli/cmd_gsym_convert.cpp - `gsymprof gsym convert ELF [-o OUT]
-// [--threads N] [--debug-file PATH]`: ELF/DWARF -> GSYM with gsym::convert.
+// [--threads N] [--debug-file PATH] [--gsym-version 1|2]`: ELF/DWARF -> GSYM
+// with gsym::convert.
 #include <unistd.h>
 
 #include <chrono>
@@ -64,6 +65,16 @@ int cmd_gsym_convert(int argc, char** argv) {
             });
   cli.path("--debug-file", "PATH", "take the DWARF from PATH (build IDs must match)",
            options.debug_file);
+  cli.value("--gsym-version", "N",
+            "GSYM format version: 1 (default; every LLVM reads it) or 2 (LLVM 23+)",
+            [&options](const std::string& value) {
+              if (value == "1")
+                options.gsym_version = 1;
+              else if (value == "2")
+                options.gsym_version = 2;
+              else
+                throw UsageError("--gsym-version must be 1 or 2, not '" + value + "'");
+            });
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
   if (output.empty()) output = input + ".gsym";
 
