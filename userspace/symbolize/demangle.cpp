@@ -59,6 +59,10 @@ bool run(CallbackDemangler demangler, const char* mangled, Sink& sink) {
 }  // namespace
 
 std::string demangle(std::string_view name) {
+  // A PLT stub is named after what it calls (`_Znwm@plt`, gsym/plt_table.h):
+  // that name demangled, the suffix kept, as objdump -C and perf print it.
+  if (constexpr std::string_view kPlt = "@plt"; name.ends_with(kPlt) && name.size() > kPlt.size())
+    return demangle(name.substr(0, name.size() - kPlt.size())) + std::string(kPlt);
   if (!name.starts_with("_Z") && !name.starts_with("_R")) return std::string(name);
   // The demanglers want a NUL-terminated string; an embedded NUL would cut
   // the name short and give a wrong answer, so keep such names raw.
