@@ -1,5 +1,5 @@
-// gsym/builder.cpp - deterministic GSYM v1 writer (see builder.h for the
-// ordering rules; gsym-format.md §2, §10.7 for LLVM's).
+// gsym/builder.cpp - deterministic GSYM writer, versions 1 and 2 (see
+// builder.h for the ordering rules; gsym-format.md §2, §9, §10.7 for LLVM's).
 #include "gsym/builder.h"
 
 #include "gsym/file_io.h"
@@ -412,6 +412,12 @@ struct Builder::State {
                                            std::span<const AddressRange> parent,
                                            std::vector<AddressRange>& scratch);
 
+  // Encoding (after finalize_records).
+  Status encode_record(ByteWriter& out, const Record& r, const StringOffsets& strings) const;
+  void write_file_table(ByteWriter& out) const;
+  Expected<std::vector<uint8_t>> encode_v2(ByteWriter& out, const EncodeStrings& strings,
+                                           uint64_t base, uint8_t offset_size) const;
+
   void sort_functions();
   void prune_functions();
   void extend_trailing_zero_size();
@@ -786,10 +792,14 @@ Expected<std::vector<uint8_t>> Builder::encode() {
   const std::vector<State::Record>& records = st.records;
   const BuilderOptions& opt = st.options;
   if (records.empty()) return Error("no functions to encode");
-  if (opt.build_id.size() > kMaxUuidSize)
+  if (opt.version != kVersion && opt.version != kVersion2)
+    return Error("unsupported GSYM version " + std::to_string(opt.version) + " (1 or 2)");
+  const bool v2 = opt.version == kVersion2;
+  if (!v2 && opt.build_id.size() > kMaxUuidSize)
     return Error("invalid build ID size " + std::to_string(opt.build_id.size()) +
                  " (GSYM version 1 allows at most 20 bytes)");
-  if (records.size() > UINT32_MAX) return Error("too many functions for GSYM version 1");
+  if (records.size() > UINT32_MAX)
+    return Error("too many functions for GSYM version " + std::to_string(opt.version));
   const uint64_t first_start = records.front().range.start;
   const uint64_t base = opt.base_address.value_or(first_start);
   if (base > first_start)
@@ -802,12 +812,14 @@ Expected<std::vector<uint8_t>> Builder::encode() {
   EncodeStrings strings(st.strings);
   for (const State::Record& r : records)
     if (r.rich != State::kFlat) strings.intern_function(st.rich[r.rich]);
+  // Offsets are held in 32 bits while building, in both versions.
   if (strings.size() > UINT32_MAX)
-    return Error("string table exceeds 4 GiB (GSYM version 1 limit)");
+    return Error("string table exceeds 4 GiB (GSYM limit of this writer)");
 
-  ByteWriter out(opt.endian);
+  ByteWriter out(opt.endian, v2 ? 8 : 4);
   out.reserve(records.size() * 64 + st.strings.size() + st.line_pool.size() * 2 +
               st.node_pool.size() * 12);
+  if (v2) return st.encode_v2(out, strings, base, offset_size);
   out.u32(kMagic);
   out.u16(kVersion);
   out.u8(offset_size);
@@ -826,11 +838,7 @@ Expected<std::vector<uint8_t>> Builder::encode() {
   const uint64_t info_offsets = out.tell();
   out.zeros(4 * records.size());
 
-  out.u32(static_cast<uint32_t>(st.files.size()));
-  for (const auto& [dir, basename] : st.files) {
-    out.u32(static_cast<uint32_t>(dir));
-    out.u32(static_cast<uint32_t>(basename));
-  }
+  st.write_file_table(out);
 
   const uint64_t strtab_offset = out.tell();
   strings.write(out);
@@ -845,12 +853,103 @@ Expected<std::vector<uint8_t>> Builder::encode() {
     const uint64_t offset = out.tell();
     if (offset > UINT32_MAX)
       return Error("address info offset exceeded 32-bit max (function at " + hex_number(r.range.start) + ")");
-    Status s = r.rich != State::kFlat
-                   ? encode_function_info(out, st.rich[r.rich], strings, /*pad=*/true)
-                   : encode_flat_function_info(out, r.range, r.name, st.lines_of(r), st.nodes_of(r),
-                                               st.range_pool);
-    if (!s) return s.error();
+    if (Status s = st.encode_record(out, r, strings); !s) return s.error();
     out.fixup_u32(info_offsets + 4 * i, static_cast<uint32_t>(offset));
+  }
+  return out.take();
+}
+
+Status Builder::State::encode_record(ByteWriter& out, const Record& r,
+                                     const StringOffsets& strings) const {
+  return r.rich != kFlat
+             ? encode_function_info(out, rich[r.rich], strings, /*pad=*/true)
+             : encode_flat_function_info(out, r.range, r.name, lines_of(r), nodes_of(r),
+                                         range_pool);
+}
+
+// u32 count, then each entry's directory and basename string offsets in the
+// record width (u32 in version 1, u64 in version 2).
+void Builder::State::write_file_table(ByteWriter& out) const {
+  out.u32(static_cast<uint32_t>(files.size()));
+  for (const auto& [dir, basename] : files) {
+    out.string_offset(dir);
+    out.string_offset(basename);
+  }
+}
+
+// Version 2, in LLVM main's layout (gsym-format.md §9.2): header, directory
+// ([UUID], AddrOffsets, AddrInfoOffsets, FileTable, StringTable,
+// FunctionInfo, end), then the sections in that order: the UUID unaligned,
+// addresses aligned to their size, info offsets to 8 (u64, from the start
+// of the FunctionInfo section), the file table to 4, strings unaligned,
+// records each aligned to 4.
+Expected<std::vector<uint8_t>> Builder::State::encode_v2(ByteWriter& out,
+                                                        const EncodeStrings& strings,
+                                                        uint64_t base, uint8_t offset_size) const {
+  out.u32(kMagic);
+  out.u16(kVersion2);
+  out.u8(offset_size);
+  out.u8(0);  // StrTableEncoding: NUL-terminated strings
+  out.u64(base);
+  out.u32(static_cast<uint32_t>(records.size()));
+
+  std::vector<GlobalInfoType> order;
+  if (!options.build_id.empty()) order.push_back(GlobalInfoType::UUID);
+  for (GlobalInfoType t : {GlobalInfoType::AddrOffsets, GlobalInfoType::AddrInfoOffsets,
+                           GlobalInfoType::FileTable, GlobalInfoType::StringTable,
+                           GlobalInfoType::FunctionInfo})
+    order.push_back(t);
+  const uint64_t directory = out.tell();
+  out.zeros(kDirectoryEntrySize * (order.size() + 1));  // patched below; the last ends it
+  size_t entry = 0;
+  uint64_t section_start = 0;
+  auto begin_section = [&](unsigned align) {
+    if (align > 1) out.align_to(align);
+    section_start = out.tell();
+  };
+  auto end_section = [&](GlobalInfoType type) {
+    const uint64_t at = directory + kDirectoryEntrySize * entry++;
+    out.fixup_u32(at, static_cast<uint32_t>(type));
+    out.fixup_u64(at + 4, section_start);
+    out.fixup_u64(at + 12, out.tell() - section_start);
+  };
+
+  uint64_t info_offsets = 0;
+  for (GlobalInfoType type : order) {
+    switch (type) {
+      case GlobalInfoType::UUID:
+        begin_section(1);
+        for (uint8_t b : options.build_id) out.u8(b);
+        break;
+      case GlobalInfoType::AddrOffsets:
+        begin_section(offset_size);
+        for (const Record& r : records) out.uint(r.range.start - base, offset_size);
+        break;
+      case GlobalInfoType::AddrInfoOffsets:
+        begin_section(8);
+        info_offsets = out.tell();
+        out.zeros(8 * records.size());
+        break;
+      case GlobalInfoType::FileTable:
+        begin_section(4);
+        write_file_table(out);
+        break;
+      case GlobalInfoType::StringTable:
+        begin_section(1);
+        strings.write(out);
+        break;
+      case GlobalInfoType::FunctionInfo:
+        begin_section(4);
+        for (size_t i = 0; i < records.size(); ++i) {
+          out.align_to(4);
+          out.fixup_u64(info_offsets + 8 * i, out.tell() - section_start);
+          if (Status s = encode_record(out, records[i], strings); !s) return s.error();
+        }
+        break;
+      default:
+        break;
+    }
+    end_section(type);
   }
   return out.take();
 }

@@ -1,4 +1,5 @@
-// gsym/builder.h - deterministic GSYM (version 1) writer.
+// gsym/builder.h - deterministic GSYM writer: version 1 (LLVM <= 22 reads
+// only that; the default) or version 2 (LLVM 23's, on request).
 //
 // Functions may be added in any order; the same set of inputs (and the same
 // sequence of add_string/add_file calls) always gives the same bytes.
@@ -39,8 +40,10 @@ namespace gsym {
 
 struct BuilderOptions {
   Endian endian = Endian::Little;
+  // GSYM format version written: kVersion (1) or kVersion2 (2).
+  uint16_t version = kVersion;
   std::optional<uint64_t> base_address;  // default: lowest function start
-  std::vector<uint8_t> build_id;         // 0..20 bytes
+  std::vector<uint8_t> build_id;         // version 1: 0..20 bytes; version 2: any
   // Executable address ranges (LLVM's "valid text ranges"): a trailing
   // zero-size function is extended to the end of the range holding it.
   // Adjacent or overlapping ranges are merged first, as LLVM does.
@@ -107,8 +110,10 @@ class Builder {
   // Applies the finalize rules and returns how many functions will be encoded.
   size_t finalized_count();
 
-  // Finalizes and encodes. Errors: no functions, build ID over 20 bytes, base
-  // address above a function start, limits of version 1 exceeded.
+  // Finalizes and encodes. Errors: no functions, an unknown version, a
+  // build ID over 20 bytes (version 1), base address above a function start,
+  // limits of the version exceeded (both: 2^32-1 functions, a 4 GiB string
+  // table; version 1: records past 4 GiB).
   Expected<std::vector<uint8_t>> encode();
 
   // encode(), then writes atomically (temp file in the same directory +

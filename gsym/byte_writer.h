@@ -15,9 +15,13 @@ namespace gsym {
 
 class ByteWriter {
  public:
-  explicit ByteWriter(Endian endian) : endian_(endian) {}
+  // `string_offset_size`: bytes of a string-table offset in records (4 in
+  // GSYM version 1, 8 in version 2).
+  explicit ByteWriter(Endian endian, unsigned string_offset_size = 4)
+      : endian_(endian), string_offset_size_(string_offset_size) {}
 
   Endian endian() const { return endian_; }
+  unsigned string_offset_size() const { return string_offset_size_; }
   uint64_t tell() const { return bytes_.size(); }
   const std::vector<uint8_t>& bytes() const { return bytes_; }
   std::vector<uint8_t> take() { return std::move(bytes_); }
@@ -29,6 +33,8 @@ class ByteWriter {
   void u64(uint64_t v) { fixed(v, 8); }
   // An unsigned integer of `width` bytes (1, 2, 4 or 8).
   void uint(uint64_t v, unsigned width) { fixed(v, width); }
+  // A string-table offset in the record width this writer was made for.
+  void string_offset(uint64_t v) { fixed(v, string_offset_size_); }
 
   void uleb(uint64_t v) { leb128::append_uleb(bytes_, v); }
   void sleb(int64_t v) { leb128::append_sleb(bytes_, v); }
@@ -44,6 +50,7 @@ class ByteWriter {
 
   // Overwrites 4 bytes at `offset` (a placeholder written earlier).
   void fixup_u32(uint64_t offset, uint32_t v) { put(offset, v, 4); }
+  void fixup_u64(uint64_t offset, uint64_t v) { put(offset, v, 8); }
 
  private:
   void fixed(uint64_t v, unsigned width) {
@@ -59,6 +66,7 @@ class ByteWriter {
   }
 
   Endian endian_;
+  unsigned string_offset_size_;
   std::vector<uint8_t> bytes_;
 };
 

@@ -239,8 +239,10 @@ class AltFile {
 
 class Replayer {
  public:
-  Replayer(Builder& builder, const ConvertOptions& options, ConvertStats& stats)
-      : builder_(builder), options_(options), stats_(stats) {}
+  // `sized` (may be null) collects the range of every function added.
+  Replayer(Builder& builder, const ConvertOptions& options, ConvertStats& stats,
+           std::vector<AddressRange>* sized)
+      : builder_(builder), options_(options), stats_(stats), sized_(sized) {}
 
   void replay(UnitOutput& unit) {
     for (const std::string& w : unit.warnings)
@@ -305,11 +307,13 @@ class Replayer {
       return;
     }
     ++stats_.dwarf_functions;
+    if (sized_ && f.range.size()) sized_->push_back(f.range);
   }
 
   Builder& builder_;
   const ConvertOptions& options_;
   ConvertStats& stats_;
+  std::vector<AddressRange>* sized_;
   std::vector<uint32_t> file_remap_;
   std::vector<uint32_t> string_offsets_;
 };
@@ -318,7 +322,8 @@ class Replayer {
 // the builder without DWARF functions and convert_elf can fall back to the
 // symbol table.
 Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& unit_options,
-                     const ConvertOptions& options, Builder& builder, ConvertStats& stats) {
+                     const ConvertOptions& options, Builder& builder, ConvertStats& stats,
+                     std::vector<AddressRange>* sized) {
   const std::string& path = dwarf_image.path();
   // dwarf_begin_elf would decompress every debug section itself, unchecked:
   // done here first, with the size checks, so libdw finds nothing to inflate.
@@ -361,7 +366,7 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
   }
   stats.compile_units = units.size();
 
-  Replayer replayer(builder, options, stats);
+  Replayer replayer(builder, options, stats, sized);
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<size_t>(threads, units.size()));
   auto report = [&](size_t done) {
@@ -432,6 +437,50 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
   return Status::success();
 }
 
+// ConvertOptions::plt_names and code_labels: records only where no sized
+// function starts or covers, so lookups elsewhere stay LLVM's.
+void add_profiler_names(const ElfImage& image, const ElfImage* debug_image, const ConvertOptions& options,
+                        const std::vector<AddressRange>& text, std::vector<AddressRange>& sized,
+                        Builder& builder, ConvertStats& stats) {
+  std::sort(sized.begin(), sized.end());
+  std::vector<AddressRange> covered;  // the union of `sized`
+  for (const AddressRange& r : sized) {
+    if (!covered.empty() && r.start <= covered.back().end)
+      covered.back().end = std::max(covered.back().end, r.end);
+    else
+      covered.push_back(r);
+  }
+  auto holds = [](const std::vector<AddressRange>& ranges, uint64_t addr) {
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), addr,
+                               [](uint64_t a, const AddressRange& r) { return a < r.start; });
+    return it != ranges.begin() && std::prev(it)->contains(addr);
+  };
+  auto free_code = [&](uint64_t addr) { return holds(text, addr) && !holds(covered, addr); };
+  if (options.plt_names) {
+    for (const PltEntry& entry : image.plt_entries()) {
+      if (!free_code(entry.address) || entry.address > UINT64_MAX - entry.size) continue;
+      FlatFunction f;
+      f.range = {entry.address, entry.address + entry.size};
+      f.name = builder.add_string(entry.name);
+      if (builder.add_flat_function(f)) ++stats.plt_functions;
+    }
+  }
+  if (options.code_labels) {
+    // From the table the function symbols came from: the debug file's
+    // .symtab, else the input's.
+    std::vector<ElfSymbol> labels;
+    if (debug_image) labels = debug_image->code_label_symbols();
+    if (labels.empty()) labels = image.code_label_symbols();
+    for (const ElfSymbol& label : labels) {
+      if (!free_code(label.value)) continue;
+      FlatFunction f;
+      f.range = {label.value, label.value};
+      f.name = builder.add_string(label.name);
+      if (builder.add_flat_function(f)) ++stats.label_functions;
+    }
+  }
+}
+
 }  // namespace
 
 Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
@@ -473,19 +522,27 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
 
   BuilderOptions builder_options;
   builder_options.endian = image.little_endian() ? Endian::Little : Endian::Big;
+  builder_options.version = options.gsym_version;
   builder_options.build_id = image.build_id();
-  if (builder_options.build_id.size() > 20) builder_options.build_id.clear();
+  // Version 1's UUID field holds 20 bytes (LLVM drops a longer ID too);
+  // version 2's UUID section any length.
+  if (options.gsym_version == kVersion && builder_options.build_id.size() > kMaxUuidSize)
+    builder_options.build_id.clear();
   builder_options.base_address = image.first_load_address();
   std::vector<AddressRange> text = image.executable_ranges();
   if (text.empty() && debug_image) text = debug_image->executable_ranges();
   builder_options.text_ranges = text;
   Builder builder(builder_options);
+  // Ranges of the sized functions added (DWARF, symbols): profiler names
+  // go only where none of them is.
+  std::vector<AddressRange> sized;
 
   if (dwarf_image) {
     UnitConverterOptions unit_options;
     unit_options.text_ranges = text;
     unit_options.inline_info = options.inline_info;
-    Status s = convert_dwarf(*dwarf_image, unit_options, options, builder, stats);
+    Status s = convert_dwarf(*dwarf_image, unit_options, options, builder, stats,
+                             options.plt_names || options.code_labels ? &sized : nullptr);
     if (!s) {
       // One bad section must not cost the module its symbol-table names too:
       // go on without DWARF (convert_dwarf added no function).
@@ -516,8 +573,13 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
     FlatFunction f;
     f.range = {sym.value, sym.value + sym.size};
     f.name = builder.add_string(sym.name);
-    if (builder.add_flat_function(f)) ++stats.symbol_functions;
+    if (builder.add_flat_function(f)) {
+      ++stats.symbol_functions;
+      if (sym.size) sized.push_back(f.range);
+    }
   }
+  if (options.plt_names || options.code_labels)
+    add_profiler_names(image, debug_image ? &*debug_image : nullptr, options, text, sized, builder, stats);
 
   if (builder.function_count() == 0 && !stats.dwarf_error.empty()) return Error(stats.dwarf_error);
   if (builder.function_count() == 0)

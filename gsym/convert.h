@@ -7,7 +7,8 @@
 //   sections; build ID from .note.gnu.build-id; DWARF subprograms per range
 //   with LLVM's names, per-range line tables and inline trees (see
 //   dwarf_unit_converter.h); then defined STT_FUNC symbols in text ranges.
-// Deliberate differences (see gsym/README.md, "Converter"):
+// Deliberate differences (see gsym/README.md, "Converter"), and the
+// opt-in profiler names (ConvertOptions::plt_names, code_labels):
 //   - .dynsym is used when there is no .symtab (LLVM ignores .dynsym, so a
 //     stripped library converts to nothing there);
 //   - among records with one range the Builder keeps a fixed one (greatest
@@ -37,6 +38,23 @@ struct ConvertOptions {
   std::vector<std::string> debug_directories = {"/usr/lib/debug"};
   bool search_debug_file = true;   // search when the ELF itself has no DWARF
   bool inline_info = true;
+  // GSYM version written: 1 (the default: LLVM <= 22 reads only that) or 2.
+  uint16_t gsym_version = 1;
+  // Profiler names (off by default, so output stays byte-identical to
+  // llvm-gsymutil's; gsymprof's cache turns both on, `gsym convert
+  // --profiler-names` too). They only add records where LLVM's file has
+  // none of their own, so lookups elsewhere are unchanged:
+  //  - plt_names: every PLT stub (ElfImage::plt_entries: `strlen@plt`, PLT0
+  //    as `.plt`) becomes a function of its entry's size, read from the
+  //    input ELF (a debug file's PLT sections are empty), skipped where a
+  //    sized function already covers its start. Without them a zero-size
+  //    symbol before the PLT (`_init`) names every stub.
+  //  - code_labels: local untyped symbols inside code (ElfImage::
+  //    code_label_symbols: ld.so's `_start`, `_dl_start_user`) become
+  //    zero-size functions, as typed zero-size symbols are, when no sized
+  //    function (DWARF or symbol) covers them; LLVM reads only STT_FUNC.
+  bool plt_names = false;
+  bool code_labels = false;
   // Called now and then with (units done, units total); may be empty.
   std::function<void(uint64_t done, uint64_t total)> progress;
   // Called with each non-fatal warning (a malformed CU skipped, ...).
@@ -50,7 +68,8 @@ struct ConvertOptions {
 // Bumped whenever the converter's output for a given input may change, so
 // that remembered results (a cache keyed by it) are not trusted across
 // versions: a converter fix re-converts instead of reusing an older file.
-inline constexpr const char* kConverterVersion = "c2";
+// c3: the cache's conversions name PLT stubs and code labels.
+inline constexpr const char* kConverterVersion = "c3";
 
 struct ConvertStats {
   std::string debug_file_used;     // "" when DWARF came from the input itself
@@ -58,6 +77,8 @@ struct ConvertStats {
   uint64_t skipped_units = 0;      // malformed CUs skipped with a warning
   uint64_t dwarf_functions = 0;
   uint64_t symbol_functions = 0;
+  uint64_t plt_functions = 0;      // PLT stubs added (plt_names)
+  uint64_t label_functions = 0;    // code labels added (code_labels)
   uint64_t line_rows = 0;
   uint64_t inline_nodes = 0;
   uint64_t functions_written = 0;

@@ -1,9 +1,11 @@
 // gsym/data_cursor.h - the one bounds-checked reader for untrusted GSYM bytes.
 //
-// Reads fixed-width integers in the file's byte order and LEB128 values. The
-// first failure (end of data, overlong or overflowing LEB128) is sticky: reads
-// after it return 0, so callers check ok() once per group of reads, the way
-// LLVM's DataExtractor::Cursor works, and the hot loops stay branch-light.
+// Reads fixed-width integers in the file's byte order, string-table offsets
+// in the file's width (4 bytes in version 1, 8 in version 2) and LEB128
+// values. The first failure (end of data, overlong or overflowing LEB128) is
+// sticky: reads after it return 0, so callers check ok() once per group of
+// reads, the way LLVM's DataExtractor::Cursor works, and the hot loops stay
+// branch-light.
 #pragma once
 
 #include <cstddef>
@@ -22,9 +24,12 @@ class DataCursor {
   enum class Failure : uint8_t { None, Truncated, LebTooLong };
 
   DataCursor() = default;
-  // `base` is the absolute offset of `begin` in the whole input (for errors).
-  DataCursor(const uint8_t* begin, const uint8_t* end, uint64_t base, bool swap)
-      : begin_(begin), pos_(begin), end_(end), base_(base), swap_(swap) {}
+  // `base` is the absolute offset of `begin` in the whole input (for errors);
+  // `wide_strings`: string offsets are 8 bytes (GSYM version 2).
+  DataCursor(const uint8_t* begin, const uint8_t* end, uint64_t base, bool swap,
+             bool wide_strings = false)
+      : begin_(begin), pos_(begin), end_(end), base_(base), swap_(swap),
+        wide_strings_(wide_strings) {}
 
   bool ok() const { return failure_ == Failure::None; }
   Failure failure() const { return failure_; }
@@ -36,6 +41,8 @@ class DataCursor {
   const uint8_t* position() const { return pos_; }
   const uint8_t* end() const { return end_; }
   bool swap() const { return swap_; }
+  // Bytes of a string-table offset in this file: 4, or 8 in version 2.
+  unsigned string_offset_size() const { return wide_strings_ ? 8 : 4; }
 
   // The Error for this failed cursor, which was reading `what`.
   Error error(const char* what) const {
@@ -54,7 +61,7 @@ class DataCursor {
       bad.failure_offset_ = failure_offset_;
       return bad;
     }
-    DataCursor c(pos_, pos_ + n, offset(), swap_);
+    DataCursor c(pos_, pos_ + n, offset(), swap_, wide_strings_);
     pos_ += n;
     return c;
   }
@@ -75,6 +82,8 @@ class DataCursor {
   uint16_t u16() { return fixed<uint16_t>(); }
   uint32_t u32() { return fixed<uint32_t>(); }
   uint64_t u64() { return fixed<uint64_t>(); }
+  // A string-table offset (a name, a call-site pattern) in the file's width.
+  uint64_t string_offset() { return wide_strings_ ? u64() : u32(); }
 
   // LEB128 values by the GSYM rule (leb128.h: at most 10 bytes, 64 bits).
   uint64_t uleb() {
@@ -130,6 +139,7 @@ class DataCursor {
   uint64_t failure_offset_ = 0;
   Failure failure_ = Failure::None;
   bool swap_ = false;
+  bool wide_strings_ = false;
 };
 
 }  // namespace gsym::detail

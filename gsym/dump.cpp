@@ -3,8 +3,11 @@
 
 #include "gsym/hex.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
+
+#include "gsym/format.h"
 
 namespace gsym {
 
@@ -68,6 +71,24 @@ void Dumper::header() {
               (h.endian == Endian::Little ? " (little-endian)\n" : " (big-endian)\n"));
   out_.append("  Version      = " + hex_number(h.version, 4) + "\n");
   out_.append("  AddrOffSize  = " + hex_number(h.addr_off_size, 2) + "\n");
+  if (h.version == kVersion2) {
+    out_.append("  StrTableEncoding = " + hex_number(h.string_table_encoding, 2) + "\n");
+    out_.append("  BaseAddress  = " + hex_number(h.base_address, 16) + "\n");
+    out_.append("  NumAddresses = " + hex_number(h.num_addresses, 8) + "\n");
+    out_.append("  UUID         = ");
+    out_.append(to_hex(reader_.build_id()));
+    // Version 2 places its tables through this directory, in file order.
+    out_.append("\n\nGlobal Data:\nTYPE                 OFFSET             SIZE\n");
+    for (const GlobalDataEntry& section : reader_.sections()) {
+      std::string name = global_info_type_name(section.type);
+      if (name.empty() || section.type == 0) name = "unknown " + std::to_string(section.type);
+      name.resize(std::max<size_t>(name.size(), 20), ' ');
+      out_.append(name + " " + hex_number(section.offset, 16) + " " + hex_number(section.size, 16) +
+                  "\n");
+    }
+    out_.pop_back();  // the address table's blank line follows
+    return;
+  }
   out_.append("  UUIDSize     = " + hex_number(h.uuid_size, 2) + "\n");
   out_.append("  BaseAddress  = " + hex_number(h.base_address, 16) + "\n");
   out_.append("  NumAddresses = " + hex_number(h.num_addresses, 8) + "\n");

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 namespace gsym {
@@ -580,6 +581,140 @@ Elf* ElfImage::mini_debuginfo() const {
   }
   impl.mini = mini;
   return mini;
+}
+
+std::vector<ElfSymbol> ElfImage::code_label_symbols() const {
+  std::vector<ElfSymbol> out;
+  GElf_Shdr table_shdr{};
+  Elf_Scn* table = find_symbol_table(impl_->elf, SHT_SYMTAB, &table_shdr);
+  if (!table || table_shdr.sh_entsize == 0) return out;
+  if (!impl_->sizes.ok()) {
+    GElf_Shdr strtab;
+    Elf_Scn* names = elf_getscn(impl_->elf, table_shdr.sh_link);
+    if (!names || !gelf_getshdr(names, &strtab) || (strtab.sh_flags & SHF_COMPRESSED)) return out;
+  }
+  Elf_Data* data = elf_getdata(table, nullptr);
+  if (!data) return out;
+  const size_t count = data->d_size / gelf_fsize(impl_->elf, ELF_T_SYM, 1, EV_CURRENT);
+  for (size_t i = 1; i < count; ++i) {
+    GElf_Sym sym;
+    if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+    if (GELF_ST_TYPE(sym.st_info) != STT_NOTYPE || GELF_ST_BIND(sym.st_info) != STB_LOCAL) continue;
+    if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) continue;
+    GElf_Shdr section;
+    Elf_Scn* scn = elf_getscn(impl_->elf, sym.st_shndx);
+    if (!scn || !gelf_getshdr(scn, &section) || !(section.sh_flags & SHF_EXECINSTR)) continue;
+    if (sym.st_value < section.sh_addr || sym.st_value - section.sh_addr >= section.sh_size) continue;
+    const char* name = elf_strptr(impl_->elf, table_shdr.sh_link, sym.st_name);
+    if (!name || !*name || name[0] == '.' || name[0] == '$') continue;
+    out.push_back({sym.st_value, 0, name});
+  }
+  return out;
+}
+
+namespace {
+
+// The relocations of one RELA section with their symbols' names.
+struct RelaReader {
+  Elf* elf;
+  bool names_checked;
+
+  template <typename Visit>
+  void each(Elf_Scn* scn, const GElf_Shdr& shdr, Visit visit) const {
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data || shdr.sh_entsize == 0) return;
+    GElf_Shdr symtab_shdr;
+    Elf_Scn* symtab = elf_getscn(elf, shdr.sh_link);
+    Elf_Data* syms = symtab && gelf_getshdr(symtab, &symtab_shdr) ? elf_getdata(symtab, nullptr) : nullptr;
+    bool names_ok = syms != nullptr;
+    if (names_ok && !names_checked) {
+      GElf_Shdr strtab;
+      Elf_Scn* names = elf_getscn(elf, symtab_shdr.sh_link);
+      names_ok = names && gelf_getshdr(names, &strtab) && !(strtab.sh_flags & SHF_COMPRESSED);
+    }
+    const size_t count = data->d_size / gelf_fsize(elf, ELF_T_RELA, 1, EV_CURRENT);
+    for (size_t i = 0; i < count; ++i) {
+      GElf_Rela rela;
+      if (!gelf_getrela(data, static_cast<int>(i), &rela)) break;
+      const char* name = nullptr;
+      GElf_Sym sym;
+      if (names_ok && GELF_R_SYM(rela.r_info) != 0 &&
+          gelf_getsym(syms, static_cast<int>(GELF_R_SYM(rela.r_info)), &sym))
+        name = elf_strptr(elf, symtab_shdr.sh_link, sym.st_name);
+      visit(rela, name ? std::string_view(name) : std::string_view());
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<PltEntry> ElfImage::plt_entries() const {
+  Elf* elf = impl_->elf;
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf, &ehdr) || ehdr.e_machine != EM_X86_64 || ehdr.e_ident[EI_CLASS] != ELFCLASS64)
+    return {};
+  std::vector<PltSection> sections;
+  std::vector<PltRelocation> jump_slots, glob_dat;
+  const RelaReader relas{elf, impl_->sizes.ok()};
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || (shdr.sh_flags & SHF_COMPRESSED)) continue;
+    const char* n = elf_strptr(elf, impl_->shstrndx, shdr.sh_name);
+    if (!n) continue;
+    const std::string_view name(n);
+    if (shdr.sh_type == SHT_PROGBITS && (shdr.sh_flags & SHF_EXECINSTR) &&
+        (name == ".plt" || name == ".plt.sec" || name == ".plt.got")) {
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (!data || !data->d_buf) continue;
+      const std::string_view stable = name == ".plt" ? ".plt" : name == ".plt.sec" ? ".plt.sec" : ".plt.got";
+      // GNU ld leaves .plt.got's sh_entsize at 8 even with 16-byte IBT stubs;
+      // those start with endbr64, whose stubs are 16 bytes in every layout.
+      uint64_t entry = shdr.sh_entsize ? shdr.sh_entsize : 16;
+      const auto* bytes = static_cast<const uint8_t*>(data->d_buf);
+      if (entry == 8 && data->d_size >= 4 && bytes[0] == 0xf3 && bytes[1] == 0x0f && bytes[2] == 0x1e &&
+          bytes[3] == 0xfa)
+        entry = 16;
+      sections.push_back({stable, shdr.sh_addr, entry, std::span(bytes, data->d_size)});
+    } else if (shdr.sh_type == SHT_RELA) {
+      const bool plt_relocs = name == ".rela.plt";
+      relas.each(scn, shdr, [&](const GElf_Rela& rela, std::string_view sym) {
+        const uint32_t type = GELF_R_TYPE(rela.r_info);
+        if (plt_relocs) {
+          // Every entry keeps its index: lazy IBT stubs push it.
+          jump_slots.push_back({rela.r_offset, type == R_X86_64_JUMP_SLOT ? std::string(sym) : "",
+                                static_cast<uint64_t>(rela.r_addend), type == R_X86_64_IRELATIVE});
+        } else if (type == R_X86_64_GLOB_DAT && !sym.empty()) {
+          glob_dat.push_back({rela.r_offset, std::string(sym), 0, false});
+        }
+      });
+    }
+  }
+  if (sections.empty()) return {};
+  // IRELATIVE slots: a function or ifunc symbol of .dynsym at the resolver.
+  std::multimap<uint64_t, std::string> resolvers;
+  bool any_irelative = false;
+  for (const PltRelocation& r : jump_slots) any_irelative |= r.irelative;
+  GElf_Shdr dynsym_shdr;
+  if (Elf_Scn* dynsym = any_irelative ? find_symbol_table(elf, SHT_DYNSYM, &dynsym_shdr) : nullptr) {
+    if (Elf_Data* data = elf_getdata(dynsym, nullptr); data && dynsym_shdr.sh_entsize) {
+      const size_t count = data->d_size / gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+      for (size_t i = 1; i < count; ++i) {
+        GElf_Sym sym;
+        if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+        const int type = GELF_ST_TYPE(sym.st_info);
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF) continue;
+        if (const char* name = elf_strptr(elf, dynsym_shdr.sh_link, sym.st_name); name && *name)
+          resolvers.emplace(sym.st_value, name);
+      }
+    }
+  }
+  return decode_plt(sections, jump_slots, glob_dat, [&](uint64_t addr) {
+    auto [first, last] = resolvers.equal_range(addr);
+    std::string best;
+    for (auto it = first; it != last; ++it)
+      if (best.empty() || it->second < best) best = it->second;
+    return best;
+  });
 }
 
 const std::string& ElfImage::mini_debuginfo_error() const { return impl_->mini_error; }

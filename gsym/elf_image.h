@@ -16,6 +16,7 @@
 
 #include "gsym/expected.h"
 #include "gsym/model.h"
+#include "gsym/plt_table.h"
 
 namespace gsym {
 
@@ -148,6 +149,20 @@ class ElfImage {
   // with the local function symbols; `used_minidebuginfo`), in table order.
   std::vector<ElfSymbol> function_symbols(bool* used_dynsym = nullptr,
                                           bool* used_minidebuginfo = nullptr) const;
+  // Local STT_NOTYPE symbols of .symtab (none read from .dynsym, which holds
+  // no locals) strictly inside an SHF_EXECINSTR section, with a name not
+  // starting with '.' or '$': labels hand-written assembly puts on code
+  // without a .type, such as ld.so's `_start` and `_dl_start_user`. Table
+  // order; `_etext`-style end markers (at a section's end) are left out.
+  std::vector<ElfSymbol> code_label_symbols() const;
+  // The PLT stubs of an x86-64 file (other machines: none), named from its
+  // relocations (plt_table.h): .plt, .plt.sec and .plt.got with contents
+  // (a debug file's NOBITS copies give nothing), .rela.plt (JUMP_SLOT,
+  // IRELATIVE) and the GLOB_DAT relocations of the other RELA sections,
+  // symbol names from the tables they link. IRELATIVE slots are named by
+  // the smallest name among .dynsym's function and ifunc symbols at the
+  // resolver address.
+  std::vector<PltEntry> plt_entries() const;
   // Why .gnu_debugdata could not be used ("" = absent or fine), after
   // function_symbols looked at it.
   const std::string& mini_debuginfo_error() const;

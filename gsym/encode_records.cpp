@@ -12,7 +12,7 @@ void encode_call_sites(ByteWriter& out, std::span<const CallSite> call_sites,
     out.u64(cs.return_offset);
     out.u8(cs.flags);
     out.u32(static_cast<uint32_t>(cs.match_regex.size()));
-    for (const std::string& regex : cs.match_regex) out.u32(strings.offset_of(regex));
+    for (const std::string& regex : cs.match_regex) out.string_offset(strings.offset_of(regex));
   }
 }
 
@@ -41,7 +41,7 @@ Status encode_record_start(ByteWriter& out, AddressRange range, uint32_t name,
   if (name == 0) return Error("function at " + hex_number(range.start) + " has an empty name");
   if (pad) out.align_to(4);
   out.u32(static_cast<uint32_t>(size));
-  out.u32(name);
+  out.string_offset(name);
   if (!lines.empty()) {
     uint64_t at = begin_info(out, InfoType::LineTable);
     Status s = encode_line_table(out, lines, range.start);

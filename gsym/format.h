@@ -1,5 +1,5 @@
-// gsym/format.h - the constants of the GSYM version 1 byte format
-// (gsym-format.md): header, record types, line-table opcodes and the limits
+// gsym/format.h - the constants of the GSYM byte format, versions 1 and 2
+// (gsym-format.md): headers, record types, line-table opcodes and the limits
 // the reader and builder enforce. The one place reader, encoders and builder
 // take them from.
 #pragma once
@@ -12,9 +12,41 @@ namespace gsym {
 // Header (gsym-format.md §2): "GSYM" read as a native u32, in either byte order.
 inline constexpr uint32_t kMagic = 0x4753594D;
 inline constexpr uint32_t kMagicSwapped = 0x4D595347;
-inline constexpr uint16_t kVersion = 1;
+inline constexpr uint16_t kVersion = 1;  // the default written: LLVM <= 22 reads only 1
 inline constexpr size_t kHeaderSize = 48;
-inline constexpr size_t kMaxUuidSize = 20;
+inline constexpr size_t kMaxUuidSize = 20;  // version 1's UUID field
+
+// Version 2 (LLVM 23, gsym-format.md §9): a 20-byte header, then a directory
+// of {u32 type, u64 offset, u64 size} entries ended by an all-zero one.
+// String offsets are 8 bytes wherever version 1 has 4, file entries 16,
+// address-info offsets u64 from the start of the FunctionInfo section.
+inline constexpr uint16_t kVersion2 = 2;
+inline constexpr size_t kHeaderSizeV2 = 20;
+inline constexpr size_t kDirectoryEntrySize = 20;
+
+enum class GlobalInfoType : uint32_t {
+  EndOfList = 0,
+  AddrOffsets = 1,
+  AddrInfoOffsets = 2,
+  StringTable = 3,
+  FileTable = 4,
+  FunctionInfo = 5,
+  UUID = 6,
+};
+
+// LLVM's names of the directory's types ("" for unknown ones).
+inline const char* global_info_type_name(uint32_t type) {
+  switch (static_cast<GlobalInfoType>(type)) {
+    case GlobalInfoType::EndOfList: return "EndOfList";
+    case GlobalInfoType::AddrOffsets: return "AddrOffsets";
+    case GlobalInfoType::AddrInfoOffsets: return "AddrInfoOffsets";
+    case GlobalInfoType::StringTable: return "StringTable";
+    case GlobalInfoType::FileTable: return "FileTable";
+    case GlobalInfoType::FunctionInfo: return "FunctionInfo";
+    case GlobalInfoType::UUID: return "UUID";
+  }
+  return "";
+}
 
 // InfoType values of the records in a FunctionInfo (§3).
 enum class InfoType : uint32_t {

@@ -105,8 +105,8 @@ Status walk_inline_tree(DataCursor c, uint64_t func_start, uint64_t addr, const 
       continue;  // next sibling
     }
     if (chain.size() >= kMaxInlineDepth) return too_deep(c.offset());
-    chain.push_back({tail.name, static_cast<uint32_t>(tail.call_file),
-                     static_cast<uint32_t>(tail.call_line), first_start});
+    chain.push_back({tail.name, first_start, static_cast<uint32_t>(tail.call_file),
+                     static_cast<uint32_t>(tail.call_line)});
     if (!tail.has_children) return {};
     base = first_start;
     at_root = false;
@@ -164,7 +164,8 @@ Expected<std::optional<InlineNode>> decode_inline_tree(DataCursor& c, uint64_t b
   const InlineNodeTail tail = read_node_tail(c);
   if (!c.ok()) return c.error("InlineInfo");
   if (Status st = ctx.check_string(tail.name, tail_at + 1); !st) return st.error();
-  if (Status st = ctx.check_file(tail.call_file, tail_at + 5); !st) return st.error();
+  if (Status st = ctx.check_file(tail.call_file, tail_at + 1 + c.string_offset_size()); !st)
+    return st.error();
   node.name = std::string(ctx.string(tail.name));
   node.call_file = static_cast<uint32_t>(tail.call_file);
   node.call_line = static_cast<uint32_t>(tail.call_line);
@@ -198,7 +199,7 @@ Status encode_inline_tree(ByteWriter& out, const InlineNode& node, uint64_t base
   }
   const bool has_children = !node.children.empty();
   out.u8(has_children ? 1 : 0);
-  out.u32(strings.offset_of(node.name));
+  out.string_offset(strings.offset_of(node.name));
   out.uleb(node.call_file);
   out.uleb(node.call_line);
   if (has_children) {
@@ -233,7 +234,7 @@ size_t encode_flat_node(ByteWriter& out, std::span<const FlatInlineNode> nodes,
     out.uleb(r.size());
   }
   out.u8(node.child_count ? 1 : 0);
-  out.u32(node.name);
+  out.string_offset(node.name);
   out.uleb(node.call_file);
   out.uleb(node.call_line);
   if (node.child_count) {

@@ -28,7 +28,7 @@ namespace gsym::detail {
 // What follows a node's ranges: HasChildren, Name, CallFile, CallLine.
 struct InlineNodeTail {
   bool has_children = false;
-  uint32_t name = 0;
+  uint64_t name = 0;  // string offset
   uint64_t call_file = 0;
   uint64_t call_line = 0;
 };
@@ -36,7 +36,7 @@ struct InlineNodeTail {
 inline InlineNodeTail read_node_tail(DataCursor& c) {
   InlineNodeTail t;
   t.has_children = c.u8() != 0;
-  t.name = c.u32();
+  t.name = c.string_offset();
   t.call_file = c.uleb();
   t.call_line = c.uleb();
   return t;

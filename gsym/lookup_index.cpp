@@ -19,7 +19,7 @@ constexpr size_t kChildTableMin = 4;
 // none, several, or a malformed record list (the plain path reports those).
 std::optional<DataCursor> single_record(const Layout& layout, uint64_t i, InfoType type) {
   DataCursor c = layout.cursor_at(layout.info_offset(i));
-  c.skip(8);
+  c.skip(4 + layout.string_offset_size());  // Size, Name
   std::optional<DataCursor> found;
   int count = 0;
   while (c.ok()) {

@@ -1,4 +1,4 @@
-// gsym/reader.cpp - GSYM version 1 reader: storage, layout checks at open
+// gsym/reader.cpp - GSYM reader (versions 1 and 2): storage, layout checks at open
 // time, and the dispatch of lookups, decode and verify to the record codecs
 // (line_table.h, inline_info.h) and the acceleration index (lookup_index.h).
 #include "gsym/reader.h"
@@ -62,7 +62,7 @@ struct Reader::Impl : detail::Layout {
   void build_file_strings() {
     file_strings.resize(num_files);
     for (uint32_t i = 0; i < num_files; ++i) {
-      uint32_t dir = 0, base = 0;
+      uint64_t dir = 0, base = 0;
       file_offsets(i, dir, base);
       file_strings[i] = {string(dir), string(base), dir == 0 && base == 0};
     }
@@ -72,7 +72,11 @@ struct Reader::Impl : detail::Layout {
     return {strtab(), num_files, strict, report};
   }
 
+  std::vector<GlobalDataEntry> sections;  // version 2's directory
+
   Status parse_layout();
+  Status parse_header_v1(DataCursor& c);
+  Status parse_header_v2(DataCursor& c);
   int64_t find_function(uint64_t addr) const;
   Expected<bool> lookup(uint64_t addr, const LookupOptions& options, LookupScratch& s) const;
   Status add_inline_frames(uint64_t addr, const LookupOptions& options, LookupScratch& s) const;
@@ -102,11 +106,39 @@ Status Reader::Impl::parse_layout() {
   header.magic = c.u32();
   header.version = c.u16();
   if (!c.ok()) return Error("not enough data for a GSYM header", 0);
-  if (header.version != kVersion)
-    return Error("unsupported GSYM version " + std::to_string(header.version), 4);
-  if (size < kHeaderSize) return Error("not enough data for a GSYM header", 0);
   header.endian = (swap == (std::endian::native == std::endian::little)) ? Endian::Big
                                                                           : Endian::Little;
+  Status st;
+  if (header.version == kVersion)
+    st = parse_header_v1(c);
+  else if (header.version == kVersion2)
+    st = parse_header_v2(c);
+  else
+    return Error("unsupported GSYM version " + std::to_string(header.version), 4);
+  if (!st) return st;
+
+  const uint64_t n = header.num_addresses;
+  const uint64_t info_size = wide ? 8 : 4;
+  // Every record must at least hold its Size and Name, so lookups can read
+  // them without checks.
+  const uint64_t fixed = 4 + string_offset_size();
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t rel = wide ? u64_at(info_table + 8 * i) : u32_at(info_table + 4 * i);
+    const uint64_t room = info_end - info_base;
+    if (rel > room || room - rel < fixed)
+      return Error("function info " + std::to_string(i) + " offset " + hex_number(rel) +
+                       (wide ? " is past the end of the FunctionInfo section"
+                             : " is past the end of the file"),
+                   info_table + info_size * i);
+  }
+  index.build(*this);
+  build_file_strings();
+  return {};
+}
+
+Status Reader::Impl::parse_header_v1(DataCursor& c) {
+  const uint64_t size = data.size();
+  if (size < kHeaderSize) return Error("not enough data for a GSYM header", 0);
   header.addr_off_size = c.u8();
   header.uuid_size = c.u8();
   header.base_address = c.u64();
@@ -119,6 +151,8 @@ Status Reader::Impl::parse_layout() {
     return Error("invalid address offset size " + std::to_string(aos), 6);
   if (header.uuid_size > kMaxUuidSize)
     return Error("invalid UUID size " + std::to_string(header.uuid_size), 7);
+  uuid_offset = 28;
+  uuid_size = header.uuid_size;
 
   const uint64_t n = header.num_addresses;
   addr_table = kHeaderSize;
@@ -138,22 +172,114 @@ Status Reader::Impl::parse_layout() {
     return Error("file table (" + std::to_string(num_files) +
                      " entries) extends past the end of the file",
                  files_at);
-  if (uint64_t{header.strtab_offset} + header.strtab_size > size)
+  if (header.strtab_offset + header.strtab_size > size)
     return Error("string table [" + hex_number(header.strtab_offset) + ", " +
-                     hex_number(uint64_t{header.strtab_offset} + header.strtab_size) +
+                     hex_number(header.strtab_offset + header.strtab_size) +
                      ") extends past the end of the file",
                  20);
-  // Every record must at least hold its Size and Name, so lookups can read
-  // them without checks.
-  for (uint64_t i = 0; i < n; ++i) {
-    const uint64_t off = info_offset(i);
-    if (off > size || size - off < 8)
-      return Error("function info " + std::to_string(i) + " offset " + hex_number(off) +
-                       " is past the end of the file",
-                   info_table + 4 * i);
+  info_base = 0;
+  info_end = size;
+  return {};
+}
+
+// Version 2: the header, then the directory; each required section once,
+// inside the file, with the size its contents need (gsym-format.md §9).
+Status Reader::Impl::parse_header_v2(DataCursor& c) {
+  const uint64_t size = data.size();
+  if (size < kHeaderSizeV2) return Error("not enough data for a GSYM version 2 header", 0);
+  wide = true;
+  header.addr_off_size = c.u8();
+  header.string_table_encoding = c.u8();
+  header.base_address = c.u64();
+  header.num_addresses = c.u32();
+  const uint8_t aos = header.addr_off_size;
+  if (aos != 1 && aos != 2 && aos != 4 && aos != 8)
+    return Error("invalid address offset size " + std::to_string(aos), 6);
+  if (header.string_table_encoding != 0)
+    return Error("unsupported string table encoding " +
+                     std::to_string(header.string_table_encoding),
+                 7);
+
+  // Where each known section is, by type (index 0 unused).
+  constexpr uint32_t kKnown = static_cast<uint32_t>(GlobalInfoType::UUID) + 1;
+  const GlobalDataEntry* found[kKnown] = {};
+  // The directory up to its end first (bounded by the file size / 20), so a
+  // cut-off directory says so; then each entry.
+  uint64_t at = kHeaderSizeV2;
+  while (true) {
+    if (size - at < kDirectoryEntrySize)
+      return Error("global data directory has no end (entry at " + hex_number(at) +
+                       " is past the end of the file)",
+                   at);
+    DataCursor e = cursor_at(at);
+    GlobalDataEntry entry;
+    entry.type = e.u32();
+    entry.offset = e.u64();
+    entry.size = e.u64();
+    if (entry.type == static_cast<uint32_t>(GlobalInfoType::EndOfList)) break;
+    sections.push_back(entry);
+    at += kDirectoryEntrySize;
   }
-  index.build(*this);
-  build_file_strings();
+  for (size_t k = 0; k < sections.size(); ++k) {
+    const GlobalDataEntry& entry = sections[k];
+    const uint64_t entry_at = kHeaderSizeV2 + kDirectoryEntrySize * k;
+    const std::string name = entry.type < kKnown
+                                 ? std::string(global_info_type_name(entry.type))
+                                 : "type " + std::to_string(entry.type);
+    if (entry.size == 0) return Error("global data " + name + " has size 0", entry_at);
+    if (entry.offset > size || entry.size > size - entry.offset)
+      return Error("global data " + name + " [" + hex_number(entry.offset) + ", +" +
+                       hex_number(entry.size) + ") extends past the end of the file",
+                   entry_at);
+    if (entry.type < kKnown) {
+      if (found[entry.type]) return Error("global data " + name + " appears twice", entry_at);
+      found[entry.type] = &entry;
+    }
+  }
+  for (GlobalInfoType required :
+       {GlobalInfoType::AddrOffsets, GlobalInfoType::AddrInfoOffsets, GlobalInfoType::StringTable,
+        GlobalInfoType::FileTable, GlobalInfoType::FunctionInfo}) {
+    if (!found[static_cast<uint32_t>(required)])
+      return Error(std::string("global data directory has no ") +
+                       global_info_type_name(static_cast<uint32_t>(required)),
+                   kHeaderSizeV2);
+  }
+  const uint64_t n = header.num_addresses;
+  const GlobalDataEntry& addrs = *found[static_cast<uint32_t>(GlobalInfoType::AddrOffsets)];
+  if (addrs.size != n * aos)
+    return Error("AddrOffsets size " + hex_number(addrs.size) + " is not " + std::to_string(n) +
+                     " x " + std::to_string(aos),
+                 addrs.offset);
+  const GlobalDataEntry& infos = *found[static_cast<uint32_t>(GlobalInfoType::AddrInfoOffsets)];
+  if (infos.size != n * 8)
+    return Error("AddrInfoOffsets size " + hex_number(infos.size) + " is not " +
+                     std::to_string(n) + " x 8",
+                 infos.offset);
+  const GlobalDataEntry& files = *found[static_cast<uint32_t>(GlobalInfoType::FileTable)];
+  if (files.size < 4) return Error("FileTable is too small for its count", files.offset);
+  num_files = u32_at(files.offset);
+  if (uint64_t{num_files} * 16 > files.size - 4)
+    return Error("file table (" + std::to_string(num_files) +
+                     " entries) extends past the end of its section",
+                 files.offset);
+  const GlobalDataEntry& strings = *found[static_cast<uint32_t>(GlobalInfoType::StringTable)];
+  const GlobalDataEntry& records = *found[static_cast<uint32_t>(GlobalInfoType::FunctionInfo)];
+  addr_table = addrs.offset;
+  info_table = infos.offset;
+  file_table = files.offset + 4;
+  header.strtab_offset = strings.offset;
+  header.strtab_size = strings.size;
+  info_base = records.offset;
+  info_end = records.offset + records.size;
+  if (const GlobalDataEntry* uuid = found[static_cast<uint32_t>(GlobalInfoType::UUID)]) {
+    uuid_offset = uuid->offset;
+    uuid_size = uuid->size;
+    // Mirrored into the version 1 fields when it fits them.
+    if (uuid->size <= kMaxUuidSize) {
+      header.uuid_size = static_cast<uint8_t>(uuid->size);
+      std::memcpy(header.uuid, data.data() + uuid->offset, uuid->size);
+    }
+  }
   return {};
 }
 
@@ -225,17 +351,18 @@ Expected<Reader> Reader::from_descriptor(int fd, Load load) {
 // Accessors
 
 const Header& Reader::header() const { return impl_->header; }
+std::span<const GlobalDataEntry> Reader::sections() const { return impl_->sections; }
 std::span<const uint8_t> Reader::build_id() const {
-  return {impl_->header.uuid, impl_->header.uuid_size};
+  return impl_->data.subspan(impl_->uuid_offset, impl_->uuid_size);
 }
 std::span<const uint8_t> Reader::bytes() const { return impl_->data; }
 size_t Reader::function_count() const { return impl_->header.num_addresses; }
 uint64_t Reader::function_start(size_t index) const { return impl_->function_start(index); }
-std::string_view Reader::string(uint32_t offset) const { return impl_->string(offset); }
+std::string_view Reader::string(uint64_t offset) const { return impl_->string(offset); }
 size_t Reader::file_count() const { return impl_->num_files; }
 
 Expected<std::pair<std::string_view, std::string_view>> Reader::file(uint32_t index) const {
-  uint32_t dir, base;
+  uint64_t dir, base;
   if (!impl_->file_offsets(index, dir, base))
     return no_such_file(index);
   return std::pair{impl_->string(dir), impl_->string(base)};
@@ -245,7 +372,7 @@ Expected<std::vector<FileEntry>> Reader::decode_files() const {
   std::vector<FileEntry> files;
   files.reserve(impl_->num_files);
   for (uint32_t i = 0; i < impl_->num_files; ++i) {
-    uint32_t dir, base;
+    uint64_t dir, base;
     (void)impl_->file_offsets(i, dir, base);
     files.push_back({std::string(impl_->string(dir)), std::string(impl_->string(base))});
   }
@@ -342,7 +469,7 @@ Expected<bool> Reader::Impl::lookup(uint64_t addr, const LookupOptions& options,
   const uint64_t rec = info_offset(i);
   DataCursor c = cursor_at(rec);
   c.u32();  // size, already checked by find_function
-  const uint32_t name = c.u32();
+  const uint64_t name = c.string_offset();
   if (name == 0) return Error("invalid FunctionInfo Name value 0x00000000", rec + 4);
 
   bool have_line_table = false, have_row = false;
@@ -446,7 +573,7 @@ Expected<Function> Reader::Impl::decode_record(DataCursor c, uint64_t start, siz
                                                const DecodeContext& ctx) const {
   const uint64_t rec = c.offset();
   const uint32_t size = c.u32();
-  const uint32_t name = c.u32();
+  const uint64_t name = c.string_offset();
   if (!c.ok()) return Error("FunctionInfo data is truncated", c.failure_offset());
   if (name == 0) return Error("invalid FunctionInfo Name value 0x00000000", rec + 4);
   if (Status st = ctx.check_string(name, rec + 4); !st) return st.error();
@@ -528,12 +655,12 @@ Status Reader::Impl::decode_call_sites(DataCursor payload, uint64_t at, uint32_t
     cs.flags = payload.u8();
     const uint32_t num_regex = payload.u32();
     if (!payload.ok()) return payload.error("CallSiteInfo");
-    if (num_regex > payload.remaining() / 4)
+    if (num_regex > payload.remaining() / payload.string_offset_size())
       return Error("CallSiteInfo regex count " + std::to_string(num_regex) + " exceeds the data",
                    payload.offset() - 4);
     for (uint32_t r = 0; r < num_regex; ++r) {
       const uint64_t str_at = payload.offset();
-      const uint32_t off = payload.u32();
+      const uint64_t off = payload.string_offset();
       if (Status st = ctx.check_string(off, str_at); !st) return st.error();
       cs.match_regex.emplace_back(string(off));
     }
@@ -570,9 +697,9 @@ Expected<VerifyReport> Reader::verify() const {
   const uint8_t* strtab = m.data.data() + m.header.strtab_offset;
   report.strings = static_cast<uint64_t>(std::count(strtab, strtab + m.header.strtab_size, 0));
   for (uint32_t i = 0; i < m.num_files; ++i) {
-    uint32_t dir, base;
+    uint64_t dir, base;
     (void)m.file_offsets(i, dir, base);
-    const uint64_t at = m.file_table + 8ull * i;
+    const uint64_t at = m.file_entry_offset(i);
     if (i == 0 && (dir != 0 || base != 0))
       return Error("file[0] is not the empty entry", at);
     if (dir >= m.header.strtab_size || base >= m.header.strtab_size)

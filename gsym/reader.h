@@ -1,4 +1,5 @@
-// gsym/reader.h - reads LLVM GSYM (version 1) files.
+// gsym/reader.h - reads LLVM GSYM files, version 1 and version 2 (LLVM
+// 23's: a section directory, 8-byte string offsets), in either byte order.
 //
 // One query API over three storages: an owned buffer (open), borrowed bytes
 // (parse, no copy) and a read-only mmap (map). Lookups are const and keep no
@@ -30,17 +31,30 @@ namespace gsym {
 
 enum class Endian : uint8_t { Little, Big };
 
+// The fields of either version's header. Version 2 keeps the string table's
+// place and the UUID in its directory: strtab_offset/size are filled from
+// it; uuid/uuid_size are version 1's header fields (build_id() gives either
+// version's UUID).
 struct Header {
   uint32_t magic = 0;
   uint16_t version = 0;
   uint8_t addr_off_size = 0;
-  uint8_t uuid_size = 0;
+  uint8_t uuid_size = 0;                // version 1
+  uint8_t string_table_encoding = 0;    // version 2 (0 = NUL-terminated)
   uint64_t base_address = 0;
   uint32_t num_addresses = 0;
-  uint32_t strtab_offset = 0;
-  uint32_t strtab_size = 0;
-  uint8_t uuid[20] = {};
+  uint64_t strtab_offset = 0;
+  uint64_t strtab_size = 0;
+  uint8_t uuid[20] = {};                // version 1
   Endian endian = Endian::Little;
+};
+
+// One entry of a version 2 file's global-data directory (GlobalInfoType in
+// format.h), in file order.
+struct GlobalDataEntry {
+  uint32_t type = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
 };
 
 // One frame of a lookup, innermost first. Views point into the GSYM bytes and
@@ -70,10 +84,10 @@ class LookupScratch {
   // One containing inline-tree node on the path from the root to the deepest
   // node covering the address (filled by lookup_into, root first).
   struct InlineStep {
-    uint32_t name = 0;       // string offset
-    uint32_t call_file = 0;  // file-table index
-    uint32_t call_line = 0;
+    uint64_t name = 0;         // string offset
     uint64_t first_start = 0;  // lowest start of the node's ranges
+    uint32_t call_file = 0;    // file-table index
+    uint32_t call_line = 0;
   };
 
   // Results of the last lookup_into (frames, innermost first) and internal
@@ -121,6 +135,8 @@ class Reader {
   ~Reader();
 
   const Header& header() const;
+  // A version 2 file's directory, terminator excluded; empty for version 1.
+  std::span<const GlobalDataEntry> sections() const;
   // Header UUID bytes (the GNU build ID for converted ELF files); empty = unknown.
   std::span<const uint8_t> build_id() const;
   std::span<const uint8_t> bytes() const;
@@ -128,7 +144,7 @@ class Reader {
   size_t function_count() const;
   uint64_t function_start(size_t index) const;  // index < function_count()
   // String-table entry at `offset` ("" when past the table).
-  std::string_view string(uint32_t offset) const;
+  std::string_view string(uint64_t offset) const;
   size_t file_count() const;
   Expected<std::pair<std::string_view, std::string_view>> file(uint32_t index) const;
 

@@ -47,6 +47,7 @@ expect 1 "gsymprof record: $tmp/no/dir/c.json: directory $tmp/no/dir/ is not wri
 expect 2 "gsymprof symbolize: --format must be folded, json or pprof, not 'yaml'" symbolize x.json --format=yaml
 expect 2 "gsymprof profile: --svg draws the folded stacks: it cannot be combined with --format pprof" profile --format=pprof -o x.pb.gz --svg x.svg -d 1
 expect 2 "gsymprof gsym convert: --threads needs a number from 1 to 1024" gsym convert x --threads=0
+expect 2 "gsymprof gsym convert: --gsym-version must be 1 or 2, not '3'" gsym convert x --gsym-version=3
 
 # Short flags take an attached value too.
 expect 2 "gsymprof profile: -F: frequency must be 1..100000 Hz, not '0'" profile -F0

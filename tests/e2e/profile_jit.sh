@@ -20,10 +20,11 @@ while (Date.now() < end) total += fib(25);
 if (total <= 0) process.exit(1);
 EOF
 # Each node run writes its pid here first (exec keeps it), so the map it
-# leaves in /tmp is known and removed.
+# leaves in /tmp is known and removed; it runs in $WORK, where
+# --perf-basic-prof also writes V8's isolate-*-v8.log.
 RUNS=$WORK/node-pids
 trap 'for p in $(cat "$RUNS" 2>/dev/null); do rm -f "/tmp/perf-$p.map"; done; cleanup' EXIT
-printf '#!/bin/sh\necho $$ >>"%s"\nexec node "$@" "%s" 3\n' "$RUNS" "$WORK/fib.js" >"$WORK/run-node"
+printf '#!/bin/sh\necho $$ >>"%s"\ncd "%s" || exit 1\nexec node "$@" "%s" 3\n' "$RUNS" "$WORK" "$WORK/fib.js" >"$WORK/run-node"
 chmod +x "$WORK/run-node"
 
 # share FOLDED REGEX: percent of node's samples (run-node's before exec left

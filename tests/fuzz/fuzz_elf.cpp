@@ -28,6 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gsym::ConvertOptions options;
   options.threads = 1;
   options.search_debug_file = false;  // never wander the file system
+  // The profiler names too (PLT stubs, code labels), as the cache converts:
+  // a superset of the default path.
+  options.plt_names = options.code_labels = true;
   gsym::Expected<std::vector<uint8_t>> bytes =
       gsym::convert_elf("/proc/self/fd/" + std::to_string(fd), options);
   close(fd);

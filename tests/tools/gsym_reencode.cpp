@@ -2,14 +2,15 @@
 // GSYM file with our Reader and re-encodes it with our Builder.
 //
 //   gsym_reencode [--own-strings] [--big-endian] [--shuffle]
-//                 [--addresses=FILE] IN OUT
+//                 [--gsym-version=N] [--addresses=FILE] IN OUT
 //
 // Default: strings re-added in string-table offset order, files in index
 // order, functions as decoded, deduplicate=false - LLVM's file must come back
 // byte for byte. --own-strings leaves string order to the builder (and turns
 // de-duplication on), --shuffle adds functions in a scrambled order,
-// --big-endian swaps the byte order: those outputs differ in bytes but must
-// answer every lookup the same. --addresses writes one hex address per line
+// --big-endian swaps the byte order, --gsym-version=2 writes version 2 (the
+// input may be either): those outputs differ in bytes but must answer every
+// lookup the same. --addresses writes one hex address per line
 // to probe: every function start and last byte, line-row address and inline
 // range boundary, plus a few addresses outside every function.
 #include <algorithm>
@@ -44,6 +45,7 @@ void collect_inline(const InlineNode& node, std::set<uint64_t>& out) {
 
 int main(int argc, char** argv) {
   bool own_strings = false, big_endian = false, shuffle = false;
+  uint16_t version = kVersion;
   std::string addresses_path;
   std::vector<std::string> paths;
   for (int i = 1; i < argc; ++i) {
@@ -51,6 +53,8 @@ int main(int argc, char** argv) {
     if (arg == "--own-strings") own_strings = true;
     else if (arg == "--big-endian") big_endian = true;
     else if (arg == "--shuffle") shuffle = true;
+    else if (arg == "--gsym-version=1") version = kVersion;
+    else if (arg == "--gsym-version=2") version = kVersion2;
     else if (arg.rfind("--addresses=", 0) == 0) addresses_path = arg.substr(12);
     else if (!arg.empty() && arg[0] == '-') {
       fail("unknown option " + arg);
@@ -60,7 +64,7 @@ int main(int argc, char** argv) {
   }
   if (paths.size() != 2) {
     std::fprintf(stderr, "usage: gsym_reencode [--own-strings] [--big-endian] [--shuffle] "
-                         "[--addresses=FILE] IN OUT\n");
+                         "[--gsym-version=N] [--addresses=FILE] IN OUT\n");
     return 2;
   }
   auto reader = Reader::open(paths[0]);
@@ -69,6 +73,7 @@ int main(int argc, char** argv) {
 
   BuilderOptions options;
   options.endian = big_endian ? Endian::Big : header.endian;
+  options.version = version;
   options.base_address = header.base_address;
   options.build_id.assign(reader->build_id().begin(), reader->build_id().end());
   options.deduplicate = own_strings;
@@ -76,7 +81,7 @@ int main(int argc, char** argv) {
 
   if (!own_strings) {
     for (uint64_t offset = 1; offset < header.strtab_size;) {
-      std::string_view s = reader->string(static_cast<uint32_t>(offset));
+      std::string_view s = reader->string(offset);
       uint32_t got = builder.add_string(s);
       if (got != offset)
         return fail("string at offset " + std::to_string(offset) + " re-added at " +

@@ -14,6 +14,10 @@
 #include <sstream>
 #include <thread>
 
+#include <elfutils/libdw.h>
+#include <gelf.h>
+
+#include "gsym/elf_image.h"
 #include "tests/support/leaf_fixup.h"
 #include "tests/support/recorded_snapshot.h"
 #include "tests/support/snapshot_support.h"
@@ -323,6 +327,51 @@ TEST_CASE("cfi unwinder: missing module, missing CFI, wrong build ID") {
   CHECK(unwinder.module_error(missing).find("cannot open") != std::string::npos);
   // `shifted` shares libc's build ID, so it reuses libc's (good) CFI.
   CHECK(unwinder.stats().modules_failed == 2);
+}
+
+TEST_CASE("cfi unwinder: code without CFI at the ELF entry point is the stack's root") {
+  // ld.so's _start and _dl_start_user: the first code of every dynamically
+  // linked process, bare assembly without CFI.
+  const std::string ldso = "/lib64/ld-linux-x86-64.so.2";
+  auto image = gsym::ElfImage::open(ldso);
+  if (!image.ok()) return;
+  GElf_Ehdr ehdr;
+  REQUIRE(gelf_getehdr(image->elf(), &ehdr));
+  Dwarf_CFI* cfi = dwarf_getcfi_elf(image->elf());
+  Dwarf_Frame* frame = nullptr;
+  if (!cfi || dwarf_cfi_addrframe(cfi, ehdr.e_entry, &frame) == 0) {
+    std::free(frame);
+    if (cfi) dwarf_cfi_end(cfi);
+    MESSAGE("ld.so's entry has CFI here: nothing to test");
+    return;
+  }
+  dwarf_cfi_end(cfi);
+  const uint64_t bias = uint64_t{0x7f12} << 32;
+  const gsymprof::UnwindModule module{ldso, gsymprof::BuildId(image->build_id()), bias, {}};
+  std::vector<uint8_t> stack(64, 0);
+  gsymprof::StackView view;
+  view.regs.sp = view.stack_start = 0x7ffd00001000;
+  view.stack = stack;
+  CfiUnwinder unwinder;
+  auto finder = [&](uint64_t) { return &module; };
+  // The first instruction, and the return address of `call _dl_start`
+  // (looked up at - 1) as the root of a longer walk would see it.
+  for (uint64_t offset : {0, 8}) {
+    view.regs.ip = bias + ehdr.e_entry + offset;
+    UnwindResult r = unwinder.unwind(view, finder);
+    CHECK(r.stop == UnwindStop::Complete);
+    CHECK(r.ips == std::vector<uint64_t>{view.regs.ip});
+  }
+  // Code without CFI elsewhere is still a truncation: before the entry.
+  view.regs.ip = bias + ehdr.e_entry - 1;
+  Dwarf_CFI* again = dwarf_getcfi_elf(image->elf());
+  const bool before_has_cfi = again && dwarf_cfi_addrframe(again, ehdr.e_entry - 1, &frame) == 0;
+  if (before_has_cfi) std::free(frame);
+  if (again) dwarf_cfi_end(again);
+  UnwindResult before = unwinder.unwind(view, finder);
+  if (!before_has_cfi) CHECK(before.stop == UnwindStop::NoCfi);
+  view.regs.ip = bias + 0x10;  // the ELF header: no code, no CFI
+  CHECK(unwinder.unwind(view, finder).stop == UnwindStop::NoCfi);
 }
 
 TEST_CASE("cfi unwinder: a frame pointer below the stack pointer is a loop") {

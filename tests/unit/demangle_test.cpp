@@ -162,3 +162,12 @@ TEST_CASE("demangle: concurrent calls agree") {
   for (std::thread& thread : threads) thread.join();
   for (int m : mismatches) CHECK(m == 0);
 }
+
+TEST_CASE("demangle: PLT stubs keep their @plt suffix") {
+  CHECK(demangle("_Znwm@plt") == "operator new(unsigned long)@plt");
+  CHECK(demangle("_ZN4core3fmt5write17h0123456789abcdefE@plt") == "core::fmt::write@plt");
+  CHECK(demangle("strlen@plt") == "strlen@plt");
+  CHECK(demangle("@plt") == "@plt");
+  CHECK(demangle("_Zjunk@plt") == "_Zjunk@plt");
+  CHECK(demangle("_Znwm@plt@plt") == "_Znwm@plt@plt");  // one suffix only
+}

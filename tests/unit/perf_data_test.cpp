@@ -433,8 +433,9 @@ std::vector<std::string> frames_of(const Capture& capture, uint32_t pid) {
       char address[32];
       std::snprintf(address, sizeof(address), "0x%llx", static_cast<unsigned long long>(f.address));
       text += " " +
-              (f.module >= 0 ? capture.modules[static_cast<size_t>(f.module)].path
-                             : std::string(unresolved_reason_name(f.reason))) +
+              (f.kernel           ? std::string("kernel")
+               : f.module >= 0 ? capture.modules[static_cast<size_t>(f.module)].path
+                               : std::string(unresolved_reason_name(f.reason))) +
               "@" + address;
     }
     out.push_back(text + " x" + std::to_string(stack.count));
@@ -466,15 +467,23 @@ TEST_CASE("perf.data: records replay in time order: fork copies, exec clears, mm
   perf.lost(5, 10);
 
   const std::vector<uint8_t> bytes = perf.file();
-  auto capture = read_bytes(bytes, synthetic_modules());
+  PerfCaptureOptions options = synthetic_modules();
+  BuildId named_with;
+  options.name_kernel_frames = [&](Capture& c, const BuildId& recorded) {
+    named_with = recorded;
+    c.kernel.error = "not named in this test";
+  };
+  auto capture = read_bytes(bytes, options);
   REQUIRE_MESSAGE(capture.ok(), capture.error().message);
   CHECK(capture->frequency_hz == 999);
   CHECK(capture->call_graph == "fp");
-  CHECK(capture->samples == 7);  // the kernel-only sample is counted as lost
+  CHECK(capture->samples == 8);  // the kernel-only sample is kept
   CHECK(capture->duration_ns == 6);
   CHECK(capture->lost.at("ringbuf_full") == 5);
-  CHECK(capture->lost.at("kernel_frames_dropped") == 2);
-  CHECK(capture->lost.at("no_user_stack") == 1);
+  CHECK(capture->lost.count("kernel_frames_dropped") == 0);
+  CHECK(capture->lost.at("no_user_stack") == 0);
+  CHECK(named_with.empty());  // the synthetic file lists no kernel build ID
+  CHECK(capture->kernel.error == "not named in this test");
   // Frame 0 exact, return addresses - 1; unslid = file offset (vaddr = offset).
   CHECK(frames_of(*capture, 10) == std::vector<std::string>{
                                        "a: /bin/a@0x1010 /bin/a@0x101f x1",
@@ -482,8 +491,9 @@ TEST_CASE("perf.data: records replay in time order: fork copies, exec clears, mm
                                        "b: /bin/b@0x1010 x1",
                                    });
   CHECK(frames_of(*capture, 11) == std::vector<std::string>{
+                                       "a: kernel@0xffffffff81000000 x1",
+                                       "a: kernel@0xffffffff81000000 /bin/a@0x1100 x1",
                                        "a: /bin/a@0x1010 x1",
-                                       "a: /bin/a@0x1100 x1",
                                        "a: /bin/a@0x1900 x1",
                                        "a: /bin/b@0x1010 x1",
                                    });

@@ -131,6 +131,13 @@ void canonicalize(Capture& capture) {
   symbols.erase(std::unique(symbols.begin(), symbols.end()), symbols.end());
 }
 
+bool has_kernel_frames(const Capture& capture) {
+  for (const CaptureStack& stack : capture.stacks)
+    for (const CaptureFrame& frame : stack.frames)
+      if (frame.kernel) return true;
+  return false;
+}
+
 const KernelSymbol* find_kernel_symbol(const CaptureKernel& kernel, uint64_t address) {
   auto it = std::upper_bound(kernel.symbols.begin(), kernel.symbols.end(), address,
                              [](uint64_t a, const KernelSymbol& k) { return a < k.start; });

@@ -79,6 +79,9 @@ struct KernelSymbol {
   bool operator==(const KernelSymbol&) const = default;
 };
 
+// The module path kernel frames carry: perf's name for the kernel image.
+inline constexpr const char* kKernelModulePath = "[kernel.kallsyms]";
+
 // What names kernel frames: the recording kernel's symbols, only those some
 // frame needs (a capture does not carry all of kallsyms).
 struct CaptureKernel {
@@ -118,6 +121,9 @@ struct Capture {
   // frame needs; a perf map lives in the recording machine's /tmp.
   std::vector<JitSymbol> jit_symbols;
 };
+
+// Whether any stack of `capture` has a kernel frame.
+bool has_kernel_frames(const Capture& capture);
 
 // The symbol holding kernel address `address`, or nullptr.
 const KernelSymbol* find_kernel_symbol(const CaptureKernel& kernel, uint64_t address);

@@ -1,5 +1,6 @@
 // userspace/cli/cmd_gsym_convert.cpp - `gsymprof gsym convert ELF [-o OUT]
-// [--threads N] [--debug-file PATH]`: ELF/DWARF -> GSYM with gsym::convert.
+// [--threads N] [--debug-file PATH] [--gsym-version 1|2] [--profiler-names]`:
+// ELF/DWARF -> GSYM with gsym::convert.
 #include <unistd.h>
 
 #include <chrono>
@@ -36,6 +37,9 @@ void print_result(const std::string& input, const std::string& output,
   if (!stats.debug_file_used.empty()) source = ", DWARF from " + stats.debug_file_used;
   if (stats.used_dynsym) source += ", symbols from .dynsym";
   if (stats.used_minidebuginfo) source += " and .gnu_debugdata";
+  if (stats.plt_functions || stats.label_functions)
+    source += ", " + std::to_string(stats.plt_functions) + " PLT stubs and " +
+              std::to_string(stats.label_functions) + " code labels named";
   std::fprintf(stderr,
                "%s -> %s: %llu functions (%llu from DWARF, %llu from symbols), %llu units "
                "(%llu skipped)%s, %.2f s\n",
@@ -64,8 +68,24 @@ int cmd_gsym_convert(int argc, char** argv) {
             });
   cli.path("--debug-file", "PATH", "take the DWARF from PATH (build IDs must match)",
            options.debug_file);
+  cli.value("--gsym-version", "N",
+            "GSYM format version: 1 (default; every LLVM reads it) or 2 (LLVM 23+)",
+            [&options](const std::string& value) {
+              if (value == "1")
+                options.gsym_version = 1;
+              else if (value == "2")
+                options.gsym_version = 2;
+              else
+                throw UsageError("--gsym-version must be 1 or 2, not '" + value + "'");
+            });
+  bool profiler_names = false;
+  cli.flag("--profiler-names",
+           "also name PLT stubs (strlen@plt) and untyped code labels (ld.so's _start), as "
+           "gsymprof's cache does; off: byte-identical to llvm-gsymutil",
+           [&profiler_names] { profiler_names = true; });
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
   if (output.empty()) output = input + ".gsym";
+  options.plt_names = options.code_labels = profiler_names;
 
   const bool terminal = isatty(STDERR_FILENO);
   bool progress_shown = false;

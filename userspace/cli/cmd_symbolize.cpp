@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "userspace/base/text_escape.h"
 #include "userspace/capture/capture_file.h"
 #include "userspace/cli/cli_common.h"
 #include "userspace/cli/commands.h"
@@ -28,7 +29,8 @@ constexpr const char* kEpilogue =
     "module+0xOFFSET. At the end, stderr lists every module: resolved (from\n"
     "where) or why not.\n";
 
-void print_report(const Capture& capture, const RenderedOutput& output) {
+void print_report(const Capture& capture, const RenderedOutput& output,
+                  const std::string& kernel_problem) {
   size_t resolved = 0;
   for (const ModuleReport& report : output.modules)
     if (report.resolved()) ++resolved;
@@ -36,6 +38,9 @@ void print_report(const Capture& capture, const RenderedOutput& output) {
                "gsymprof: %" PRIu64 " samples, %zu unique stacks; modules resolved: %zu of %zu\n",
                capture.samples, output.unique_stacks, resolved, output.modules.size());
   for (const ModuleReport& report : output.modules) print_module_report(report);
+  if (!kernel_problem.empty())
+    std::fprintf(stderr, "gsymprof: kernel frames are not named: %s\n",
+                 escape_control(kernel_problem).c_str());
 }
 
 }  // namespace
@@ -69,12 +74,14 @@ int cmd_symbolize(int argc, char** argv) {
   auto locator = open_locator(symbolize_flags.gsym_dirs);
   if (!locator) return cli.failure(locator.error().to_string());
 
+  // Taken before render frees the stacks.
+  const std::string kernel_problem = has_kernel_frames(*capture) ? capture->kernel.error : "";
   auto output = render(*capture, *locator, symbolize_flags.options, format, /*free_stacks=*/true);
   if (!output) return cli.failure(capture_path + ": " + output.error().to_string());
   if (auto status = write_output(output->bytes, output_path); !status)
     return cli.failure(status.error().message);
   print_locator_notes(*locator);
-  print_report(*capture, *output);
+  print_report(*capture, *output, kernel_problem);
   return 0;
 }
 

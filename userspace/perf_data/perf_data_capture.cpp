@@ -14,6 +14,7 @@
 #include "userspace/aggregate/normalize.h"
 #include "userspace/capture/capture.h"
 #include "userspace/perf_data/perf_data_format.h"
+#include "userspace/process/kernel_symbols.h"
 #include "userspace/process/vdso_file.h"
 #include "userspace/sample/counters.h"
 #include "userspace/unwind/cfi_unwinder.h"
@@ -77,7 +78,7 @@ struct ModuleState {
 };
 
 struct StackKey {
-  uint32_t pid = 0;
+  uint32_t pid = 0, tid = 0;
   std::string comm;
   bool truncated = false;
   std::vector<CaptureFrame> frames;
@@ -99,9 +100,10 @@ class CaptureBuilder {
   void on_fork(const PerfRecord::Task& task);
   void on_exit(const PerfRecord::Task& task);
   void on_sample(const PerfRecord& record);
-  // Fills ips_ with the user IPs of a sample, leaf first; returns the
-  // Capture::lost key that counts it instead when it has none.
-  const char* user_ips(const PerfRecord& record, const AddressSpace& space, bool* truncated);
+  // Fills kernel_ips_ and ips_ with the kernel and user IPs of a sample,
+  // leaf first; returns the Capture::lost key that counts it instead when it
+  // has neither.
+  const char* sample_ips(const PerfRecord& record, const AddressSpace& space, bool* truncated);
 
   AddressSpace& space_of(uint32_t pid);
   std::unique_ptr<AddressSpace> new_space();
@@ -132,7 +134,7 @@ class CaptureBuilder {
   CfiUnwinder unwinder_;
   UnwindResult unwound_;
   std::map<std::pair<int32_t, uint64_t>, UnwindModule> unwind_modules_;
-  std::vector<uint64_t> ips_;
+  std::vector<uint64_t> ips_, kernel_ips_;
   bool have_sample_time_ = false;
   uint64_t first_time_ = 0, last_time_ = 0;
 };
@@ -300,13 +302,13 @@ const UnwindModule* CaptureBuilder::unwind_module(const AddressSpace& space, uin
   return &it->second;
 }
 
-const char* CaptureBuilder::user_ips(const PerfRecord& record, const AddressSpace& space,
-                                     bool* truncated) {
+const char* CaptureBuilder::sample_ips(const PerfRecord& record, const AddressSpace& space,
+                                       bool* truncated) {
   const PerfRecord::Sample& s = record.sample;
   const uint64_t sample_type = file_.attrs()[record.attr].attr.sample_type;
   const char* const no_user_stack = counter_info(PROFILE_COUNTER_NO_USER_STACK).name;
   ips_.clear();
-  bool kernel_frames = false;
+  kernel_ips_.clear();
   // A callchain: [PERF_CONTEXT_KERNEL, kernel IPs..., PERF_CONTEXT_USER, user IPs...].
   if (s.has_callchain) {
     uint64_t context = 0;
@@ -316,23 +318,26 @@ const char* CaptureBuilder::user_ips(const PerfRecord& record, const AddressSpac
         context = entry;
       else if (context == PERF_CONTEXT_USER)
         ips_.push_back(entry);
-      else
-        kernel_frames = true;
+      else if (context == PERF_CONTEXT_KERNEL)
+        kernel_ips_.push_back(entry);
     }
   } else if (s.has_ip) {
-    if ((record.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER)
+    const uint16_t mode = record.misc & PERF_RECORD_MISC_CPUMODE_MASK;
+    if (mode == PERF_RECORD_MISC_USER)
       ips_.push_back(s.ip);
-    else
-      kernel_frames = true;
+    else if (mode == PERF_RECORD_MISC_KERNEL)
+      kernel_ips_.push_back(s.ip);
   }
-  if (kernel_frames) ++capture_.lost[kLostKernelFrames];
+  // A kernel thread's sample (or one whose user part is gone) keeps its
+  // kernel frames, as live profiles keep them.
+  const char* const none = kernel_ips_.empty() ? no_user_stack : nullptr;
   if (!(sample_type & PERF_SAMPLE_REGS_USER) || !(sample_type & PERF_SAMPLE_STACK_USER))
-    return ips_.empty() ? no_user_stack : nullptr;
+    return ips_.empty() ? none : nullptr;
 
   // --call-graph dwarf: the user stack is unwound from the registers and the
   // stack copy (the callchain, if any, is the kernel's part only).
   ips_.clear();
-  if (s.regs_abi == 0) return no_user_stack;  // no user context (kernel thread)
+  if (s.regs_abi == 0) return none;  // no user context (kernel thread)
   StackView view;
   if (s.regs_abi != PERF_SAMPLE_REGS_ABI_64 || !s.user_register(PERF_REG_X86_IP, &view.regs.ip) ||
       !s.user_register(PERF_REG_X86_SP, &view.regs.sp) ||
@@ -345,7 +350,7 @@ const char* CaptureBuilder::user_ips(const PerfRecord& record, const AddressSpac
   ips_ = unwound_.ips;
   *truncated = unwound_.truncated();
   if (*truncated) ++capture_.lost[unwind_stop_loss_key(unwound_.stop)];
-  return ips_.empty() ? no_user_stack : nullptr;
+  return ips_.empty() ? none : nullptr;
 }
 
 void CaptureBuilder::on_sample(const PerfRecord& record) {
@@ -359,14 +364,23 @@ void CaptureBuilder::on_sample(const PerfRecord& record) {
   const AddressSpace& space = space_of(pid);
   StackKey key;
   key.pid = pid;
+  key.tid = tid;
   key.comm = comm_of(pid, tid);
-  if (const char* loss = user_ips(record, space, &key.truncated)) {
+  if (const char* loss = sample_ips(record, space, &key.truncated)) {
     ++capture_.lost[loss];
     return;
   }
   auto [pit, new_process] = processes_.try_emplace(pid, capture_.processes.size());
   if (new_process) capture_.processes.push_back({pid, comm_of(pid, pid), {}});
-  key.frames.reserve(ips_.size());
+  key.frames.reserve(kernel_ips_.size() + ips_.size());
+  // Kernel frames leafward of the user frames, as live: the leaf exact,
+  // return addresses minus one; the user leaf stays exact too.
+  for (size_t i = 0; i < kernel_ips_.size(); ++i) {
+    CaptureFrame frame;
+    frame.kernel = true;
+    frame.address = lookup_address(kernel_ips_[i], i);
+    key.frames.push_back(frame);
+  }
   for (size_t i = 0; i < ips_.size(); ++i) key.frames.push_back(normalize(pid, space, ips_[i], i));
   ++stacks_[std::move(key)];
 }
@@ -390,7 +404,7 @@ gsym::Expected<Capture> CaptureBuilder::run() {
                                                                      : "none";
   for (const char* key :
        {counter_info(PROFILE_COUNTER_RINGBUF_FULL).name,
-        counter_info(PROFILE_COUNTER_NO_USER_STACK).name, kLostKernelFrames, kLostSamplesRecord})
+        counter_info(PROFILE_COUNTER_NO_USER_STACK).name, kLostSamplesRecord})
     capture_.lost[key] = 0;
   if (dwarf) capture_.lost[kLostNoUserRegisters] = 0;
 
@@ -436,16 +450,43 @@ gsym::Expected<Capture> CaptureBuilder::run() {
   }
   if (have_sample_time_) capture_.duration_ns = last_time_ - first_time_;
   for (auto& [key, count] : stacks_) {
-    CaptureStack stack{key.pid, key.comm, key.frames, key.truncated, count};
+    CaptureStack stack{key.pid, key.comm, key.frames, key.truncated, count, key.tid};
     capture_.samples += count;
     capture_.stacks.push_back(std::move(stack));
   }
   stacks_.clear();
+  BuildId recorded_kernel;
+  for (const PerfBuildId& entry : file_.build_ids())
+    if (entry.kernel && entry.filename == kKernelModulePath) recorded_kernel = entry.build_id;
+  if (has_kernel_frames(capture_)) {
+    if (options_.name_kernel_frames)
+      options_.name_kernel_frames(capture_, recorded_kernel);
+    else
+      name_kernel_frames_from_running_kernel(capture_, recorded_kernel);
+  }
   canonicalize(capture_);
   return std::move(capture_);
 }
 
 }  // namespace
+
+void name_kernel_frames_from_running_kernel(Capture& capture, const BuildId& recorded_kernel) {
+  if (recorded_kernel.empty()) {
+    attach_kernel_symbols(capture, nullptr, recorded_kernel,
+                          "perf recorded no build ID for [kernel.kallsyms]: nothing proves "
+                          "this machine's kernel symbols are the recording kernel's");
+    return;
+  }
+  auto running = read_kernel_build_id();
+  if (!running || *running != recorded_kernel) {
+    attach_kernel_symbols(capture, nullptr, recorded_kernel,
+                          "recorded on kernel " + recorded_kernel.hex() + ", this machine runs " +
+                              (running ? running->hex() : "an unknown kernel (" + running.error().message + ")") +
+                              ": kernel frames keep their addresses");
+    return;
+  }
+  attach_running_kernel_symbols(capture);
+}
 
 gsym::Expected<ModuleIdentity> load_recorded_module(const PerfModuleFile& module) {
   const bool vdso = module.path == kVdsoPath;

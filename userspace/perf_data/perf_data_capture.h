@@ -21,8 +21,12 @@
 // recorded device and inode). A module whose file does not match keeps no
 // build ID (frames print as module+0xOFFSET): a wrong name is worse than none.
 //
+// Kernel frames (the callchain's PERF_CONTEXT_KERNEL part, or a leaf-only
+// kernel-mode IP) go leafward of the user frames, as in live profiles; a
+// sample with kernel frames only (a kernel thread) is kept.
+//
 // Not in the capture, counted in Capture::lost instead (kLost* below):
-// kernel frames (the capture has none yet), samples without user frames,
+// samples with no frame at all,
 // LOST / LOST_SAMPLES records, and the reasons CFI walks stopped early.
 #pragma once
 
@@ -38,7 +42,6 @@ namespace gsymprof {
 
 // Capture::lost keys added for perf.data (besides the live ones it shares:
 // ringbuf_full for LOST records, no_user_stack, unwind_<reason>).
-inline constexpr const char* kLostKernelFrames = "kernel_frames_dropped";  // samples
 inline constexpr const char* kLostSamplesRecord = "lost_samples";          // LOST_SAMPLES records
 inline constexpr const char* kLostNoUserRegisters = "no_user_registers";   // dwarf: no IP/SP/BP
 
@@ -56,11 +59,20 @@ struct PerfCaptureOptions {
   // cannot (missing, another build). Default: the file at the recorded path
   // (the local [vdso] for "[vdso]"), accepted only if it matches.
   std::function<gsym::Expected<ModuleIdentity>(const PerfModuleFile&)> load_module;
+  // Names the capture's kernel frames (Capture::kernel) given the recording
+  // kernel's build ID from HEADER_BUILD_ID (empty: perf recorded none).
+  // Default: name_kernel_frames_from_running_kernel.
+  std::function<void(Capture&, const BuildId& recorded_kernel)> name_kernel_frames;
 };
 
 // The identity check of the default loader: the file's build ID must equal
 // the recorded one, or, with none recorded, its device and inode must.
 gsym::Expected<ModuleIdentity> load_recorded_module(const PerfModuleFile& module);
+
+// Names kernel frames from this machine's /proc/kallsyms only when the
+// running kernel's build ID equals the recording kernel's; otherwise they
+// keep their addresses and Capture::kernel.error says why.
+void name_kernel_frames_from_running_kernel(Capture& capture, const BuildId& recorded_kernel);
 
 gsym::Expected<Capture> capture_from_perf_data(const PerfDataFile& file,
                                                const PerfCaptureOptions& options = {});

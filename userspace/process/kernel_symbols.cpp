@@ -159,13 +159,6 @@ gsym::Expected<BuildId> read_kernel_build_id(const std::string& notes_path) {
   return build_id_from_notes(*notes);
 }
 
-bool has_kernel_frames(const Capture& capture) {
-  for (const CaptureStack& stack : capture.stacks)
-    for (const CaptureFrame& frame : stack.frames)
-      if (frame.kernel) return true;
-  return false;
-}
-
 void attach_kernel_symbols(Capture& capture, const KernelSymbolTable* table,
                            const BuildId& build_id, const std::string& error) {
   capture.kernel = {};

@@ -56,9 +56,6 @@ BuildId build_id_from_notes(std::string_view notes);
 void attach_kernel_symbols(Capture& capture, const KernelSymbolTable* table,
                            const BuildId& build_id, const std::string& error);
 
-// Whether any stack of `capture` has a kernel frame.
-bool has_kernel_frames(const Capture& capture);
-
 // Loads the running kernel's symbols and build ID and attaches what the
 // capture's kernel frames need (nothing when it has none); problems become
 // capture.kernel.error ("kernel.kptr_restrict hides kernel addresses", ...).

@@ -58,7 +58,9 @@ bool run(CallbackDemangler demangler, const char* mangled, Sink& sink) {
 
 }  // namespace
 
-std::string demangle(std::string_view name) {
+namespace {
+
+std::string demangle_symbol(std::string_view name) {
   if (!name.starts_with("_Z") && !name.starts_with("_R")) return std::string(name);
   // The demanglers want a NUL-terminated string; an embedded NUL would cut
   // the name short and give a wrong answer, so keep such names raw.
@@ -75,6 +77,16 @@ std::string demangle(std::string_view name) {
   if (name.starts_with("_Z") && run(cplus_demangle_v3_callback, mangled.c_str(), sink))
     return std::move(sink.text);
   return mangled;
+}
+
+}  // namespace
+
+std::string demangle(std::string_view name) {
+  // A PLT stub is named after what it calls (`_Znwm@plt`, gsym/plt_table.h):
+  // that name demangled, the suffix kept, as objdump -C and perf print it.
+  if (constexpr std::string_view kPlt = "@plt"; name.ends_with(kPlt))
+    return demangle_symbol(name.substr(0, name.size() - kPlt.size())) + std::string(kPlt);
+  return demangle_symbol(name);
 }
 
 }  // namespace gsymprof

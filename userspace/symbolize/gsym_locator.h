@@ -15,12 +15,15 @@
 //   2. readers added in memory with add_gsym_bytes() (tests, conversions that
 //      could not be cached);
 //   3. the cache directory (LocatorOptions::cache_dir):
-//      <buildid-hex>.<gsym::kConverterVersion>.gsym (e.g. 1a2b.c2.gsym),
+//      <buildid-hex>.<gsym::kConverterVersion>.gsym (e.g. 1a2b.c3.gsym),
 //      private (0700, files 0600), owned by the effective user and writable
 //      by nobody else, for reading as for writing; a refused cache is a note;
 //   4. when LocatorOptions::convert_missing is set and a local ELF path is
 //      given whose own build ID (read from its notes) equals the module's:
-//      gsym::convert_elf() (which finds a separate debug file itself).
+//      gsym::convert_elf() (which finds a separate debug file itself), always
+//      with the profiler names (ConvertOptions::plt_names, code_labels:
+//      `strlen@plt`, ld.so's `_start`), whatever LocatorOptions::convert says,
+//      so a cache file's name says what it holds.
 //      With DEBUGINFOD_URLS set (debuginfod_client.h), debuginfod is asked
 //      for what the local search lacks: the debug file of an ELF without
 //      DWARF whose debug file is not installed, and the executable itself

@@ -109,8 +109,6 @@ struct SymbolizeStats {
   uint64_t jit_frames = 0;           // frames named from a perf map
 };
 
-// The module path kernel frames carry (perf's name for the kernel image).
-inline constexpr const char* kKernelModulePath = "[kernel.kallsyms]";
 
 struct SymbolizeResult {
   // Distinct frames, sorted (operator<=>), each referenced by some stack:

@@ -389,6 +389,10 @@ struct CfiUnwinder::ModuleCfi {
   Dwarf_CFI* debug_frame = nullptr;  // owned by `dwarf`
   bool debug_frame_tried = false;
   std::string error;  // non-empty: unusable
+  // The ELF entry point (e_entry, unslid; 0 = none) and where the run of
+  // code without CFI that starts there ends (computed on first need).
+  uint64_t entry = 0;
+  std::optional<uint64_t> entry_code_end;
 
   ~ModuleCfi() {
     if (eh_frame) dwarf_cfi_end(eh_frame);
@@ -425,6 +429,7 @@ struct CfiUnwinder::ModuleCfi {
       error = module.elf_path + ": not an x86-64 ELF file";
       return;
     }
+    entry = ehdr.e_entry;
     if (!module.build_id.empty()) {
       if (BuildId(gsym::read_gnu_build_id(elf)) != module.build_id) {
         error = module.elf_path + ": build ID differs from the module's " + module.build_id.hex();
@@ -450,6 +455,26 @@ struct CfiUnwinder::ModuleCfi {
       if (dwarf) debug_frame = dwarf_getcfi(dwarf);
     }
     return debug_frame != nullptr;
+  }
+
+  // Whether `unslid_addr`, which no CFI covers, is entry code: at or after
+  // the ELF entry point, with no CFI anywhere between. The first code a
+  // process runs has no caller, and some of it no CFI either (ld.so's
+  // `_start` and `_dl_start_user` are bare assembly, where the
+  // executable's `_start` and clone's child path mark the outermost frame
+  // with an undefined return address): a frame there is the stack's root.
+  bool in_entry_code(uint64_t unslid_addr) {
+    if (entry == 0 || unslid_addr < entry) return false;
+    if (!entry_code_end) {
+      // Byte by byte, once per module: CFI tables say which addresses they
+      // cover, not where uncovered runs end. Entry stubs are a few dozen
+      // bytes; the bound keeps a module without any CFI near its entry cheap.
+      constexpr uint64_t kMaxEntryCode = 4096;
+      uint64_t end = entry;
+      while (end - entry < kMaxEntryCode && end != UINT64_MAX && !frame_at(end)) ++end;
+      entry_code_end = end;
+    }
+    return unslid_addr < *entry_code_end;
   }
 
   // CFI row for `unslid_addr`: .eh_frame first, then .debug_frame.
@@ -541,6 +566,11 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
     ModuleCfi* cfi = module ? cfi_for(*module) : nullptr;
     FramePtr frame = cfi ? cfi->frame_at(lookup_addr - module->load_bias) : nullptr;
     if (!frame) {
+      // A process's or thread's entry code is the root of its stack.
+      if (cfi && cfi->in_entry_code(lookup_addr - module->load_bias)) {
+        out.stop = UnwindStop::Complete;
+        return;
+      }
       if (!options_.frame_pointer_fallback || !frame_pointer_step(stack, regs, pc, exact_pc)) {
         out.stop = module ? UnwindStop::NoCfi : UnwindStop::NoModule;
         return;

@@ -36,7 +36,8 @@
 namespace gsymprof {
 
 enum class UnwindStop : uint8_t {
-  Complete,           // reached the outermost frame (return address undefined or 0)
+  Complete,           // reached the outermost frame (return address undefined or
+                      // 0, or code without CFI at and after the ELF entry point)
   StackCopyTooSmall,  // needed bytes above the end of the copied stack
   NoCfi,              // the module has no CFI, or none covers the address
   NoModule,           // the address lies in no known module (JIT, anonymous, garbage)
