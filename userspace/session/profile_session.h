@@ -38,8 +38,14 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options,
 inline constexpr const char* kTruncatedByUnwinderPrefix = "unwind_";
 
 // Prints the sampling part of the end-of-run summary on stderr, the same for
-// profile and record: samples taken, recorded and lost, losses by reason,
-// truncated stacks.
+// profile and record: samples taken, recorded and lost, then print_losses.
 void print_sampling_summary(const Capture& capture, const SessionStats& stats);
+
+// The two loss lines of every summary (profile, record, and symbolize of a
+// capture or perf.data file), from Capture::lost alone:
+//   gsymprof: lost by reason: REASON N, ...
+//   gsymprof: truncated stacks: N (unwind_REASON N, ...)
+// Returns the samples lost (every reason but unwind_*: those were kept).
+uint64_t print_losses(const Capture& capture);
 
 }  // namespace gsymprof
