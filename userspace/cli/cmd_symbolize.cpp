@@ -32,14 +32,15 @@ constexpr const char* kEpilogue =
     "user frames as no_user_stack), then every module: resolved (from where) or\n"
     "why not.\n";
 
-void print_report(const Capture& capture, const RenderedOutput& output) {
+void print_report(const Capture& capture, const LossSummary& losses,
+                  const RenderedOutput& output) {
   size_t resolved = 0;
   for (const ModuleReport& report : output.modules)
     if (report.resolved()) ++resolved;
   std::fprintf(stderr,
                "gsymprof: %" PRIu64 " samples, %zu unique stacks; modules resolved: %zu of %zu\n",
                capture.samples, output.unique_stacks, resolved, output.modules.size());
-  print_losses(capture);
+  print_losses(losses);
   for (const ModuleReport& report : output.modules) print_module_report(report);
 }
 
@@ -90,12 +91,13 @@ int cmd_symbolize(int argc, char** argv) {
   auto locator = open_locator(symbolize_flags.gsym_dirs);
   if (!locator) return cli.failure(locator.error().to_string());
 
+  const LossSummary losses = summarize_losses(*capture);  // render frees the stacks
   auto output = render(*capture, *locator, symbolize_flags.options, format, /*free_stacks=*/true);
   if (!output) return cli.failure(capture_path + ": " + output.error().to_string());
   if (auto status = write_output(output->bytes, output_path); !status)
     return cli.failure(status.error().message);
   print_locator_notes(*locator);
-  print_report(*capture, *output);
+  print_report(*capture, losses, *output);
   return 0;
 }
 

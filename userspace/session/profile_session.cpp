@@ -320,49 +320,38 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   return capture;
 }
 
-namespace {
-
-struct LossLines {
-  uint64_t lost = 0;
-  std::string lost_reasons, truncation_reasons;
-};
-
-LossLines loss_lines(const Capture& capture) {
-  LossLines lines;
+LossSummary summarize_losses(const Capture& capture) {
+  LossSummary losses;
   for (const auto& [reason, count] : capture.lost) {
     const bool truncation = reason.starts_with(kTruncatedByUnwinderPrefix);
-    std::string& list = truncation ? lines.truncation_reasons : lines.lost_reasons;
+    std::string& list = truncation ? losses.truncation_reasons : losses.lost_reasons;
     list += (list.empty() ? "" : ", ") + reason + " " + std::to_string(count);
-    if (!truncation) lines.lost += count;  // unwind_*: kept
+    if (!truncation) losses.lost += count;  // unwind_*: kept
   }
-  return lines;
+  for (const CaptureStack& stack : capture.stacks)
+    if (stack.truncated) losses.truncated += stack.count;
+  return losses;
 }
 
-}  // namespace
-
-uint64_t print_losses(const Capture& capture) {
-  const LossLines lines = loss_lines(capture);
-  uint64_t truncated = 0;
-  for (const CaptureStack& stack : capture.stacks)
-    if (stack.truncated) truncated += stack.count;
+void print_losses(const LossSummary& losses) {
   // Reason names are capture.lost's keys, fixed strings today; escaped so the
   // terminal stays safe should one ever come from elsewhere (a capture file).
-  std::fprintf(stderr, "gsymprof: lost by reason: %s\n", escape_control(lines.lost_reasons).c_str());
-  std::fprintf(stderr, "gsymprof: truncated stacks: %" PRIu64 "%s%s%s\n", truncated,
-               lines.truncation_reasons.empty() ? "" : " (",
-               escape_control(lines.truncation_reasons).c_str(),
-               lines.truncation_reasons.empty() ? "" : ")");
-  return lines.lost;
+  std::fprintf(stderr, "gsymprof: lost by reason: %s\n", escape_control(losses.lost_reasons).c_str());
+  std::fprintf(stderr, "gsymprof: truncated stacks: %" PRIu64 "%s%s%s\n", losses.truncated,
+               losses.truncation_reasons.empty() ? "" : " (",
+               escape_control(losses.truncation_reasons).c_str(),
+               losses.truncation_reasons.empty() ? "" : ")");
 }
 
 void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
+  const LossSummary losses = summarize_losses(capture);
   std::fprintf(stderr,
                "gsymprof: %" PRIu64 " samples taken, %" PRIu64 " recorded, %" PRIu64
                " lost (%.2f s at %u Hz, stopped: %s)\n",
-               stats.counters.samples(), capture.samples, loss_lines(capture).lost,
+               stats.counters.samples(), capture.samples, losses.lost,
                static_cast<double>(capture.duration_ns) / 1e9, capture.frequency_hz,
                stats.stop_reason.c_str());
-  print_losses(capture);
+  print_losses(losses);
 }
 
 }  // namespace gsymprof

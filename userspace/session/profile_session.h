@@ -41,11 +41,19 @@ inline constexpr const char* kTruncatedByUnwinderPrefix = "unwind_";
 // profile and record: samples taken, recorded and lost, then print_losses.
 void print_sampling_summary(const Capture& capture, const SessionStats& stats);
 
+// The losses of a capture, from Capture::lost and its stacks' truncated
+// flags: taken before the stacks are freed (render's free_stacks).
+struct LossSummary {
+  uint64_t lost = 0;       // samples lost: every reason but unwind_* (those were kept)
+  uint64_t truncated = 0;  // samples whose stack the unwinder cut short
+  std::string lost_reasons, truncation_reasons;  // "REASON N, ..."
+};
+LossSummary summarize_losses(const Capture& capture);
+
 // The two loss lines of every summary (profile, record, and symbolize of a
-// capture or perf.data file), from Capture::lost alone:
+// capture or a perf.data file):
 //   gsymprof: lost by reason: REASON N, ...
 //   gsymprof: truncated stacks: N (unwind_REASON N, ...)
-// Returns the samples lost (every reason but unwind_*: those were kept).
-uint64_t print_losses(const Capture& capture);
+void print_losses(const LossSummary& losses);
 
 }  // namespace gsymprof
