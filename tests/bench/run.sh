@@ -619,11 +619,12 @@ section_perfdata() {
       measure "$TMP/pd.perf" perf script -i "$data" --inline > /dev/null 2>&1
     fi
     rm -rf "$cache"
-    GSYMPROF_CACHE=$cache measure "$TMP/pd.cold" "$GSYMPROF" symbolize "$data" -o "$TMP/perfdata.folded" 2>/dev/null
-    GSYMPROF_CACHE=$cache measure "$TMP/pd.warm" "$GSYMPROF" symbolize "$data" -o "$TMP/perfdata.folded" 2>/dev/null
+    GSYMPROF_CACHE=$cache measure "$TMP/pd.cold" "$GSYMPROF" symbolize "$data" > /dev/null 2>&1
+    GSYMPROF_CACHE=$cache measure "$TMP/pd.warm" "$GSYMPROF" symbolize "$data" > /dev/null 2>&1
   done
-  local perf_s cold warm perf_rss warm_rss cold_rss
+  local perf_s cold warm perf_rss warm_rss cold_rss perf_cpu cold_cpu warm_cpu
   perf_s=$(column "$TMP/pd.perf" 1); cold=$(column "$TMP/pd.cold" 1); warm=$(column "$TMP/pd.warm" 1)
+  perf_cpu=$(column "$TMP/pd.perf" 2); cold_cpu=$(column "$TMP/pd.cold" 2); warm_cpu=$(column "$TMP/pd.warm" 2)
   perf_rss=$(column "$TMP/pd.perf" 3); cold_rss=$(column "$TMP/pd.cold" 3); warm_rss=$(column "$TMP/pd.warm" 3)
   md "## perf.data: gsymprof symbolize vs perf script --inline (issue 14)"
   md
@@ -631,15 +632,18 @@ section_perfdata() {
   md
   md "One perf.data: \`perf record -F 999 --call-graph dwarf\` of \`cppcheck --quiet\` on check64bit.cpp and checkstring.cpp ($size_mb MB, $perf_samples samples)."
   md "perf: \`perf script -i FILE --inline > /dev/null\` (perf unwinds the stack copies, then addr2line names inline frames)."
-  md "gsymprof: \`gsymprof symbolize FILE -o OUT\` (CFI unwinding, folded stacks with inline frames); cold = empty GSYM cache before each run"
-  md "(every module converted from its DWARF), warm = cache filled. Wall seconds and peak RSS, medians of $(wc -l < "$TMP/pd.perf") perf and"
-  md "$(wc -l < "$TMP/pd.warm") gsymprof runs, alternating."
+  md "gsymprof: \`gsymprof symbolize FILE > /dev/null\` (CFI unwinding, folded stacks with inline frames); cold = empty GSYM cache before each run"
+  md "(every module converted from its DWARF), warm = cache filled. Wall seconds, CPU seconds (user + system of the process and the children it"
+  md "waited for) and peak RSS: medians of $(wc -l < "$TMP/pd.perf") perf and $(wc -l < "$TMP/pd.warm") gsymprof runs, alternating. perf's dwarf stack copies are"
+  md "8 KiB: both tools stop where a copy ends (gsymprof's summary counts those stacks as truncated, unwind_stack_copy_too_small)."
+  md "perf's CPU (in parentheses) is perf's alone: the addr2line processes doing its inline work (busy most of the run) are not"
+  md "children it waits for, so GNU time cannot count them; compare wall times."
   md
-  md "| tool | samples | unique stacks | wall s | peak RSS MB | perf / this |"
-  md "|---|---:|---:|---:|---:|---:|"
-  md "| perf script --inline | $perf_samples | - | $(fmt "$perf_s" 2) | $(fmt "$(ratio "$perf_rss" 1024 1)" 0) | 1x |"
-  md "| gsymprof symbolize, cold | $samples | $stacks | $(fmt "$cold" 2) | $(fmt "$(ratio "$cold_rss" 1024 1)" 0) | $(ratio "$perf_s" "$cold" 1)x |"
-  md "| gsymprof symbolize, warm | $samples | $stacks | $(fmt "$warm" 3) | $(fmt "$(ratio "$warm_rss" 1024 1)" 0) | $(ratio "$perf_s" "$warm" 0)x |"
+  md "| tool | samples | folded lines | wall s | CPU s | peak RSS MB | perf / this (wall) |"
+  md "|---|---:|---:|---:|---:|---:|---:|"
+  md "| perf script --inline | $perf_samples | - | $(fmt "$perf_s" 2) | (${perf_cpu}) | $(fmt "$(ratio "$perf_rss" 1024 1)" 0) | 1x |"
+  md "| gsymprof symbolize, cold | $samples | $stacks | $(fmt "$cold" 2) | $(fmt "$cold_cpu" 2) | $(fmt "$(ratio "$cold_rss" 1024 1)" 0) | $(ratio "$perf_s" "$cold" 1)x |"
+  md "| gsymprof symbolize, warm | $samples | $stacks | $(fmt "$warm" 3) | $(fmt "$warm_cpu" 2) | $(fmt "$(ratio "$warm_rss" 1024 1)" 0) | $(ratio "$perf_s" "$warm" 0)x |"
   write_section perfdata "$SECTION_MD"
 }
 
