@@ -1,6 +1,7 @@
-// gsymprof symbolize CAPTURE: a capture file (written by `record`) -> folded
-// stacks or JSON, through the same symbolize() + folded_text() as `profile`,
-// so the output for the same stacks is the same. Never touches /proc.
+// gsymprof symbolize FILE: a capture file (written by `record`) or a perf.data
+// file (perf record) -> folded stacks, JSON or pprof, through the same
+// symbolize() + folded_text() as `profile`, so the output for the same stacks
+// is the same. Never touches /proc.
 #include <cinttypes>
 #include <cstdio>
 #include <string>
