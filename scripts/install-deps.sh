@@ -15,6 +15,7 @@ llvm-22
 libc6-dbg
 procps linux-perf python3
 dwz
+zstd python3
 "
 # Extra packages only the benchmarks need (make bench passes --bench).
 BENCH_PACKAGES="llvm-22-dev linux-perf bpftrace dpkg-dev hyperfine time"
