@@ -90,10 +90,6 @@ std::optional<uint64_t> claimed_size(Elf_Scn* scn, const GElf_Shdr& shdr, bool z
   return size;
 }
 
-uint64_t section_bound(uint64_t compressed, const SectionSizeLimits& limits) {
-  return std::max(limits.min_bound, saturating_mul(limits.max_ratio, compressed));
-}
-
 std::string section_label(Elf* elf, size_t shstrndx, bool have_names, Elf_Scn* scn,
                           const GElf_Shdr& shdr) {
   const char* name = have_names ? elf_strptr(elf, shstrndx, shdr.sh_name) : nullptr;
@@ -104,7 +100,7 @@ Status check_claim(const std::string& label, const GElf_Shdr& shdr, uint64_t cla
                    uint64_t file_size, const SectionSizeLimits& limits) {
   if (shdr.sh_offset > file_size || file_size - shdr.sh_offset < shdr.sh_size)
     return Error("compressed section " + label + " extends past the end of the file");
-  const uint64_t bound = section_bound(shdr.sh_size, limits);
+  const uint64_t bound = decompressed_bound(shdr.sh_size, limits);
   if (claimed > bound)
     return Error("compressed section " + label + " claims " + std::to_string(claimed) +
                  " bytes decompressed from " + std::to_string(shdr.sh_size) + ", over its limit of " +
@@ -218,6 +214,10 @@ Status decompress_section(Elf* elf, Elf_Scn* scn, const std::string& name, bool 
 }
 
 }  // namespace
+
+uint64_t decompressed_bound(uint64_t compressed, const SectionSizeLimits& limits) {
+  return std::max(limits.min_bound, saturating_mul(limits.max_ratio, compressed));
+}
 
 Status check_section_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits) {
   if (!elf || elf_kind(elf) != ELF_K_ELF) return Status::success();  // no sections to decompress
@@ -559,7 +559,7 @@ Elf* ElfImage::mini_debuginfo() const {
   if (!scn || shdr.sh_type == SHT_NOBITS || (shdr.sh_flags & SHF_COMPRESSED)) return nullptr;
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data || !data->d_buf) return nullptr;
-  const uint64_t limit = std::min<uint64_t>(kMaxInMemoryElf, section_bound(data->d_size, impl.limits));
+  const uint64_t limit = std::min<uint64_t>(kMaxInMemoryElf, decompressed_bound(data->d_size, impl.limits));
   Expected<std::vector<uint8_t>> bytes =
       xz_decompress(std::span(static_cast<const uint8_t*>(data->d_buf), data->d_size), limit);
   if (!bytes) {

@@ -58,6 +58,11 @@ struct SectionSizeLimits {
   uint64_t max_total = kMaxDecompressedTotal;
 };
 
+// The most `compressed` bytes may decompress to: max_ratio times them, at
+// least min_bound. Every bounded decompression here uses it (ELF sections,
+// MiniDebugInfo, perf.data's compressed records).
+uint64_t decompressed_bound(uint64_t compressed, const SectionSizeLimits& limits = {});
+
 // Reads the decompressed size every compressed section claims, decompressing
 // nothing, and fails (one line naming the section and the sizes) when one
 // exceeds its bound, when they exceed the file's together, or when a

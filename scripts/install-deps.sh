@@ -16,6 +16,7 @@ libc6-dbg
 procps linux-perf python3
 nodejs
 dwz
+zstd python3
 "
 # Extra packages only the benchmarks need (make bench passes --bench).
 BENCH_PACKAGES="llvm-22-dev linux-perf bpftrace dpkg-dev hyperfine time"

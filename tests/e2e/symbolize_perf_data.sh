@@ -8,6 +8,13 @@
 #   - perf record --call-graph dwarf of an FP-less build (registers + stack
 #     copy unwound by gsymprof's CFI unwinder, up to _start);
 #   - the pipe form (perf record -o -);
+#   - perf record -z (zstd-compressed records): the same folded output as the
+#     same file with its records stored plain (decompressed by the zstd tool,
+#     fixtures/perf_data_unzstd.py), in the file and the pipe form;
+#   - two events at different rates (-e cpu-clock -e task-clock/freq=199/):
+#     --event chooses each, with perf script's sample count for it; an unknown name lists the events
+#     (exit 1); --event with a capture is a usage error (exit 2);
+#   - the summary's loss lines, the same code and format as record's;
 # the same options as for captures (--pid-in-comm, --format json); binaries
 # rebuilt after recording give module+0xOFFSET frames, never the new build's
 # names; a truncated perf.data is a one-line error and exit 1.
@@ -98,6 +105,85 @@ symbolize "$WORK/dw-dl.folded" "$WORK/dw-dl.err" "$WORK/dw-dl.data"
 expect_dominant "$WORK/dw-dl.folded" profile_fixture "$DWARF_ROOT;$PLUGIN" 60 ';phase_exec;'
 expect_resolved "$WORK/dw-dl.folded" profile_fixture libhot.so libplugin.so
 
+# samples_line ERR: "SAMPLES NO_USER_STACK" from symbolize's summary.
+samples_line() {
+  local samples no_user
+  samples=$(sed -n 's/^gsymprof: \([0-9]*\) samples, .*/\1/p' "$1")
+  no_user=$(sed -n 's/^gsymprof: lost by reason: .*no_user_stack \([0-9]*\).*/\1/p' "$1")
+  echo "$samples ${no_user:-missing}"
+}
+
+echo "perf record -z: the same folded stacks as the records stored plain"
+record "$WORK/z.data" -F 999 -g -z -- "$FIX" exec 2
+python3 "$FIXTURES/perf_data_unzstd.py" "$WORK/z.data" "$WORK/z-plain.data" || fail "cannot expand the -z file"
+# perf itself reads the expanded file: it is a valid plain perf.data.
+[[ $("$PERF" script -i "$WORK/z-plain.data" -F event -G 2>/dev/null | wc -l) -gt 100 ]] ||
+  fail "perf script cannot read the expanded -z file"
+symbolize "$WORK/z.folded" "$WORK/z.err" "$WORK/z.data"
+symbolize "$WORK/z-plain.folded" "$WORK/z-plain.err" "$WORK/z-plain.data"
+expect_dominant "$WORK/z.folded" profile_fixture "$FP_ROOT;$EXEC" 60
+cmp "$WORK/z.folded" "$WORK/z-plain.folded" || { diff "$WORK/z.folded" "$WORK/z-plain.folded" | head; fail "-z and plain differ"; }
+cmp "$WORK/z.err" "$WORK/z-plain.err" || { diff "$WORK/z.err" "$WORK/z-plain.err"; fail "-z and plain summaries differ"; }
+"$PERF" record -q -F 999 -g -z -o - -- "$FIX" lib 1 > "$WORK/zpipe.data" 2> "$WORK/zpipe.log" ||
+  { cat "$WORK/zpipe.log"; fail "perf record -z -o - failed"; }
+symbolize "$WORK/zpipe.folded" "$WORK/zpipe.err" "$WORK/zpipe.data"
+expect_dominant "$WORK/zpipe.folded" profile_fixture "$FP_ROOT;$LIB" 60
+
+echo "two events: --event chooses one, by perf's name"
+# Different rates, so that each event's samples are told apart by their count.
+TASK_CLOCK=task-clock/freq=199/
+record "$WORK/two.data" -F 999 -g -e cpu-clock -e "$TASK_CLOCK" -- "$FIX" exec 2
+"$PERF" script -i "$WORK/two.data" -F event -G 2>/dev/null | awk '{ n[$1]++ } END { for (e in n) print e, n[e] }' > "$WORK/two.counts"
+for event in cpu-clock "$TASK_CLOCK"; do
+  name=${event%%/*}
+  symbolize "$WORK/two-$name.folded" "$WORK/two-$name.err" "$WORK/two.data" --event "$event"
+  expect_dominant "$WORK/two-$name.folded" profile_fixture "$FP_ROOT;$EXEC" 60
+  read -r samples no_user < <(samples_line "$WORK/two-$name.err")
+  perf_count=$(awk -v e="$event:" '$1 == e { print $2 }' "$WORK/two.counts")
+  echo "  $event: $samples samples + $no_user without user frames; perf script: $perf_count"
+  [[ -n $perf_count && $((samples + no_user)) == "$perf_count" ]] ||
+    { cat "$WORK/two.counts" "$WORK/two-$name.err"; fail "--event $event: not perf script's samples"; }
+done
+[[ $(samples_line "$WORK/two-cpu-clock.err") != $(samples_line "$WORK/two-task-clock.err") ]] ||
+  fail "999 Hz and 199 Hz events gave as many samples"
+symbolize "$WORK/two-default.folded" "$WORK/two-default.err" "$WORK/two.data"
+cmp "$WORK/two-default.folded" "$WORK/two-cpu-clock.folded" || fail "the default is not the first event"
+"$PERF" record -q -F 999 -g -e cpu-clock -e task-clock -o - -- "$FIX" exec 1 > "$WORK/two-pipe.data" 2> /dev/null ||
+  fail "perf record -o - of two events failed"
+symbolize "$WORK/two-pipe.folded" "$WORK/two-pipe.err" "$WORK/two-pipe.data" --event task-clock
+expect_dominant "$WORK/two-pipe.folded" profile_fixture "$FP_ROOT;$EXEC" 60
+"$GSYMPROF" symbolize "$WORK/two.data" --event cycles > /dev/null 2> "$WORK/bad-event.err"
+rc=$?
+[[ $rc == 1 ]] || fail "--event cycles: exit $rc, not 1"
+[[ $(cat "$WORK/bad-event.err") == "gsymprof symbolize: $WORK/two.data: perf.data: no event named 'cycles' (events: cpu-clock, $TASK_CLOCK)" ]] ||
+  { cat "$WORK/bad-event.err"; fail "unknown event message"; }
+echo '{}' > "$WORK/not-perf.json"
+"$GSYMPROF" symbolize "$WORK/not-perf.json" --event cpu-clock > /dev/null 2> "$WORK/capture-event.err"
+rc=$?
+[[ $rc == 2 ]] || fail "--event with a capture: exit $rc, not 2"
+head -n 1 "$WORK/capture-event.err" | grep -qx "gsymprof symbolize: --event selects an event of a perf.data file; $WORK/not-perf.json is a gsymprof capture (one event, cpu-clock)" ||
+  { cat "$WORK/capture-event.err"; fail "--event with a capture: message"; }
+
+echo "losses: the lines record prints, from the same code"
+grep -Eqx 'gsymprof: lost by reason: kernel_frames_dropped [0-9]+, lost_samples 0, no_user_stack [0-9]+, ringbuf_full 0' "$WORK/exec.err" ||
+  { cat "$WORK/exec.err"; fail "fp: lost by reason line"; }
+grep -qx 'gsymprof: truncated stacks: 0' "$WORK/exec.err" || { cat "$WORK/exec.err"; fail "fp: truncated stacks line"; }
+grep -Eqx 'gsymprof: lost by reason: kernel_frames_dropped [0-9]+, lost_samples 0, no_user_registers [0-9]+, no_user_stack [0-9]+, ringbuf_full 0' "$WORK/dw-exec.err" ||
+  { cat "$WORK/dw-exec.err"; fail "dwarf: lost by reason line"; }
+grep -Eqx 'gsymprof: truncated stacks: [0-9]+( \(unwind_[a-z_]+ [0-9]+(, unwind_[a-z_]+ [0-9]+)*\))?' "$WORK/dw-exec.err" ||
+  { cat "$WORK/dw-exec.err"; fail "dwarf: truncated stacks line"; }
+# A capture: symbolize prints the very lines record printed for it.
+if [[ -r /sys/kernel/btf/vmlinux ]]; then
+  "$GSYMPROF" record -F 999 --call-graph dwarf -o "$WORK/cap.json" -- "$N/profile_fixture" exec 1 > /dev/null 2> "$WORK/cap-record.err" ||
+    { cat "$WORK/cap-record.err"; fail "gsymprof record failed"; }
+  symbolize "$WORK/cap.folded" "$WORK/cap-symbolize.err" "$WORK/cap.json"
+  grep -E '^gsymprof: (lost by reason|truncated stacks): ' "$WORK/cap-record.err" > "$WORK/cap-record.losses"
+  grep -E '^gsymprof: (lost by reason|truncated stacks): ' "$WORK/cap-symbolize.err" > "$WORK/cap-symbolize.losses"
+  [[ $(wc -l < "$WORK/cap-record.losses") == 2 ]] || { cat "$WORK/cap-record.err"; fail "record: no loss lines"; }
+  cmp "$WORK/cap-record.losses" "$WORK/cap-symbolize.losses" ||
+    { diff "$WORK/cap-record.losses" "$WORK/cap-symbolize.losses"; fail "symbolize's loss lines differ from record's"; }
+fi
+
 echo "binaries rebuilt after recording: module+0xOFFSET, never the new build's names"
 gcc -O1 -g -fno-omit-frame-pointer -fPIE -pie -I"$FIXTURES" "$FIXTURES/profile_fixture.c" -L"$D" -lhot \
   -Wl,-rpath,'$ORIGIN' -ldl -o "$FIX" || fail "cannot rebuild the fixture"
@@ -114,4 +200,4 @@ fi
 grep -q "$WORK/truncated.data: perf.data: .* at offset 0x[0-9a-f]*$" "$WORK/trunc.err" ||
   { cat "$WORK/trunc.err"; fail "error message"; }
 [[ $(wc -l < "$WORK/trunc.err") == 1 ]] || { cat "$WORK/trunc.err"; fail "error is not one line"; }
-echo "ok: perf.data (fp, dwarf, pipe) symbolizes to the live profiles' exact stacks"
+echo "ok: perf.data (fp, dwarf, pipe, -z, --event) symbolizes to the live profiles' exact stacks"

@@ -39,6 +39,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       [](const gsymprof::PerfModuleFile&) -> gsym::Expected<gsymprof::ModuleIdentity> {
     return gsym::Error("fuzzing: no files");
   };
+  // Naming an event (the last one's name, as --event would) selects it or
+  // says which names there are: never anything else.
+  if (!file->attrs().empty() && !file->attrs().back().name.empty()) {
+    gsymprof::PerfCaptureOptions named = options;
+    named.event = file->attrs().back().name;
+    auto chosen = gsymprof::capture_from_perf_data(*file, named);
+    if (!chosen) check_error(chosen.error());
+  }
   auto capture = gsymprof::capture_from_perf_data(*file, options);
   if (!capture) {
     check_error(capture.error());

@@ -7,12 +7,14 @@
 // a clean result, never a crash.
 #include <doctest/doctest.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -359,13 +361,50 @@ class SyntheticPerfData {
     data_.insert(data_.end(), p.begin(), p.end());
   }
 
-  std::vector<uint8_t> file() const {
+  std::vector<uint8_t> file() const { return file_with(data_); }
+
+  // As perf record -z writes it: the records from the `plain`-th byte on
+  // as one zstd stream, flushed at every `chunk` bytes of input into a
+  // COMPRESSED record (COMPRESSED2 with `v2`), so records straddle them.
+  std::vector<uint8_t> compressed_file(size_t plain, size_t chunk, bool v2 = false) const {
+    std::vector<uint8_t> data(data_.begin(), data_.begin() + static_cast<ptrdiff_t>(plain));
+    std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
+    for (size_t at = plain; at < data_.size(); at += chunk) {
+      ZSTD_inBuffer in{data_.data() + at, std::min(chunk, data_.size() - at), 0};
+      std::vector<uint8_t> out(ZSTD_compressBound(in.size) + 64);
+      ZSTD_outBuffer o{out.data(), out.size(), 0};
+      REQUIRE(ZSTD_compressStream2(cctx.get(), &o, &in, ZSTD_e_flush) == 0);
+      out.resize(o.pos);
+      compressed_record(data, out, v2);
+    }
+    return file_with(data);
+  }
+
+  // A COMPRESSED record holding `zstd_bytes` as they are.
+  static void compressed_record(std::vector<uint8_t>& data, const std::vector<uint8_t>& zstd_bytes,
+                                bool v2 = false) {
+    const size_t padded = (zstd_bytes.size() + 7) / 8 * 8;
+    const uint32_t type = v2 ? perf_data::kRecordCompressed2 : perf_data::kRecordCompressed;
+    const uint16_t misc = 0, size = static_cast<uint16_t>(8 + (v2 ? 8 + padded : zstd_bytes.size()));
+    put32(data, type);
+    data.insert(data.end(), reinterpret_cast<const uint8_t*>(&misc),
+                reinterpret_cast<const uint8_t*>(&misc) + 2);
+    data.insert(data.end(), reinterpret_cast<const uint8_t*>(&size),
+                reinterpret_cast<const uint8_t*>(&size) + 2);
+    if (v2) put64(data, zstd_bytes.size());
+    data.insert(data.end(), zstd_bytes.begin(), zstd_bytes.end());
+    if (v2) data.resize(data.size() + padded - zstd_bytes.size(), 0);
+  }
+
+  size_t data_size() const { return data_.size(); }
+
+  std::vector<uint8_t> file_with(const std::vector<uint8_t>& data) const {
     constexpr uint64_t kAttrSize = 128, kAttrsOffset = perf_data::kFileHeaderSize;
     const uint64_t data_offset = kAttrsOffset + kAttrSize + 16;
     std::vector<uint8_t> f;
     put64(f, perf_data::kMagic), put64(f, perf_data::kFileHeaderSize), put64(f, kAttrSize + 16);
     put64(f, kAttrsOffset), put64(f, kAttrSize + 16);  // attrs
-    put64(f, data_offset), put64(f, data_.size());     // data
+    put64(f, data_offset), put64(f, data.size());      // data
     f.resize(perf_data::kFileHeaderSize, 0);           // event_types, no features
     std::vector<uint8_t> attr(kAttrSize, 0);
     auto set64 = [&](size_t at, uint64_t v) { std::memcpy(attr.data() + at, &v, 8); };
@@ -377,7 +416,7 @@ class SyntheticPerfData {
           perf_data::kAttrFlagFreq | perf_data::kAttrFlagSampleIdAll);
     f.insert(f.end(), attr.begin(), attr.end());
     put64(f, 0), put64(f, 0);  // no ids
-    f.insert(f.end(), data_.begin(), data_.end());
+    f.insert(f.end(), data.begin(), data.end());
     return f;
   }
 
@@ -497,4 +536,128 @@ TEST_CASE("perf.data: records replay in time order: fork copies, exec clears, mm
                                        "a: /bin/a@0x1900 x1",
                                        "a: /bin/b@0x1010 x1",
                                    });
+}
+
+namespace {
+
+// Records for the compression tests; `plain` is where the first two end
+// (perf writes its synthesized records uncompressed, then compressed ones).
+SyntheticPerfData replay_records(size_t* plain = nullptr) {
+  SyntheticPerfData perf;
+  const uint64_t user = static_cast<uint64_t>(PERF_CONTEXT_USER);
+  perf.comm(10, 1, "a", false);
+  perf.mmap2(10, 2, 0x11000, 0x1000, 0x1000, "/bin/a", 7);
+  if (plain) *plain = perf.data_size();
+  perf.fork(11, 10, 4);
+  for (uint64_t t = 5; t < 200; ++t) perf.sample(10 + t % 2, t, {user, 0x11010 + t % 7, 0x11020});
+  perf.lost(5, 300);
+  return perf;
+}
+
+std::vector<uint8_t> zstd_of(const std::vector<uint8_t>& bytes) {
+  std::vector<uint8_t> out(ZSTD_compressBound(bytes.size()));
+  const size_t n = ZSTD_compress(out.data(), out.size(), bytes.data(), bytes.size(), 1);
+  REQUIRE(!ZSTD_isError(n));
+  out.resize(n);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("perf.data: perf record -z files (COMPRESSED, COMPRESSED2) read as the plain file") {
+  size_t first = 0;
+  const SyntheticPerfData perf = replay_records(&first);
+  auto plain = read_bytes(perf.file(), synthetic_modules());
+  REQUIRE_MESSAGE(plain.ok(), plain.error().message);
+  REQUIRE(plain->samples == 195);
+  const std::string expected = capture_to_json(*plain);
+  // The first records plain (as perf writes its synthesized ones), the rest
+  // in chunks that cut records in two, and all in one record.
+  for (size_t chunk : {size_t{37}, size_t{1000}, perf.data_size()}) {
+    for (bool v2 : {false, true}) {
+      CAPTURE(chunk);
+      CAPTURE(v2);
+      const std::vector<uint8_t> bytes = perf.compressed_file(first, chunk, v2);
+      auto file = PerfDataFile::parse(bytes);
+      REQUIRE_MESSAGE(file.ok(), file.error().message);
+      CHECK(file->decompressed_bytes() == perf.data_size() - first);
+      auto capture = capture_from_perf_data(*file, synthetic_modules());
+      REQUIRE_MESSAGE(capture.ok(), capture.error().message);
+      CHECK(capture_to_json(*capture) == expected);
+    }
+  }
+}
+
+TEST_CASE("perf.data: damaged compressed records give a one-line error, never a crash") {
+  size_t first = 0;
+  const SyntheticPerfData perf = replay_records(&first);
+  auto error_of = [](const std::vector<uint8_t>& bytes) {
+    auto capture = read_bytes(bytes, synthetic_modules());
+    REQUIRE(!capture.ok());
+    check_one_line_error(capture.error());
+    return capture.error().message;
+  };
+  // Not zstd at all.
+  std::vector<uint8_t> data;
+  SyntheticPerfData::compressed_record(data, std::vector<uint8_t>(64, 0x5a));
+  CHECK(error_of(perf.file_with(data)).starts_with("perf.data: zstd: Unknown frame descriptor at offset 0x"));
+
+  // A record cut at the end of the compressed data.
+  const std::vector<uint8_t> whole = perf.file();
+  std::vector<uint8_t> cut(whole.end() - static_cast<ptrdiff_t>(perf.data_size()), whole.end() - 5);
+  data.clear();
+  SyntheticPerfData::compressed_record(data, zstd_of(cut));
+  CHECK(error_of(perf.file_with(data))
+            .starts_with("perf.data: compressed data ends inside a record at offset 0x"));
+  CHECK(error_of(perf.file_with(data)).ends_with(" of the decompressed data"));
+
+  // A record whose size is below 8, inside the compressed data: the offset
+  // is said to be the decompressed data's.
+  std::vector<uint8_t> bad = {1, 0, 0, 0, 0, 0, 4, 0};
+  data.clear();
+  SyntheticPerfData::compressed_record(data, zstd_of(bad));
+  CHECK(error_of(perf.file_with(data)) ==
+        "perf.data: record size 4 is below 8 at offset 0x0 of the decompressed data (COMPRESSED "
+        "record at offset 0xf8)");
+
+  // A compressed record inside compressed data.
+  std::vector<uint8_t> inner;
+  SyntheticPerfData::compressed_record(inner, zstd_of(bad));
+  data.clear();
+  SyntheticPerfData::compressed_record(data, zstd_of(inner));
+  CHECK(error_of(perf.file_with(data)) ==
+        "perf.data: compressed record inside compressed data at offset 0x0 of the decompressed "
+        "data (COMPRESSED record at offset 0xf8)");
+
+  // COMPRESSED2 whose data size runs past its record.
+  data.clear();
+  SyntheticPerfData::compressed_record(data, zstd_of(bad), /*v2=*/true);
+  const uint64_t huge = 1000;
+  std::memcpy(data.data() + 8, &huge, 8);
+  CHECK(error_of(perf.file_with(data)) ==
+        "perf.data: COMPRESSED2 data size runs past its record at offset 0xf8");
+
+  // A bomb: 64 MiB of zeros from a few KiB of zstd: refused at the
+  // bound (256x the compressed bytes, at least 16 MiB), not decompressed whole.
+  std::vector<uint8_t> zeros(size_t{64} << 20, 0);
+  data.clear();
+  SyntheticPerfData::compressed_record(data, zstd_of(zeros));
+  REQUIRE(data.size() < 8192);
+  CHECK(error_of(perf.file_with(data)) ==
+        "perf.data: compressed records decompress to more than 16777216 bytes (256x their size, "
+        "at least 16777216) at offset 0xf8");
+
+  // Every truncation and every flipped byte of a compressed file.
+  const std::vector<uint8_t> bytes = perf.compressed_file(first, 300);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    auto capture = read_bytes(std::span(bytes).first(n), synthetic_modules());
+    if (!capture) check_one_line_error(capture.error());
+  }
+  std::vector<uint8_t> damaged = bytes;
+  for (size_t at = 0; at < damaged.size(); ++at) {
+    damaged[at] ^= 0xff;
+    auto capture = read_bytes(damaged, synthetic_modules());
+    if (!capture) check_one_line_error(capture.error());
+    damaged[at] ^= 0xff;
+  }
 }

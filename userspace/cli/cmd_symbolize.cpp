@@ -1,6 +1,7 @@
-// gsymprof symbolize CAPTURE: a capture file (written by `record`) -> folded
-// stacks or JSON, through the same symbolize() + folded_text() as `profile`,
-// so the output for the same stacks is the same. Never touches /proc.
+// gsymprof symbolize FILE: a capture file (written by `record`) or a perf.data
+// file (perf record) -> folded stacks, JSON or pprof, through the same
+// symbolize() + folded_text() as `profile`, so the output for the same stacks
+// is the same. Never touches /proc.
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -12,6 +13,7 @@
 #include "userspace/cli/commands.h"
 #include "userspace/perf_data/profile_file.h"
 #include "userspace/process/vdso_file.h"
+#include "userspace/session/profile_session.h"
 
 namespace gsymprof {
 namespace {
@@ -26,27 +28,29 @@ constexpr const char* kEpilogue =
     "(/var/cache/gsymprof, or $GSYMPROF_CACHE), then by converting the file at\n"
     "the module's captured path if it is still there with the same build ID.\n"
     "A GSYM with another build ID is never used: such frames print as\n"
-    "module+0xOFFSET. At the end, stderr lists every module: resolved (from\n"
-    "where) or why not.\n";
+    "module+0xOFFSET. At the end, stderr gives the samples, the losses by reason\n"
+    "and the truncated stacks (as 'gsymprof profile' prints them; for perf.data:\n"
+    "LOST records as ringbuf_full, LOST_SAMPLES as lost_samples, samples without\n"
+    "user frames as no_user_stack), then every module: resolved (from where) or\n"
+    "why not.\n";
 
-void print_report(const Capture& capture, const RenderedOutput& output,
-                  const std::string& kernel_problem) {
+void print_report(const Capture& capture, const LossSummary& losses,
+                  const RenderedOutput& output) {
   size_t resolved = 0;
   for (const ModuleReport& report : output.modules)
     if (report.resolved()) ++resolved;
   std::fprintf(stderr,
                "gsymprof: %" PRIu64 " samples, %zu unique stacks; modules resolved: %zu of %zu\n",
                capture.samples, output.unique_stacks, resolved, output.modules.size());
+  print_losses(losses);
   for (const ModuleReport& report : output.modules) print_module_report(report);
-  if (!kernel_problem.empty())
-    std::fprintf(stderr, "gsymprof: kernel frames are not named: %s\n",
-                 escape_control(kernel_problem).c_str());
 }
 
 }  // namespace
 
 int cmd_symbolize(int argc, char** argv) {
   std::string capture_path, output_path;
+  ProfileFileOptions file_options;
   OutputFormat format = OutputFormat::Folded;
   SymbolizeFlags symbolize_flags;
   // The [vdso] of the recording machine: this machine's own image stands in
@@ -62,26 +66,40 @@ int cmd_symbolize(int argc, char** argv) {
                capture_path);
   cli.section("options");
   cli.path("-o,--output", "OUT", "write the output to OUT (atomically) instead of stdout", output_path);
+  cli.value("--event", "NAME",
+            "perf.data only: use the samples of the event perf named NAME (cycles, cpu-clock, "
+            "cycles:u, ...; 'perf evlist -i FILE' lists them); default: the first event that is "
+            "not perf's dummy event. A capture holds one event: --event with one is a usage error",
+            [&](const std::string& value) {
+              if (value.empty()) throw UsageError("--event needs an event name");
+              file_options.perf_event = value;
+            });
   add_symbolize_flags(cli, symbolize_flags);
   add_format_flag(cli, format);
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
+  if (!file_options.perf_event.empty()) {
+    auto perf_data = is_perf_data_file(capture_path);
+    if (!perf_data) return cli.failure(perf_data.error().message);
+    if (!*perf_data)
+      return cli.usage_error("--event selects an event of a perf.data file; " + capture_path +
+                             " is a gsymprof capture (one event, cpu-clock)");
+  }
   if (std::string problem = check_format_destination(format, output_path); !problem.empty())
     return cli.usage_error(problem);
 
   // Capture errors can quote the capture's strings: failure() escapes them.
-  auto capture = read_profile_file(capture_path);
+  auto capture = read_profile_file(capture_path, file_options);
   if (!capture) return cli.failure(capture.error().message);
   auto locator = open_locator(symbolize_flags.gsym_dirs);
   if (!locator) return cli.failure(locator.error().to_string());
 
-  // Taken before render frees the stacks.
-  const std::string kernel_problem = has_kernel_frames(*capture) ? capture->kernel.error : "";
+  const LossSummary losses = summarize_losses(*capture);  // render frees the stacks
   auto output = render(*capture, *locator, symbolize_flags.options, format, /*free_stacks=*/true);
   if (!output) return cli.failure(capture_path + ": " + output.error().to_string());
   if (auto status = write_output(output->bytes, output_path); !status)
     return cli.failure(status.error().message);
   print_locator_notes(*locator);
-  print_report(*capture, *output, kernel_problem);
+  print_report(*capture, losses, *output);
   return 0;
 }
 

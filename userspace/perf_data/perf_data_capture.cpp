@@ -387,8 +387,17 @@ void CaptureBuilder::on_sample(const PerfRecord& record) {
 
 gsym::Expected<Capture> CaptureBuilder::run() {
   const auto& attrs = file_.attrs();
-  auto sampling = std::find_if(attrs.begin(), attrs.end(),
-                               [](const PerfAttr& a) { return !a.attr.is_dummy(); });
+  auto sampling = std::find_if(attrs.begin(), attrs.end(), [&](const PerfAttr& a) {
+    return !a.attr.is_dummy() && (options_.event.empty() || a.name == options_.event);
+  });
+  if (sampling == attrs.end() && !options_.event.empty()) {
+    std::string names;
+    for (const PerfAttr& a : attrs)
+      if (!a.attr.is_dummy())
+        names += (names.empty() ? "" : ", ") + (a.name.empty() ? std::string("(unnamed)") : a.name);
+    return gsym::Error("perf.data: no event named '" + options_.event + "' (events: " +
+                       (names.empty() ? std::string("none") : names) + ")");
+  }
   if (sampling == attrs.end()) return gsym::Error("perf.data: no sampling event");
   sampling_attr_ = static_cast<size_t>(sampling - attrs.begin());
   const PerfEventAttr& attr = sampling->attr;

@@ -6,7 +6,8 @@
 // space), FORK (a new process copies its parent's mappings), EXIT, and
 // MMAP/MMAP2 of executable mappings (a new mapping replaces what it
 // overlaps), so each sample meets the mappings of its process at that time
-// (dlopen, exec). Samples of the first sampling event only:
+// (dlopen, exec). Samples of one event only: the one options.event names,
+// else the first that is not perf's "dummy" event:
 //   - callchain (perf record -g): the entries after PERF_CONTEXT_USER;
 //   - registers + stack copy (--call-graph dwarf): unwound with gsymprof's
 //     CFI unwinder (cfi_unwinder.h);
@@ -55,6 +56,10 @@ struct PerfModuleFile {
 };
 
 struct PerfCaptureOptions {
+  // The event whose samples are used, by perf's name for it (PerfAttr::name:
+  // "cycles", "cpu-clock", "cycles:u"); empty: the first non-dummy event. A
+  // name no event has is an error listing the names there are.
+  std::string event;
   // Reads the identity of the file behind a recorded module, or says why it
   // cannot (missing, another build). Default: the file at the recorded path
   // (the local [vdso] for "[vdso]"), accepted only if it matches.

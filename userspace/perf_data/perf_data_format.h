@@ -18,7 +18,11 @@
 //               COMM (PERF_RECORD_MISC_COMM_EXEC), FORK, EXIT, SAMPLE, LOST,
 //               LOST_SAMPLES, and the sample_id_all trailer of each; every
 //               other type skipped by header.size (AUXTRACE also by its
-//               payload size); COMPRESSED (perf record -z) refused.
+//               payload size); COMPRESSED and COMPRESSED2 (perf record -z):
+//               one zstd stream across the file's compressed records, the
+//               records inside read as if they stood in their place;
+//               EVENT_UPDATE (pipe form): an event's name.
+//   features:   also HEADER_EVENT_DESC (the events' names, for --event).
 #pragma once
 
 #include <linux/perf_event.h>
@@ -40,9 +44,16 @@ enum UserRecordType : uint32_t {
   kRecordHeaderBuildId = 67,
   kRecordFinishedRound = 68,
   kRecordAuxtrace = 71,  // followed by a payload of its own `size` field
+  kRecordEventUpdate = 78,
   kRecordHeaderFeature = 80,
-  kRecordCompressed = 81,
+  kRecordCompressed = 81,   // header, zstd bytes up to header.size
+  kRecordCompressed2 = 83,  // header, u64 data_size, zstd bytes (padded to 8)
 };
+
+// EVENT_UPDATE: header, u64 type, u64 id (a sample id of the event), then
+// the type's payload (UNIT 0, SCALE 1, NAME 2, CPUS 3); NAME's is a
+// NUL-padded name.
+inline constexpr uint64_t kEventUpdateName = 2;
 
 // Feature bits (perf_file_header.adds_features) whose sections are read.
 enum Feature : uint32_t {
@@ -50,6 +61,9 @@ enum Feature : uint32_t {
   kFeatureHostname = 3,
   kFeatureOsRelease = 4,
   kFeatureCmdline = 11,
+  // u32 nr, u32 attr_size, then per event: attr (attr_size bytes), u32
+  // nr_ids, perf_header_string name, u64 ids[nr_ids].
+  kFeatureEventDesc = 12,
 };
 
 // perf_event_attr field offsets (the ABI; checked against the kernel header

@@ -5,6 +5,9 @@
 #include <cstddef>
 #include <cstring>
 
+#include <zstd.h>
+
+#include "gsym/elf_image.h"
 #include "userspace/perf_data/perf_data_format.h"
 
 namespace gsymprof {
@@ -432,6 +435,8 @@ gsym::Status PerfDataFile::parse_feature(uint32_t feature, std::span<const uint8
   switch (feature) {
     case kFeatureBuildId:
       return parse_build_ids(bytes, offset);
+    case kFeatureEventDesc:
+      return parse_event_desc(bytes, offset);
     case kFeatureHostname:
       if (!read_header_string(c, hostname_)) return format_error("hostname is truncated", offset);
       return gsym::Status::success();
@@ -452,6 +457,32 @@ gsym::Status PerfDataFile::parse_feature(uint32_t feature, std::span<const uint8
     default:
       return gsym::Status::success();
   }
+}
+
+gsym::Status PerfDataFile::parse_event_desc(std::span<const uint8_t> bytes, uint64_t offset) {
+  Cursor c(bytes, offset);
+  const uint32_t nr = c.u32(), attr_size = c.u32();
+  if (!c.ok()) return format_error("event description is truncated", offset);
+  // Each entry holds at least its attr, its id count and its name's length.
+  if (attr_size < kAttrSizeVer0 || nr > c.remaining() / (uint64_t{attr_size} + 8))
+    return format_error("event description of " + std::to_string(nr) + " events of " +
+                            std::to_string(attr_size) + " bytes is malformed",
+                        offset);
+  for (uint32_t i = 0; i < nr; ++i) {
+    const uint64_t entry = c.offset();
+    c.skip(attr_size);
+    const uint32_t nr_ids = c.u32();
+    std::string name;
+    if (!read_header_string(c, name) || nr_ids > c.remaining() / 8)
+      return format_error("event description is truncated", entry);
+    // The event is the attr that has its ids (perf matches them so), else
+    // the attr in the same place (an event recorded without ids).
+    size_t attr = i;
+    for (uint32_t k = 0; k < nr_ids; ++k)
+      if (auto it = attr_by_id_.find(c.u64()); it != attr_by_id_.end()) attr = it->second;
+    if (attr < attrs_.size()) attrs_[attr].name = std::move(name);
+  }
+  return gsym::Status::success();
 }
 
 gsym::Status PerfDataFile::parse_build_ids(std::span<const uint8_t> bytes, uint64_t offset) {
@@ -478,64 +509,162 @@ gsym::Status PerfDataFile::parse_build_ids(std::span<const uint8_t> bytes, uint6
 }
 
 gsym::Status PerfDataFile::index_records(uint64_t begin, uint64_t end) {
-  uint64_t at = begin;
-  uint64_t last_time = 0;
+  uint64_t at = begin, last_time = 0;
+  gsym::Status status = index_range(bytes_, false, at, end, false, last_time);
+  zstd_.reset();
+  if (!status) return status;
+  if (decompressed_indexed_ != decompressed_.size())
+    return gsym::Error(
+        format_error("compressed data ends inside a record", decompressed_indexed_).message +
+            " of the decompressed data",
+        decompressed_indexed_);
+  std::stable_sort(records_.begin(), records_.end(),
+                   [](const PerfRecordRef& a, const PerfRecordRef& b) { return a.time < b.time; });
+  return gsym::Status::success();
+}
+
+gsym::Status PerfDataFile::inflate(std::span<const uint8_t> zstd_bytes, uint64_t offset) {
+  if (!zstd_) {
+    zstd_.reset(ZSTD_createDCtx(), ZSTD_freeDCtx);
+    if (!zstd_) return format_error("cannot allocate a zstd context", offset);
+  }
+  compressed_in_ += zstd_bytes.size();
+  const uint64_t bound =
+      std::min<uint64_t>(gsym::decompressed_bound(compressed_in_), gsym::kMaxDecompressedTotal);
+  ZSTD_inBuffer in{zstd_bytes.data(), zstd_bytes.size(), 0};
+  bool output_full = false;
+  // Until the input is used up and zstd has nothing more to flush.
+  while (in.pos < in.size || output_full) {
+    const size_t have = decompressed_.size();
+    if (have >= bound)
+      return format_error("compressed records decompress to more than " + std::to_string(bound) +
+                              " bytes (" + std::to_string(gsym::kMaxCompressionRatio) +
+                              "x their size, at least " +
+                              std::to_string(gsym::kMinDecompressedBound) + ")",
+                          offset);
+    const size_t room = static_cast<size_t>(std::min<uint64_t>(ZSTD_DStreamOutSize(), bound - have));
+    decompressed_.resize(have + room);
+    ZSTD_outBuffer out{decompressed_.data() + have, room, 0};
+    const size_t in_before = in.pos;
+    const size_t result = ZSTD_decompressStream(zstd_.get(), &out, &in);
+    decompressed_.resize(have + out.pos);
+    if (ZSTD_isError(result))
+      return format_error(std::string("zstd: ") + ZSTD_getErrorName(result), offset);
+    if (out.pos == 0 && in.pos == in_before) break;  // nothing more to give
+    output_full = out.pos == room;
+  }
+  return gsym::Status::success();
+}
+
+std::span<const uint8_t> PerfDataFile::buffer_of(const PerfRecordRef& ref) const {
+  if (ref.decompressed) return decompressed_;
+  return bytes_;
+}
+
+gsym::Status PerfDataFile::index_range(std::span<const uint8_t> buf, bool decompressed,
+                                       uint64_t& at, uint64_t end, bool partial_ok,
+                                       uint64_t& last_time) {
+  // Offsets in decompressed data say so: they are not the file's.
+  auto error_at = [&](const std::string& what, uint64_t offset) {
+    return decompressed
+               ? format_error(what, offset).message + " of the decompressed data"
+               : format_error(what, offset).message;
+  };
+  auto fail = [&](const std::string& what, uint64_t offset) {
+    return gsym::Status(gsym::Error(error_at(what, offset), offset));
+  };
+  auto wrap = [&](const gsym::Status& s) {
+    return decompressed ? gsym::Status(gsym::Error(s.error().message + " of the decompressed data",
+                                                   s.error().offset))
+                        : s;
+  };
   while (at < end) {
-    if (end - at < kRecordHeaderSize) return format_error("record header is truncated", at);
-    Cursor h(bytes_.subspan(at, kRecordHeaderSize), at);
+    if (end - at < kRecordHeaderSize) {
+      if (partial_ok) return gsym::Status::success();
+      return fail("record header is truncated", at);
+    }
+    Cursor h(buf.subspan(at, kRecordHeaderSize), at);
     const uint32_t type = h.u32();
     const uint16_t misc = h.u16();
     uint64_t size = h.u16();
     if (size < kRecordHeaderSize)
-      return format_error("record size " + std::to_string(size) + " is below 8", at);
-    if (size > end - at)
-      return format_error("record of type " + std::to_string(type) + " and size " +
-                              std::to_string(size) + " runs past the end of the data",
-                          at);
-    auto body = bytes_.subspan(at + kRecordHeaderSize, size - kRecordHeaderSize);
-    if (type == kRecordCompressed)
-      return format_error("compressed records (perf record -z) are not supported", at);
+      return fail("record size " + std::to_string(size) + " is below 8", at);
+    if (size > end - at) {
+      if (partial_ok) return gsym::Status::success();
+      return fail("record of type " + std::to_string(type) + " and size " + std::to_string(size) +
+                      " runs past the end of the data",
+                  at);
+    }
+    auto body = buf.subspan(at + kRecordHeaderSize, size - kRecordHeaderSize);
     if (type == kRecordAuxtrace && body.size() >= 8) {
       // The AUX data follows the record, outside its size.
       const uint64_t payload = load_u64(body.data());
-      if (payload > end - at - size) return format_error("AUXTRACE data runs past the end", at);
+      if (payload > end - at - size) {
+        if (partial_ok) return gsym::Status::success();
+        return fail("AUXTRACE data runs past the end", at);
+      }
       size += payload;
     }
-    if (pipe_ && type == kRecordHeaderAttr) {
+    if (type == kRecordCompressed || type == kRecordCompressed2) {
+      if (decompressed) return fail("compressed record inside compressed data", at);
+      auto zstd_bytes = body;
+      if (type == kRecordCompressed2) {
+        Cursor c(body, at + kRecordHeaderSize);
+        const uint64_t data_size = c.u64();
+        if (!c.ok() || data_size > c.remaining())
+          return fail("COMPRESSED2 data size runs past its record", at);
+        zstd_bytes = body.subspan(8, static_cast<size_t>(data_size));
+      }
+      if (auto s = inflate(zstd_bytes, at); !s) return s;
+      // Index the records now whole, in stream order, as if they stood here.
+      uint64_t from = decompressed_indexed_;
+      auto s = index_range(decompressed_, true, from, decompressed_.size(), true, last_time);
+      decompressed_indexed_ = from;
+      if (!s)
+        return gsym::Error(s.error().message + " (COMPRESSED record at offset " +
+                               gsym::hex_number(at) + ")",
+                           s.error().offset);
+    } else if (pipe_ && type == kRecordHeaderAttr) {
       Cursor a(body, at + kRecordHeaderSize);
       a.skip(attr_offset::kSize);
       uint32_t attr_size = a.u32();
       if (attr_size == 0) attr_size = kAttrSizeVer0;
       if (!a.ok() || attr_size < kAttrSizeVer0 || attr_size > body.size())
-        return format_error("HEADER_ATTR record is malformed", at);
+        return fail("HEADER_ATTR record is malformed", at);
       std::vector<uint64_t> ids((body.size() - attr_size) / 8);
       for (size_t i = 0; i < ids.size(); ++i) ids[i] = load_u64(body.data() + attr_size + i * 8);
-      if (auto s = parse_attr(body.first(attr_size), at, std::move(ids)); !s) return s;
+      if (auto s = parse_attr(body.first(attr_size), at, std::move(ids)); !s) return wrap(s);
     } else if (pipe_ && type == kRecordHeaderBuildId) {
-      if (auto s = parse_build_ids(bytes_.subspan(at, size), at); !s) return s;
+      if (auto s = parse_build_ids(buf.subspan(at, size), at); !s) return wrap(s);
     } else if (pipe_ && type == kRecordHeaderFeature) {
       Cursor f(body, at + kRecordHeaderSize);
       const uint64_t feature = f.u64();
-      if (!f.ok()) return format_error("HEADER_FEATURE record is truncated", at);
+      if (!f.ok()) return fail("HEADER_FEATURE record is truncated", at);
       // Build IDs come as their own records in a pipe.
       if (feature != kFeatureBuildId && feature < kFeatureBits)
         if (auto s = parse_feature(static_cast<uint32_t>(feature), body.subspan(8),
                                    at + kRecordHeaderSize + 8);
             !s)
-          return s;
+          return wrap(s);
+    } else if (type == kRecordEventUpdate) {
+      Cursor u(body, at + kRecordHeaderSize);
+      const uint64_t update = u.u64(), id = u.u64();
+      if (!u.ok()) return fail("EVENT_UPDATE record is truncated", at);
+      if (update == kEventUpdateName)
+        if (auto it = attr_by_id_.find(id); it != attr_by_id_.end())
+          attrs_[it->second].name = std::string(c_string(u.take(u.remaining())));
+      ++skipped_records_;
     } else if (decoded_type(type)) {
-      if (attrs_.empty()) return format_error("record before any event attr", at);
+      if (attrs_.empty()) return fail("record before any event attr", at);
       PerfRecord record;
-      if (auto s = decode_into(type, misc, body, at, record); !s) return s;
+      if (auto s = decode_into(type, misc, body, at, record); !s) return wrap(s);
       if (record.id.has_time) last_time = record.id.time;
-      records_.push_back({at, last_time, type, static_cast<uint32_t>(size)});
+      records_.push_back({at, last_time, type, static_cast<uint32_t>(size), decompressed});
     } else {
       ++skipped_records_;
     }
     at += size;
   }
-  std::stable_sort(records_.begin(), records_.end(),
-                   [](const PerfRecordRef& a, const PerfRecordRef& b) { return a.time < b.time; });
   return gsym::Status::success();
 }
 
@@ -572,15 +701,15 @@ gsym::Expected<size_t> PerfDataFile::attr_of(uint32_t type, std::span<const uint
 }
 
 gsym::Expected<PerfRecord> PerfDataFile::decode(const PerfRecordRef& ref) const {
-  if (ref.offset > bytes_.size() || ref.size < kRecordHeaderSize ||
-      ref.size > bytes_.size() - ref.offset)
+  const std::span<const uint8_t> buf = buffer_of(ref);
+  if (ref.offset > buf.size() || ref.size < kRecordHeaderSize || ref.size > buf.size() - ref.offset)
     return format_error("record reference out of range", ref.offset);
-  Cursor h(bytes_.subspan(ref.offset, kRecordHeaderSize), ref.offset);
+  Cursor h(buf.subspan(ref.offset, kRecordHeaderSize), ref.offset);
   const uint32_t type = h.u32();
   const uint16_t misc = h.u16();
   const uint16_t size = h.u16();
   PerfRecord record;
-  auto body = bytes_.subspan(ref.offset + kRecordHeaderSize, size - kRecordHeaderSize);
+  auto body = buf.subspan(ref.offset + kRecordHeaderSize, size - kRecordHeaderSize);
   if (auto s = decode_into(type, misc, body, ref.offset, record); !s) return s.error();
   return record;
 }

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,6 +19,9 @@
 
 #include "gsym/expected.h"
 #include "userspace/base/build_id.h"
+
+struct ZSTD_DCtx_s;
+using ZSTD_DCtx = ZSTD_DCtx_s;
 
 namespace gsymprof {
 
@@ -37,6 +41,9 @@ struct PerfEventAttr {
 struct PerfAttr {
   PerfEventAttr attr;
   std::vector<uint64_t> ids;  // the sample ids of this event's per-CPU/thread fds
+  // perf's name for the event ("cycles", "cpu-clock", "cycles:u"), from
+  // HEADER_EVENT_DESC (file form) or EVENT_UPDATE (pipe form); empty if none.
+  std::string name;
 };
 
 // One HEADER_BUILD_ID entry.
@@ -100,10 +107,11 @@ struct PerfRecord {
 
 // Where a record lies, and when it happened (for ordering).
 struct PerfRecordRef {
-  uint64_t offset = 0;  // of its header, in the file
+  uint64_t offset = 0;  // of its header, in the file or in the decompressed data
   uint64_t time = 0;    // its time, else the previous record's
   uint32_t type = 0;
   uint32_t size = 0;
+  bool decompressed = false;  // it came out of COMPRESSED records (perf record -z)
 };
 
 class PerfDataFile {
@@ -123,6 +131,8 @@ class PerfDataFile {
   const std::vector<PerfRecordRef>& records() const { return records_; }
   // Records of other types, skipped by their size.
   uint64_t skipped_records() const { return skipped_records_; }
+  // Bytes of records decompressed from COMPRESSED records (perf record -z).
+  uint64_t decompressed_bytes() const { return decompressed_.size(); }
 
   gsym::Expected<PerfRecord> decode(const PerfRecordRef& ref) const;
 
@@ -134,7 +144,17 @@ class PerfDataFile {
   gsym::Status parse_features(uint64_t table_offset, const uint64_t (&bitmap)[4]);
   gsym::Status parse_feature(uint32_t feature, std::span<const uint8_t> bytes, uint64_t offset);
   gsym::Status parse_build_ids(std::span<const uint8_t> bytes, uint64_t offset);
+  gsym::Status parse_event_desc(std::span<const uint8_t> bytes, uint64_t offset);
   gsym::Status index_records(uint64_t begin, uint64_t end);
+  // Indexes the records of `buf` (the file, or decompressed_) from `at`
+  // to `end`; `at` ends where it stopped. With `partial_ok` (decompressed
+  // data, whose records may continue in the next COMPRESSED record) a
+  // record that `buf` does not yet hold whole stops the walk.
+  gsym::Status index_range(std::span<const uint8_t> buf, bool decompressed, uint64_t& at,
+                           uint64_t end, bool partial_ok, uint64_t& last_time);
+  // Appends what one COMPRESSED record's zstd bytes decompress to.
+  gsym::Status inflate(std::span<const uint8_t> zstd_bytes, uint64_t offset);
+  std::span<const uint8_t> buffer_of(const PerfRecordRef& ref) const;
   gsym::Expected<size_t> attr_of(uint32_t type, std::span<const uint8_t> body,
                                  uint64_t offset) const;
   gsym::Status decode_into(uint32_t type, uint16_t misc, std::span<const uint8_t> body,
@@ -150,6 +170,13 @@ class PerfDataFile {
   std::vector<std::string> cmdline_;
   std::vector<PerfRecordRef> records_;
   uint64_t skipped_records_ = 0;
+  // perf record -z: the file's compressed records form one zstd stream; what
+  // it decompresses to is kept whole (records index into it), bounded by
+  // gsym::decompressed_bound of the compressed bytes read so far.
+  std::vector<uint8_t> decompressed_;
+  uint64_t decompressed_indexed_ = 0;  // records of decompressed_ before this are indexed
+  uint64_t compressed_in_ = 0;
+  std::shared_ptr<ZSTD_DCtx> zstd_;  // while indexing
 };
 
 // Whether `bytes` start like a perf.data file of either byte order.

@@ -333,8 +333,8 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
 
 namespace {
 
-// Kernel stacks: what was cut or could not be named, once, with the fix.
-void print_kernel_summary(const Capture& capture, const SamplerCounters& counters) {
+// Kernel stacks the sampler had to cut or could not read, with what it means.
+void print_kernel_stack_counters(const SamplerCounters& counters) {
   const uint64_t kernel_truncated = counters[PROFILE_COUNTER_KERNEL_TRUNCATED];
   const uint64_t kernel_errors = counters[PROFILE_COUNTER_KERNEL_STACK_ERROR];
   if (kernel_truncated || kernel_errors)
@@ -342,9 +342,6 @@ void print_kernel_summary(const Capture& capture, const SamplerCounters& counter
                  "gsymprof: kernel stacks: %" PRIu64 " cut at %d frames, %" PRIu64
                  " unreadable (those samples keep their user frames)\n",
                  kernel_truncated, PROFILE_MAX_KERNEL_FRAMES, kernel_errors);
-  if (!capture.kernel.error.empty())
-    std::fprintf(stderr, "gsymprof: kernel frames are not named: %s\n",
-                 escape_control(capture.kernel.error).c_str());
 }
 
 // JIT code: how much a perf map named, and where one was missing, with the
@@ -387,37 +384,46 @@ void print_jit_summary(const Capture& capture, const SessionStats& stats) {
 
 }  // namespace
 
-void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
-  uint64_t lost = 0;
-  std::string lost_reasons, truncation_reasons;
+LossSummary summarize_losses(const Capture& capture) {
+  LossSummary losses;
   for (const auto& [reason, count] : capture.lost) {
-    std::string& list =
-        reason.starts_with(kTruncatedByUnwinderPrefix) ? truncation_reasons : lost_reasons;
+    const bool truncation = reason.starts_with(kTruncatedByUnwinderPrefix);
+    std::string& list = truncation ? losses.truncation_reasons : losses.lost_reasons;
     list += (list.empty() ? "" : ", ") + reason + " " + std::to_string(count);
-    if (!reason.starts_with(kTruncatedByUnwinderPrefix)) lost += count;  // unwind_*: kept
+    if (!truncation) losses.lost += count;  // unwind_*: kept
   }
-  uint64_t truncated = 0;
   for (const CaptureStack& stack : capture.stacks)
-    if (stack.truncated) truncated += stack.count;
+    if (stack.truncated) losses.truncated += stack.count;
+  if (has_kernel_frames(capture)) losses.kernel_problem = capture.kernel.error;
+  return losses;
+}
+
+void print_losses(const LossSummary& losses) {
+  // Reason names are capture.lost's keys, fixed strings today; escaped so the
+  // terminal stays safe should one ever come from elsewhere (a capture file).
+  std::fprintf(stderr, "gsymprof: lost by reason: %s\n", escape_control(losses.lost_reasons).c_str());
+  std::fprintf(stderr, "gsymprof: truncated stacks: %" PRIu64 "%s%s%s\n", losses.truncated,
+               losses.truncation_reasons.empty() ? "" : " (",
+               escape_control(losses.truncation_reasons).c_str(),
+               losses.truncation_reasons.empty() ? "" : ")");
+}
+
+void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
+  const LossSummary losses = summarize_losses(capture);
   std::fprintf(stderr,
                "gsymprof: %" PRIu64 " samples taken, %" PRIu64 " recorded, %" PRIu64
                " lost (%.2f s at %u Hz, stopped: %s)\n",
-               stats.counters.samples(), capture.samples, lost,
+               stats.counters.samples(), capture.samples, losses.lost,
                static_cast<double>(capture.duration_ns) / 1e9, capture.frequency_hz,
                stats.stop_reason.c_str());
-  // Reason names are capture.lost's keys, fixed strings today; escaped so the
-  // terminal stays safe should one ever come from elsewhere.
-  std::fprintf(stderr, "gsymprof: lost by reason: %s\n", escape_control(lost_reasons).c_str());
-  std::fprintf(stderr, "gsymprof: truncated stacks: %" PRIu64 "%s%s%s\n", truncated,
-               truncation_reasons.empty() ? "" : " (", escape_control(truncation_reasons).c_str(),
-               truncation_reasons.empty() ? "" : ")");
+  print_losses(losses);
   if (stats.frame_pointer_stacks)
     std::fprintf(stderr,
                  "gsymprof: frame-pointer fallback: %" PRIu64 " frames in %" PRIu64
                  " stacks where no CFI covered the code (JIT code, assembly)\n",
                  stats.frame_pointer_steps, stats.frame_pointer_stacks);
   print_jit_summary(capture, stats);
-  print_kernel_summary(capture, stats.counters);
+  print_kernel_stack_counters(stats.counters);
 }
 
 }  // namespace gsymprof

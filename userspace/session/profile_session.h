@@ -42,8 +42,25 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options,
 inline constexpr const char* kTruncatedByUnwinderPrefix = "unwind_";
 
 // Prints the sampling part of the end-of-run summary on stderr, the same for
-// profile and record: samples taken, recorded and lost, losses by reason,
-// truncated stacks.
+// profile and record: samples taken, recorded and lost, then print_losses.
 void print_sampling_summary(const Capture& capture, const SessionStats& stats);
+
+// The losses of a capture, from Capture::lost and its stacks' truncated
+// flags: taken before the stacks are freed (render's free_stacks).
+struct LossSummary {
+  uint64_t lost = 0;       // samples lost: every reason but unwind_* (those were kept)
+  uint64_t truncated = 0;  // samples whose stack the unwinder cut short
+  std::string lost_reasons, truncation_reasons;  // "REASON N, ..."
+  std::string kernel_problem;  // why the kernel frames have no names ("" = named, or none)
+};
+LossSummary summarize_losses(const Capture& capture);
+
+// The two loss lines of every summary (profile, record, and symbolize of a
+// capture or a perf.data file):
+//   gsymprof: lost by reason: REASON N, ...
+//   gsymprof: truncated stacks: N (unwind_REASON N, ...)
+// and, when the kernel frames could not be named:
+//   gsymprof: kernel frames are not named: WHY
+void print_losses(const LossSummary& losses);
 
 }  // namespace gsymprof
