@@ -486,11 +486,12 @@ void name_kernel_frames_from_running_kernel(Capture& capture, const BuildId& rec
                           "this machine's kernel symbols are the recording kernel's");
     return;
   }
-  auto running = read_kernel_build_id();
-  if (!running || *running != recorded_kernel) {
+  const BuildId& running = running_kernel_build_id();
+  if (running.empty() || running != recorded_kernel) {
     attach_kernel_symbols(capture, nullptr, recorded_kernel,
                           "recorded on kernel " + recorded_kernel.hex() + ", this machine runs " +
-                              (running ? running->hex() : "an unknown kernel (" + running.error().message + ")") +
+                              (running.empty() ? std::string("a kernel without a readable build ID")
+                                               : running.hex()) +
                               ": kernel frames keep their addresses");
     return;
   }

@@ -179,23 +179,45 @@ void attach_kernel_symbols(Capture& capture, const KernelSymbolTable* table,
   }
 }
 
+namespace {
+
+// The running kernel's symbols and build ID, read once per process: every
+// capture built here (a profile, each perf.data file symbolized) names its
+// frames from the same kernel, and kallsyms takes tens of milliseconds.
+struct RunningKernel {
+  BuildId build_id;
+  gsym::Expected<KernelSymbolTable> table = gsym::Error("not read");
+};
+
+const RunningKernel& running_kernel() {
+  static const RunningKernel kernel = [] {
+    RunningKernel k;
+    if (auto id = read_kernel_build_id()) k.build_id = std::move(*id);
+    k.table = KernelSymbolTable::load();
+    return k;
+  }();
+  return kernel;
+}
+
+}  // namespace
+
+const BuildId& running_kernel_build_id() { return running_kernel().build_id; }
+
 void attach_running_kernel_symbols(Capture& capture) {
   if (!has_kernel_frames(capture)) return;
-  BuildId build_id;
-  if (auto id = read_kernel_build_id()) build_id = std::move(*id);
-  auto table = KernelSymbolTable::load();
-  if (!table) {
-    attach_kernel_symbols(capture, nullptr, build_id,
-                          "cannot read kernel symbols: " + table.error().message);
+  const RunningKernel& kernel = running_kernel();
+  if (!kernel.table) {
+    attach_kernel_symbols(capture, nullptr, kernel.build_id,
+                          "cannot read kernel symbols: " + kernel.table.error().message);
     return;
   }
-  if (table->addresses_hidden()) {
-    attach_kernel_symbols(capture, nullptr, build_id,
+  if (kernel.table->addresses_hidden()) {
+    attach_kernel_symbols(capture, nullptr, kernel.build_id,
                           "/proc/kallsyms shows no addresses (kernel.kptr_restrict is set; "
                           "run as root with sysctl kernel.kptr_restrict=1 or 0)");
     return;
   }
-  attach_kernel_symbols(capture, &*table, build_id, "");
+  attach_kernel_symbols(capture, &*kernel.table, kernel.build_id, "");
 }
 
 }  // namespace gsymprof

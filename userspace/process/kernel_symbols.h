@@ -56,7 +56,10 @@ BuildId build_id_from_notes(std::string_view notes);
 void attach_kernel_symbols(Capture& capture, const KernelSymbolTable* table,
                            const BuildId& build_id, const std::string& error);
 
-// Loads the running kernel's symbols and build ID and attaches what the
+// The running kernel's build ID (empty: unreadable), read once per process.
+const BuildId& running_kernel_build_id();
+
+// Loads the running kernel's symbols and build ID (once per process) and attaches what the
 // capture's kernel frames need (nothing when it has none); problems become
 // capture.kernel.error ("kernel.kptr_restrict hides kernel addresses", ...).
 void attach_running_kernel_symbols(Capture& capture);
