@@ -406,6 +406,9 @@ void print_losses(const LossSummary& losses) {
                losses.truncation_reasons.empty() ? "" : " (",
                escape_control(losses.truncation_reasons).c_str(),
                losses.truncation_reasons.empty() ? "" : ")");
+  if (!losses.kernel_problem.empty())
+    std::fprintf(stderr, "gsymprof: kernel frames are not named: %s\n",
+                 escape_control(losses.kernel_problem).c_str());
 }
 
 void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
