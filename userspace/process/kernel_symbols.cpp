@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "userspace/base/parse_number.h"
+#include "userspace/base/text_fields.h"
 
 namespace gsymprof {
 namespace {
@@ -44,18 +45,6 @@ gsym::Expected<std::string> read_pseudo_file(const std::string& path, size_t max
 
 bool is_function_type(char type) { return type == 't' || type == 'T' || type == 'w' || type == 'W'; }
 
-std::string_view next_field(std::string_view& line) {
-  size_t start = line.find_first_not_of(" \t");
-  if (start == std::string_view::npos) {
-    line = {};
-    return {};
-  }
-  line.remove_prefix(start);
-  size_t end = line.find_first_of(" \t");
-  std::string_view field = line.substr(0, end);
-  line.remove_prefix(end == std::string_view::npos ? line.size() : end);
-  return field;
-}
 
 }  // namespace
 

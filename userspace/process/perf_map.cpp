@@ -10,6 +10,7 @@
 #include <map>
 
 #include "userspace/base/parse_number.h"
+#include "userspace/base/text_fields.h"
 
 namespace gsymprof {
 namespace {
@@ -19,19 +20,6 @@ std::optional<uint64_t> parse_hex(std::string_view text) {
   return parse_unsigned<uint64_t>(text, 16);
 }
 
-// Takes the next blank-separated field of `line`.
-std::string_view next_field(std::string_view& line) {
-  size_t begin = line.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) {
-    line = {};
-    return {};
-  }
-  line.remove_prefix(begin);
-  size_t end = line.find_first_of(" \t");
-  std::string_view field = line.substr(0, end);
-  line.remove_prefix(end == std::string_view::npos ? line.size() : end);
-  return field;
-}
 
 struct Piece {
   uint64_t end = 0;
