@@ -13,7 +13,7 @@ libdebuginfod-dev debuginfod
 nlohmann-json3-dev doctest-dev libcli11-dev
 llvm-22
 libc6-dbg
-procps linux-perf python3
+procps linux-perf
 nodejs
 dwz
 zstd python3
