@@ -1284,23 +1284,23 @@ void put_list(std::string& out, const char* name, const std::vector<Item>& items
   out += last ? "\n" : ",\n";
 }
 
-void put_jit_symbol(std::string& out, const JitSymbol& j) {
+// The fields a JIT and a kernel symbol start with: {"start":..,"end":..,"name":..
+void put_symbol_range(std::string& out, uint64_t start, uint64_t end, std::string_view name) {
   out += "{\"start\":\"";
-  put_hex(out, j.start);
+  put_hex(out, start);
   out += "\",\"end\":\"";
-  put_hex(out, j.end);
+  put_hex(out, end);
   out += "\",\"name\":";
-  put_string(out, j.name);
+  put_string(out, name);
+}
+
+void put_jit_symbol(std::string& out, const JitSymbol& j) {
+  put_symbol_range(out, j.start, j.end, j.name);
   out += '}';
 }
 
 void put_kernel_symbol(std::string& out, const KernelSymbol& k) {
-  out += "{\"start\":\"";
-  put_hex(out, k.start);
-  out += "\",\"end\":\"";
-  put_hex(out, k.end);
-  out += "\",\"name\":";
-  put_string(out, k.name);
+  put_symbol_range(out, k.start, k.end, k.name);
   out += ",\"module\":";
   put_string(out, k.module);
   out += '}';
