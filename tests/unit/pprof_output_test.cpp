@@ -166,6 +166,16 @@ TEST_CASE("pprof: samples, locations with inline chains, mappings, labels") {
   CHECK(mapping.has_filenames());
   CHECK(mapping.has_line_numbers());
   CHECK(mapping.has_inline_frames());
+
+  // Function.start_line: the line of the first address of the function's
+  // range (foo, main) or of the inlined call's range (bar).
+  auto start_line_of = [&](const pb::Line& line) {
+    return profile.function(static_cast<int>(line.function_id() - 1)).start_line();
+  };
+  CHECK(start_line_of(bar.line(0)) == 50);
+  CHECK(start_line_of(bar.line(1)) == 5);
+  const pb::Location& main_location = profile.location(static_cast<int>(first.location_id(1) - 1));
+  CHECK(start_line_of(main_location.line(0)) == 10);
 }
 
 TEST_CASE("pprof: mapping 1 is the module of the most common root frame (pprof's main binary)") {

@@ -170,7 +170,8 @@ class ProfileBuilder {
   }
 
   uint64_t function_id(const SymbolizedFrame& frame) {
-    auto [it, added] = function_ids_.try_emplace(std::tuple(frame.name, frame.system_name, frame.file),
+    auto [it, added] = function_ids_.try_emplace(std::tuple(frame.name, frame.system_name, frame.file,
+                                                            frame.start_line),
                                                  function_ids_.size() + 1);
     if (added) {
       pb::Function* function = profile_.add_function();
@@ -179,6 +180,7 @@ class ProfileBuilder {
       // The raw (mangled) name, as profile.proto defines system_name.
       function->set_system_name(strings_.index(frame.system_name.empty() ? frame.name : frame.system_name));
       function->set_filename(strings_.index(frame.file));
+      function->set_start_line(frame.start_line);
     }
     return it->second;
   }
@@ -232,7 +234,8 @@ class ProfileBuilder {
   StringTable strings_;
   std::map<std::pair<int32_t, size_t>, uint64_t> mapping_ids_;  // (module, mapping) -> id
   std::vector<MappingFlags> mapping_flags_;                       // by id - 1
-  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> function_ids_;  // (name, system name, file)
+  // (name, system name, file, start line)
+  std::map<std::tuple<std::string, std::string, std::string, uint32_t>, uint64_t> function_ids_;
   uint64_t truncated_id_ = 0;
   uint64_t kernel_mapping_ = 0;
 };
@@ -286,6 +289,7 @@ gsym::Expected<PprofProfile> pprof_profile(const Capture& capture, GsymLocator& 
   per_frame.jit_symbols = capture.jit_symbols;
   SymbolizeOptions per_frame_options = options;
   per_frame_options.pid_in_comm = false;
+  per_frame_options.function_start_lines = true;
   gsym::Expected<SymbolizeResult> symbolized = symbolize(per_frame, locator, per_frame_options);
   if (!symbolized) return symbolized.error();
 

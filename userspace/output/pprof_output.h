@@ -11,8 +11,8 @@
 // location in it has them. Samples are the capture's stacks, leaf first,
 // "[truncated]" as the root location where the unwinder stopped early, with
 // values samples/count and cpu/nanoseconds (count x 1e9 / Hz) and labels
-// comm and pid. The capture holds no thread ids, so there is no thread_id
-// label, and no raw (mangled) names, so Function.system_name is the name.
+// comm, pid and thread_id. Functions carry the raw (mangled) name as
+// system_name and start_line (SymbolizeOptions::function_start_lines).
 // The same capture gives the same bytes.
 #pragma once
 

@@ -18,6 +18,7 @@ struct NamedFrame {
   std::string name, file;
   std::string system_name;  // "" when the name was not mangled
   uint32_t line = 0;
+  uint32_t start_line = 0;
   bool inlined = false;
 };
 
@@ -222,8 +223,30 @@ class Symbolizer {
           named_.push_back(std::move(named));
         }
         entry.end = static_cast<uint32_t>(named_.size());
+        if (options_.function_start_lines && options_.line_information)
+          fill_start_lines(reader, key.address, entry, scratch);
       }
       addresses_.push_back(entry);
+    }
+  }
+
+  // Each frame's start line: the line its range's first address maps to, at
+  // the same inline depth (a frame's range starts at address - offset).
+  // scratch holds the lookup of `address`, and is reused.
+  void fill_start_lines(const gsym::Reader& reader, uint64_t address, const AddressFrames& entry,
+                        gsym::LookupScratch& scratch) {
+    start_offsets_.clear();
+    for (auto it = scratch.frames.rbegin(); it != scratch.frames.rend(); ++it)
+      start_offsets_.push_back(it->offset);  // root first, like named_
+    for (uint32_t depth = 0; depth < start_offsets_.size(); ++depth) {
+      if (start_offsets_[depth] > address) continue;
+      ++result_.stats.lookups;
+      gsym::Expected<bool> found =
+          options_.lookup
+              ? options_.lookup(reader, address - start_offsets_[depth], lookup_options_, scratch)
+              : reader.lookup_into(address - start_offsets_[depth], lookup_options_, scratch);
+      if (!found || !*found || scratch.frames.size() <= depth) continue;
+      named_[entry.begin + depth].start_line = scratch.frames[scratch.frames.size() - 1 - depth].line;
     }
   }
 
@@ -452,6 +475,7 @@ class Symbolizer {
               named.system_name = named_[i].system_name;
               named.file = named_[i].file;
               named.line = named_[i].line;
+              named.start_line = named_[i].start_line;
               named.inlined = named_[i].inlined;
               named.module_path = module.path;
               named.build_id = module.build_id;
@@ -492,6 +516,7 @@ class Symbolizer {
   GsymLocator& locator_;
   const SymbolizeOptions& options_;
   gsym::LookupOptions lookup_options_;
+  std::vector<uint64_t> start_offsets_;  // fill_start_lines' scratch
 
   std::vector<uint32_t> module_reader_;  // module index -> dense reader id
   std::vector<const gsym::Reader*> readers_;

@@ -67,6 +67,9 @@ struct SymbolizedFrame {
   std::string module_path;  // "" for Unknown and Truncated
   BuildId build_id;         // the module's build ID (empty when unknown)
   std::string system_name;  // the name as the symbol table holds it (mangled); "" = same as name
+  // The line of the function's (or inlined call's) first instruction, with
+  // SymbolizeOptions::function_start_lines; 0 = unknown or not asked for.
+  uint32_t start_line = 0;
   bool operator==(const SymbolizedFrame&) const = default;
   auto operator<=>(const SymbolizedFrame&) const = default;
 };
@@ -87,6 +90,9 @@ struct SymbolizeOptions {
   bool inline_frames = true;     // false (--no-inline): only the concrete function per address
   bool pid_in_comm = false;      // root "comm-PID" instead of "comm"
   bool line_information = true;  // false: names only (file "" and line 0)
+  // Fill SymbolizedFrame::start_line (pprof's Function.start_line): one more
+  // lookup per distinct named address, at the start of each frame's range.
+  bool function_start_lines = false;
   // Where to find a module's ELF for conversion on a GSYM miss; "" = do not
   // convert. Default (empty function): the module's local_file (live), else
   // its captured path. Symbolization itself never looks at /proc: a caller
