@@ -3,7 +3,7 @@
 # test). Every number is measured side by side with a peer tool in the same
 # run, ours and the peer's runs alternating, and quoted as a median.
 #
-#   tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks]   (none: all)
+#   tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [memory]   (none: all)
 #
 # Sections (each prints a markdown table and replaces its own block in
 # tests/bench/RESULTS.md; a section whose tool is not ready says so and skips):
@@ -13,6 +13,7 @@
 #   symbolize  symbolizing a cppcheck profile (cold/warm) vs perf script
 #   perfdata   gsymprof symbolize perf.data vs perf script --inline, one perf.data
 #   stacks   stack completeness with and without frame pointers
+#   memory   peak RSS per unique stack (unique_stacks.c) vs perf / bpftrace
 #
 # Environment: BUILD (build dir, default build), GSYMPROF (default
 # $BUILD/gsymprof), BENCH_DIR (corpus cache, default
@@ -747,14 +748,80 @@ section_stacks() {
   write_section stacks "$SECTION_MD"
 }
 
+# ------------------------------------------------------------------ memory --
+
+# memory_run KIND SECONDS OUT: profiles unique_stacks for SECONDS at 999 Hz;
+# appends "maxrss_kb unique_stacks" to OUT (unique stacks: gsymprof's count;
+# bpftrace's @ map entries; perf keeps every sample, so its count is the
+# samples in perf.data).
+memory_run() {
+  local kind=$1 seconds=$2 out=$3 gen=$TMP/unique_stacks
+  case $kind in
+    gsymprof)
+      /usr/bin/time -f '%M' -o "$TMP/mem.time" "$GSYMPROF" profile -F 999 -o "$TMP/mem.folded" \
+        -- "$gen" "$seconds" 2> "$TMP/mem.err" || return 1
+      echo "$(cat "$TMP/mem.time") $(sed -n 's/.*unique stacks: \([0-9]*\).*/\1/p' "$TMP/mem.err")" >> "$out" ;;
+    perf-dwarf)
+      /usr/bin/time -f '%M' -o "$TMP/mem.time" perf record -q --call-graph dwarf -F 999 -o "$TMP/mem.data" \
+        -- "$gen" "$seconds" 2> "$TMP/mem.err" > /dev/null || return 1
+      echo "$(cat "$TMP/mem.time") $(perf report -i "$TMP/mem.data" --stats 2>/dev/null |
+        awk '/SAMPLE events:/ { print $3; exit }')" >> "$out" ;;
+    bpftrace)
+      /usr/bin/time -f '%M' -o "$TMP/mem.time" bpftrace -c "$gen $seconds" \
+        -e 'profile:hz:999 /pid == cpid/ { @[ustack] = count(); }' > "$TMP/mem.out" 2> "$TMP/mem.err" || return 1
+      echo "$(cat "$TMP/mem.time") $(grep -c '^@\[' "$TMP/mem.out")" >> "$out" ;;
+  esac
+}
+
+section_memory() {
+  section_begin memory
+  [[ $(id -u) -eq 0 ]] || { log "memory section needs root: skipped"; return 0; }
+  cc -O2 -g -o "$TMP/unique_stacks" "$HERE/unique_stacks.c" || die "cannot build unique_stacks"
+  local short=${MEMORY_SHORT_S:-10} long=${MEMORY_LONG_S:-40} kind r kinds=()
+  for kind in gsymprof perf-dwarf bpftrace; do
+    profiler_ready "$kind" && kinds+=("$kind") || log "profiler $kind not ready: skipped"
+  done
+  md "## Memory per unique stack (issue 11)"
+  md
+  machine_line
+  md
+  md "\`tests/bench/unique_stacks.c\` (a random walk through 64 functions, 8-31 calls deep: nearly every sample is a new stack) profiled at 999 Hz for ${short} s and ${long} s."
+  md "KB per unique stack = (peak RSS after ${long} s - after ${short} s) / (unique stacks after ${long} s - after ${short} s): the slope, the profiler's fixed base removed."
+  md "Medians of $ROUNDS alternating rounds (GSYM cache warm for gsymprof)."
+  md
+  md "| profiler | peak RSS ${short} s (MB) | peak RSS ${long} s (MB) | unique stacks ${short} s | unique stacks ${long} s | KB per unique stack |"
+  md "|---|---:|---:|---:|---:|---:|"
+  for kind in "${kinds[@]}"; do : > "$TMP/mem-$kind-short"; : > "$TMP/mem-$kind-long"; done
+  [[ " ${kinds[*]} " == *" gsymprof "* ]] && memory_run gsymprof 1 "$TMP/mem-warmup"  # converts the GSYMs once
+  for ((r = 0; r < ROUNDS; r++)); do
+    for kind in "${kinds[@]}"; do
+      memory_run "$kind" "$short" "$TMP/mem-$kind-short" || log "run failed: $kind ${short} s"
+      memory_run "$kind" "$long" "$TMP/mem-$kind-long" || log "run failed: $kind ${long} s"
+    done
+  done
+  for kind in "${kinds[@]}"; do
+    local rss_s rss_l n_s n_l per
+    rss_s=$(column "$TMP/mem-$kind-short" 1); rss_l=$(column "$TMP/mem-$kind-long" 1)
+    n_s=$(column "$TMP/mem-$kind-short" 2); n_l=$(column "$TMP/mem-$kind-long" 2)
+    per=$(awk -v a="$rss_s" -v b="$rss_l" -v m="$n_s" -v n="$n_l" 'BEGIN {
+      if (a == "-" || b == "-" || m == "-" || n == "-" || n - m <= 0) print "-"; else printf("%.2f\n", (b - a) / (n - m)) }')
+    md "| $kind | $(fmt "$(awk -v k="$rss_s" 'BEGIN { print (k == "-") ? "-" : k / 1024 }')" 1) | $(fmt "$(awk -v k="$rss_l" 'BEGIN { print (k == "-") ? "-" : k / 1024 }')" 1) | $(fmt "$n_s" 0) | $(fmt "$n_l" 0) | $per |"
+    [[ $kind == gsymprof && $per != - ]] && awk -v p="$per" 'BEGIN { exit !(p > 2) }' &&
+      log "gsymprof: $per KB per unique stack is above the 2 KB bound (issue 11)"
+  done
+  md
+  md "perf keeps every sample (in perf.data, not in memory): its count is the samples; bpftrace's is its \`@[ustack]\` entries."
+  write_section memory "$SECTION_MD"
+}
+
 # ------------------------------------------------------------------- main --
 
 sections=("$@")
-[[ ${#sections[@]} -gt 0 ]] || sections=(lookup convert profile symbolize perfdata stacks)
+[[ ${#sections[@]} -gt 0 ]] || sections=(lookup convert profile symbolize perfdata stacks memory)
 for s in "${sections[@]}"; do
   case $s in
-    lookup | convert | profile | symbolize | perfdata | stacks) ;;
-    *) echo "usage: tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks]" >&2; exit 2 ;;
+    lookup | convert | profile | symbolize | perfdata | stacks | memory) ;;
+    *) echo "usage: tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [memory]" >&2; exit 2 ;;
   esac
 done
 command -v /usr/bin/time >/dev/null || die "GNU time missing (scripts/install-deps.sh --bench)"
