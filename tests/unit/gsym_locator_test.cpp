@@ -12,6 +12,7 @@
 #include "tests/unit/test_files.h"
 #include "gsym/builder.h"
 #include "userspace/symbolize/gsym_locator.h"
+#include "userspace/symbolize/gsym_prefetcher.h"
 
 using namespace gsymprof;
 namespace fs = std::filesystem;
@@ -309,4 +310,45 @@ TEST_CASE("locator: an unsafe cache directory is not written, the conversion sti
     CHECK(report.note == "not cached: " + tmp / "real" + ": owned by uid 65534, not by uid 0");
   }
   CHECK(names_in(tmp / "real").empty());
+}
+
+TEST_CASE("prefetcher: converts in the background what symbolize then finds memoized") {
+  TempDir tmp;
+  compile_fixture(tmp / "app", "0xfeedbeef", kFixtureSource);
+  compile_fixture(tmp / "other", "0xbeefbeef", kFixtureSource);
+  BuildId id = *BuildId::from_hex("feedbeef"), other = *BuildId::from_hex("beefbeef");
+  LocatorOptions options;
+  options.cache_dir = tmp / "cache";
+  GsymLocator locator(options);
+  PrefetchStats stats;
+  {
+    GsymPrefetcher prefetcher(locator);
+    prefetcher.add(id, tmp / "app", "/usr/bin/app");
+    prefetcher.add(id, tmp / "app", "/usr/bin/app");  // one build ID, located once
+    prefetcher.add(BuildId(), tmp / "other", "/x");    // no build ID: nothing to locate
+    stats = prefetcher.finish(/*drain_queue=*/true);
+    prefetcher.add(other, tmp / "other", "/y");  // after finish(): ignored
+  }
+  CHECK(stats.located == 1);
+  CHECK(stats.dropped == 0);
+  CHECK(locator.conversions_attempted() == 1);
+  ModuleReport report;
+  report.path = "/usr/bin/app";
+  const gsym::Reader* reader = locator.locate(id, tmp / "app", report);
+  REQUIRE(reader != nullptr);
+  CHECK(report.origin == GsymOrigin::Converted);
+  CHECK(locator.conversions_attempted() == 1);  // the worker's outcome, memoized
+  CHECK(fs::exists(tmp / "cache/feedbeef.c3.gsym"));
+}
+
+TEST_CASE("prefetcher: finish() drops the queue, which symbolize converts later") {
+  TempDir tmp;
+  LocatorOptions options;
+  options.cache_dir = "";
+  GsymLocator locator(options);
+  GsymPrefetcher prefetcher(locator);
+  for (uint8_t i = 1; i <= 50; ++i) prefetcher.add(BuildId(std::vector<uint8_t>{i, i}), tmp / "missing", "/m");
+  PrefetchStats stats = prefetcher.finish();
+  CHECK(stats.located + stats.dropped == 50);
+  CHECK(prefetcher.finish().located == stats.located);  // idempotent
 }

@@ -97,19 +97,32 @@ void StackAggregator::add(const RawSample& sample) {
   for (size_t i = 0; i < sample.ips.size(); ++i)
     lookup_scratch_.push_back(lookup_address(sample.ips[i], i));
   if (!lookup_scratch_.empty()) processes_.cover(view.image, lookup_scratch_);
+  const ProcessImage& image = processes_.image(view.image);
   // JIT code: read the perf map now, while the process is alive and the
   // code is where the map says (the runtime may free it later).
   if (perf_maps_) {
-    const ProcessImage& image = processes_.image(view.image);
     for (size_t i = 0; i < sample.ips.size(); ++i)
       if (in_anonymous_code(image, sample.ips[i], i))
         perf_maps_->find(sample.pid, lookup_address(sample.ips[i], i));
   }
+  note_module_uses(view.image, image);
   Key key{view.image, view.tid, view.truncated, view.kernel_count, view.comm, {}};
   key.ips.reserve(sample.kernel_ips.size() + sample.ips.size());
   key.ips.assign(sample.kernel_ips.begin(), sample.kernel_ips.end());
   key.ips.insert(key.ips.end(), sample.ips.begin(), sample.ips.end());
   stacks_.emplace(std::move(key), 1);
+}
+
+void StackAggregator::note_module_uses(uint32_t image_id, const ProcessImage& image) {
+  int32_t previous = -1;  // frames run in one module for a while: one set lookup each
+  for (uint64_t addr : lookup_scratch_) {
+    const int32_t map = image.find_map(addr);
+    if (map < 0) continue;
+    const int32_t module = image.map_module[static_cast<size_t>(map)];
+    if (module < 0 || module == previous) continue;
+    previous = module;
+    if (used_modules_.insert({image_id, module}).second) new_module_uses_.push_back({image_id, module});
+  }
 }
 
 bool StackAggregator::in_anonymous_code(const ProcessImage& image, uint64_t ip, size_t index) {

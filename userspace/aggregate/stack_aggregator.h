@@ -12,9 +12,11 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <span>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "userspace/capture/capture.h"
@@ -46,6 +48,16 @@ class StackAggregator {
     processes_.note_exec(pid);
     if (perf_maps_) perf_maps_->note_exec(pid);
   }
+
+  // A module some stack uses: (image id, index into that image's modules).
+  struct ModuleUse {
+    uint32_t image = 0;
+    int32_t module = 0;
+    auto operator<=>(const ModuleUse&) const = default;
+  };
+  // The modules stacks used for the first time since the last call, in the
+  // order first used (work that may start before build(): GSYM prefetch).
+  std::vector<ModuleUse> take_new_module_uses() { return std::exchange(new_module_uses_, {}); }
 
   uint64_t samples() const { return samples_; }
   size_t unique_stacks() const { return stacks_.size(); }
@@ -85,6 +97,8 @@ class StackAggregator {
     bool operator()(const Key& a, const KeyView& b) const { return (*this)(b, a); }
   };
 
+  // Records the modules lookup_scratch_'s addresses fall in (new_module_uses_).
+  void note_module_uses(uint32_t image_id, const ProcessImage& image);
   // Whether user frame `index` (IP `ip`) lies in anonymous executable memory.
   static bool in_anonymous_code(const ProcessImage& image, uint64_t ip, size_t index);
 
@@ -92,6 +106,8 @@ class StackAggregator {
   PerfMaps* perf_maps_ = nullptr;
   std::unordered_map<Key, uint64_t, KeyHash, KeyEqual> stacks_;
   std::vector<uint64_t> lookup_scratch_;
+  std::set<ModuleUse> used_modules_;
+  std::vector<ModuleUse> new_module_uses_;
   uint64_t samples_ = 0;
 };
 

@@ -1,12 +1,14 @@
 // gsymprof profile: sample live processes, symbolize each unique stack once
 // through GSYM files chosen by build ID, print folded stacks.
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "userspace/cli/cli_common.h"
 #include "userspace/cli/commands.h"
 #include "userspace/output/flamegraph.h"
 #include "userspace/session/profile_session.h"
+#include "userspace/symbolize/gsym_prefetcher.h"
 
 namespace gsymprof {
 namespace {
@@ -70,8 +72,19 @@ int cmd_profile(int argc, char** argv) {
   auto locator = open_locator(symbolize_flags.gsym_dirs);
   if (!locator) return cli.failure(locator.error().to_string());
 
+  // Modules' GSYMs are located (converted when cold) while sampling runs.
+  auto prefetcher = std::make_unique<GsymPrefetcher>(*locator);
+  session.on_module_used = [&](const ProcessModule& module) {
+    if (!module.error.empty()) return;
+    CaptureModule as_captured;
+    as_captured.path = module.path;
+    as_captured.local_file = module.identity.local_file;
+    prefetcher->add(module.identity.build_id, local_elf_path_for(as_captured, symbolize_flags.options),
+                    module.path);
+  };
   SessionStats stats;
   auto capture = run_sampling_session(session, &stats);
+  prefetcher.reset();  // the locator is ours again
   if (!capture) return cli.failure(capture.error().to_string());
   auto output = render(*capture, *locator, symbolize_flags.options, format, /*free_stacks=*/false);
   if (!output) return cli.failure(output.error().to_string());

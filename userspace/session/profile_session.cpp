@@ -227,7 +227,8 @@ gsym::Expected<std::unique_ptr<LaunchedCommand>> launch_command(const std::vecto
 // returns why it stopped.
 gsym::Expected<std::string> sample_until_stopped(Sampler& sampler, const TargetOptions& targets,
                                                  LaunchedCommand* command,
-                                                 std::chrono::steady_clock::time_point start) {
+                                                 std::chrono::steady_clock::time_point start,
+                                                 const std::function<void()>& after_poll) {
   const auto deadline =
       targets.duration_s
           ? start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -252,6 +253,7 @@ gsym::Expected<std::string> sample_until_stopped(Sampler& sampler, const TargetO
     int timeout_ms = static_cast<int>(
         std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
     if (auto polled = sampler.poll(std::max(timeout_ms, 1)); !polled) return polled.error();
+    after_poll();
   }
 }
 
@@ -299,7 +301,15 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
 
   capture.start_time_unix_ns = unix_time_ns();
   const auto start = std::chrono::steady_clock::now();
-  gsym::Expected<std::string> stop_reason = sample_until_stopped(**sampler, targets, command.get(), start);
+  auto report_module_uses = [&] {
+    if (!options.on_module_used) return;
+    for (const StackAggregator::ModuleUse& use : aggregator.take_new_module_uses()) {
+      const ProcessImage& image = processes.image(use.image);
+      options.on_module_used(image.modules[static_cast<size_t>(use.module)]);
+    }
+  };
+  gsym::Expected<std::string> stop_reason =
+      sample_until_stopped(**sampler, targets, command.get(), start, report_module_uses);
   if (!stop_reason) return stop_reason.error();
   capture.duration_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)

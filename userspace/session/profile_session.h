@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "gsym/expected.h"
@@ -17,6 +18,10 @@ namespace gsymprof {
 struct SessionOptions {
   TargetOptions targets;
   size_t ring_buffer_bytes = size_t{8} << 20;
+  // Called while sampling runs, once per module (per process image) as soon
+  // as a stack uses it: work on it may start early (GSYM prefetch). The
+  // module is valid during the call only.
+  std::function<void(const ProcessModule& module)> on_module_used;
 };
 
 struct SessionStats {

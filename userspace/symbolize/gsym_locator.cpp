@@ -569,4 +569,6 @@ const std::vector<std::string>& GsymLocator::notes() const { return state_->note
 
 uint64_t GsymLocator::conversions_attempted() const { return state_->conversions; }
 
+void GsymLocator::set_conversion_threads(unsigned threads) { state_->options.convert.threads = threads; }
+
 }  // namespace gsymprof

@@ -136,6 +136,10 @@ class GsymLocator {
   // How many conversions were attempted (for tests of the miss cache).
   uint64_t conversions_attempted() const;
 
+  // Threads per conversion from now on (LocatorOptions::convert.threads;
+  // 0 = every CPU): 1 while conversions run beside a profiled workload.
+  void set_conversion_threads(unsigned threads);
+
  private:
   struct State;
   std::unique_ptr<State> state_;

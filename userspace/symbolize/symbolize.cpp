@@ -125,10 +125,7 @@ class Symbolizer {
           .try_emplace(std::make_pair(module.path, module.build_id),
                        static_cast<uint32_t>(identities.size()))
           .first->second;
-      std::string elf_path =
-          options_.local_elf_path ? options_.local_elf_path(module)
-          : !module.local_file.empty() ? module.local_file
-                                       : module.path;
+      std::string elf_path = local_elf_path_for(module, options_);
       ModuleReport report;
       report.path = module.path;
       auto key = std::make_pair(module.path, module.build_id);
@@ -548,6 +545,11 @@ class Symbolizer {
 };
 
 }  // namespace
+
+std::string local_elf_path_for(const CaptureModule& module, const SymbolizeOptions& options) {
+  if (options.local_elf_path) return options.local_elf_path(module);
+  return module.local_file.empty() ? module.path : module.local_file;
+}
 
 gsym::Expected<SymbolizeResult> symbolize(const Capture& capture, GsymLocator& locator,
                                           const SymbolizeOptions& options) {

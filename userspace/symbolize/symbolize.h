@@ -130,6 +130,10 @@ struct SymbolizeResult {
   SymbolizeStats stats;
 };
 
+// The file `module` is converted from on a GSYM miss, by the rule
+// SymbolizeOptions::local_elf_path describes.
+std::string local_elf_path_for(const CaptureModule& module, const SymbolizeOptions& options);
+
 // Errors (bad capture): a frame's module index >= capture.modules.size().
 // Missing symbols are never errors: they show in frames and reports.
 gsym::Expected<SymbolizeResult> symbolize(const Capture& capture, GsymLocator& locator,
