@@ -773,6 +773,37 @@ memory_run() {
   esac
 }
 
+# memory_system KIND SECONDS OUT: a system-wide profile of SECONDS at 999 Hz
+# while this tree builds (make -j2 into a scratch build dir); appends
+# "maxrss_kb unique_stacks_or_samples dropped" to OUT.
+memory_system() {
+  local kind=$1 seconds=$2 out=$3 tree=$TMP/tree-build
+  rm -rf "$tree"
+  setsid make -C "$ROOT" -j2 BUILD="$tree" all > /dev/null 2>&1 &
+  local build=$!
+  sleep 2
+  case $kind in
+    gsymprof)
+      /usr/bin/time -f '%M' -o "$TMP/mem.time" "$GSYMPROF" profile -F 999 -d "$seconds" -o "$TMP/mem.folded" \
+        2> "$TMP/mem.err"
+      echo "$(cat "$TMP/mem.time") $(sed -n 's/.*unique stacks: \([0-9]*\).*/\1/p' "$TMP/mem.err")" \
+        "$(sed -n 's/.*ringbuf_full \([0-9]*\).*/\1/p' "$TMP/mem.err")" >> "$out" ;;
+    perf-dwarf)
+      /usr/bin/time -f '%M' -o "$TMP/mem.time" perf record -q -a --call-graph dwarf -F 999 -o "$TMP/mem.data" \
+        -- sleep "$seconds" 2> "$TMP/mem.err" > /dev/null
+      echo "$(cat "$TMP/mem.time") $(perf report -i "$TMP/mem.data" --stats 2>/dev/null |
+        awk '/SAMPLE events:/ { print $3; exit }') $(perf report -i "$TMP/mem.data" --stats 2>/dev/null |
+        awk '/LOST events:/ { print $3; exit }')" >> "$out" ;;
+    bpftrace)
+      /usr/bin/time -f '%M' -o "$TMP/mem.time" timeout -s INT "$seconds" bpftrace \
+        -e 'profile:hz:999 { @[comm, kstack, ustack] = count(); }' > "$TMP/mem.out" 2> "$TMP/mem.err"
+      echo "$(cat "$TMP/mem.time") $(grep -c '^@\[' "$TMP/mem.out") -" >> "$out" ;;
+  esac
+  kill -- -"$build" 2> /dev/null
+  wait "$build" 2> /dev/null
+  rm -rf "$tree"
+}
+
 section_memory() {
   section_begin memory
   [[ $(id -u) -eq 0 ]] || { log "memory section needs root: skipped"; return 0; }
@@ -811,6 +842,23 @@ section_memory() {
   done
   md
   md "perf keeps every sample (in perf.data, not in memory): its count is the samples; bpftrace's is its \`@[ustack]\` entries."
+  local system_s=${MEMORY_SYSTEM_S:-60}
+  if [[ $system_s != 0 ]]; then
+    md
+    md "System-wide, ${system_s} s at 999 Hz while this tree builds (\`make -j2\`, C++ compiles), one run each (medians of $ROUNDS):"
+    md
+    md "| profiler | peak RSS (MB) | unique stacks (perf: samples) | KB per unique stack, whole RSS | dropped |"
+    md "|---|---:|---:|---:|---:|"
+    for kind in "${kinds[@]}"; do : > "$TMP/memsys-$kind"; done
+    for ((r = 0; r < ROUNDS; r++)); do
+      for kind in "${kinds[@]}"; do memory_system "$kind" "$system_s" "$TMP/memsys-$kind"; done
+    done
+    for kind in "${kinds[@]}"; do
+      local rss n dropped
+      rss=$(column "$TMP/memsys-$kind" 1); n=$(column "$TMP/memsys-$kind" 2); dropped=$(column "$TMP/memsys-$kind" 3)
+      md "| $kind | $(fmt "$(awk -v k="$rss" 'BEGIN { print (k == "-") ? "-" : k / 1024 }')" 1) | $(fmt "$n" 0) | $(awk -v k="$rss" -v n="$n" 'BEGIN { if (k == "-" || n == "-" || n == 0) print "-"; else printf("%.2f\n", k / n) }') | $dropped |"
+    done
+  fi
   write_section memory "$SECTION_MD"
 }
 

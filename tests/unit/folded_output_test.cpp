@@ -100,3 +100,42 @@ TEST_CASE("folded: control characters in comm and names are escaped") {
   // A name can never add a line.
   CHECK(folded_text(result_of({{"x", {fn("a\nb 9\nfake;stack")}, 1}})) == "x;a\\x0ab 9\\x0afake:stack 1\n");
 }
+
+TEST_CASE("folded: order and merging equal the texts' bytewise order across frame boundaries") {
+  // Names that are prefixes of each other, or end where another has ';',
+  // '_' or a high byte: piecewise comparison must order exactly as the
+  // whole texts compare. A naive fold (build each text, sort, merge) is the
+  // oracle, over random stacks.
+  const std::vector<std::string> names = {"a", "a_b", "ab", "a:b", "b", "", "a;b", "\xc3\xa9", "a\x7f"};
+  uint64_t state = 12345;
+  auto next = [&](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  for (int round = 0; round < 200; ++round) {
+    std::vector<Stack> stacks;
+    for (int s = 0, n = static_cast<int>(1 + next(12)); s < n; ++s) {
+      Stack stack{next(2) ? "c" : "c;", {}, next(4)};
+      for (uint64_t f = 0, depth = next(4); f < depth; ++f)
+        stack.frames.push_back(fn(names[next(names.size())], next(3) == 0));
+      stacks.push_back(stack);
+    }
+    const SymbolizeResult result = result_of(stacks);
+    std::vector<FoldedLine> naive;
+    for (const SymbolizedStack& stack : result.stacks) {
+      if (stack.count == 0) continue;
+      std::string text = sanitize_folded_name(stack.comm);
+      for (uint32_t id : stack.frames) text += ";" + folded_frame(result.frames[id]);
+      naive.push_back({text, stack.count});
+    }
+    std::sort(naive.begin(), naive.end(), [](const FoldedLine& a, const FoldedLine& b) { return a.stack < b.stack; });
+    std::vector<FoldedLine> merged;
+    for (const FoldedLine& line : naive)
+      if (!merged.empty() && merged.back().stack == line.stack) merged.back().count += line.count;
+      else merged.push_back(line);
+    std::string text;
+    for (const FoldedLine& line : merged) text += line.stack + " " + std::to_string(line.count) + "\n";
+    REQUIRE(fold_stacks(result) == merged);
+    REQUIRE(folded_text(result) == text);
+  }
+}

@@ -41,54 +41,119 @@ std::string folded_frame(const SymbolizedFrame& frame) {
   return out;
 }
 
-std::vector<FoldedLine> fold_stacks(const SymbolizeResult& result) {
-  // Each distinct frame is sanitized once, not at every occurrence.
-  std::vector<std::string> frames;
-  frames.reserve(result.frames.size());
-  for (const SymbolizedFrame& frame : result.frames) frames.push_back(folded_frame(frame));
-  std::vector<FoldedLine> lines;
-  lines.reserve(result.stacks.size());
-  for (const SymbolizedStack& stack : result.stacks) {
-    if (stack.count == 0) continue;
-    FoldedLine line;
-    size_t size = stack.comm.size();
-    for (uint32_t id : stack.frames) size += frames.at(id).size() + 1;
-    line.stack.reserve(size);
-    append_sanitized(line.stack, stack.comm);
-    for (uint32_t id : stack.frames) {
-      line.stack += ';';
-      line.stack += frames[id];
+namespace {
+
+// The stacks' folded texts ("comm;root;...;leaf") in sorted order, counts of
+// equal texts summed, without building the texts: each stack is a sequence
+// of pieces (its sanitized comm, then ";" and a distinct frame's text per
+// frame) compared bytewise across piece boundaries, so a profile's text
+// exists once, in the output, not also line by line beside it.
+class FoldedStacks {
+ public:
+  explicit FoldedStacks(const SymbolizeResult& result) : result_(result) {
+    frames_.reserve(result.frames.size());
+    for (const SymbolizedFrame& frame : result.frames) frames_.push_back(folded_frame(frame));
+    comms_.reserve(result.stacks.size());
+    for (const SymbolizedStack& stack : result.stacks) comms_.push_back(sanitize_folded_name(stack.comm));
+    for (uint32_t i = 0; i < result.stacks.size(); ++i)
+      if (result.stacks[i].count != 0) order_.push_back(i);
+    std::sort(order_.begin(), order_.end(), [this](uint32_t a, uint32_t b) { return compare(a, b) < 0; });
+  }
+
+  // Calls emit(stack index of the first of the equal texts, summed count) per
+  // distinct text, in order.
+  template <class Emit>
+  void for_each(Emit&& emit) const {
+    for (size_t i = 0; i < order_.size();) {
+      uint64_t count = 0;
+      size_t j = i;
+      for (; j < order_.size() && compare(order_[i], order_[j]) == 0; ++j) count += result_.stacks[order_[j]].count;
+      emit(order_[i], count);
+      i = j;
     }
-    line.count = stack.count;
+  }
+
+  size_t text_size(uint32_t stack) const {
+    size_t size = comms_[stack].size();
+    for (uint32_t id : result_.stacks[stack].frames) size += frames_.at(id).size() + 1;
+    return size;
+  }
+
+  void append_text(std::string& out, uint32_t stack) const {
+    out += comms_[stack];
+    for (uint32_t id : result_.stacks[stack].frames) {
+      out += ';';
+      out += frames_.at(id);
+    }
+  }
+
+ private:
+  // Walks a stack's text piece by piece.
+  struct Cursor {
+    const FoldedStacks& self;
+    uint32_t stack;
+    size_t piece = 0;  // 0: comm; 2k+1: ';' before frame k; 2k+2: frame k
+    std::string_view rest;
+    Cursor(const FoldedStacks& s, uint32_t i) : self(s), stack(i), rest(s.comms_[i]) {}
+    // The next non-empty run of bytes ("" at the end).
+    std::string_view next() {
+      const auto& frames = self.result_.stacks[stack].frames;
+      while (rest.empty()) {
+        ++piece;
+        const size_t frame = (piece - 1) / 2;
+        if (frame >= frames.size()) return {};
+        rest = piece % 2 ? std::string_view(";") : std::string_view(self.frames_.at(frames[frame]));
+      }
+      return rest;
+    }
+  };
+
+  int compare(uint32_t a, uint32_t b) const {
+    if (a == b) return 0;
+    Cursor x(*this, a), y(*this, b);
+    for (;;) {
+      std::string_view p = x.next(), q = y.next();
+      if (p.empty() || q.empty()) return p.empty() ? (q.empty() ? 0 : -1) : 1;
+      const size_t n = std::min(p.size(), q.size());
+      if (int c = p.substr(0, n).compare(q.substr(0, n)); c != 0) return c;
+      x.rest.remove_prefix(n);
+      y.rest.remove_prefix(n);
+    }
+  }
+
+  const SymbolizeResult& result_;
+  std::vector<std::string> frames_;  // distinct frames' texts, sanitized once
+  std::vector<std::string> comms_;   // per stack (short: no heap)
+  std::vector<uint32_t> order_;      // stacks with a count, sorted by text
+};
+
+}  // namespace
+
+std::vector<FoldedLine> fold_stacks(const SymbolizeResult& result) {
+  const FoldedStacks stacks(result);
+  std::vector<FoldedLine> lines;
+  stacks.for_each([&](uint32_t stack, uint64_t count) {
+    FoldedLine line;
+    line.stack.reserve(stacks.text_size(stack));
+    stacks.append_text(line.stack, stack);
+    line.count = count;
     lines.push_back(std::move(line));
-  }
-  std::sort(lines.begin(), lines.end(),
-            [](const FoldedLine& a, const FoldedLine& b) { return a.stack < b.stack; });
-  // Stacks that differ only in file, line or module fold to the same text.
-  std::vector<FoldedLine> merged;
-  merged.reserve(lines.size());
-  for (FoldedLine& line : lines) {
-    if (!merged.empty() && merged.back().stack == line.stack)
-      merged.back().count += line.count;
-    else
-      merged.push_back(std::move(line));
-  }
-  return merged;
+  });
+  return lines;
 }
 
 std::string folded_text(const SymbolizeResult& result) {
-  std::vector<FoldedLine> lines = fold_stacks(result);
+  const FoldedStacks stacks(result);
   size_t size = 0;
-  for (const FoldedLine& line : lines) size += line.stack.size() + 22;
+  stacks.for_each([&](uint32_t stack, uint64_t) { size += stacks.text_size(stack) + 22; });
   std::string out;
   out.reserve(size);
-  for (FoldedLine& line : lines) {
-    out += line.stack;
-    std::string().swap(line.stack);  // release as we go: the text can be large
+  stacks.for_each([&](uint32_t stack, uint64_t count) {
+    stacks.append_text(out, stack);
     out += ' ';
-    out += std::to_string(line.count);
+    out += std::to_string(count);
     out += '\n';
-  }
+  });
   return out;
 }
 
