@@ -163,6 +163,14 @@ TEST_CASE("normalize: frames through a process image") {
     CHECK(no_segment.reason == UnresolvedReason::NoSegment);
     CHECK(no_segment.file_offset == 0x5010);
   }
+  SUBCASE("an address in a mapping without execute permission is no code") {
+    // The read-only first mapping of /bin/app: a wrong return address the
+    // unwinder recovered, not a frame of the module.
+    NormalizedFrame f = normalize_frame(image, 0x555500000100, 1);
+    CHECK(f.module == -1);
+    CHECK(f.reason == UnresolvedReason::NotExecutable);
+    CHECK(f.address == 0x555500000100);
+  }
   SUBCASE("a process whose maps could not be read") {
     ProcessImage gone;
     gone.pid = 7;

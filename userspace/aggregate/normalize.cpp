@@ -52,6 +52,12 @@ NormalizedFrame normalize_frame(const ProcessImage& image, uint64_t ip, size_t f
     frame.reason = UnresolvedReason::AnonymousMapping;
     return frame;
   }
+  if (!map.executable()) {
+    // A file mapped without execute permission (data, a GSYM): no code of
+    // any module runs here, whatever the file is.
+    frame.reason = UnresolvedReason::NotExecutable;
+    return frame;
+  }
   frame.file_offset = addr - map.start + map.file_offset;
   const ProcessModule& m = image.modules[static_cast<size_t>(module)];
   if (!m.error.empty()) {

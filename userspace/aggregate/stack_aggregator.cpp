@@ -117,7 +117,7 @@ void StackAggregator::note_module_uses(uint32_t image_id, const ProcessImage& im
   int32_t previous = -1;  // frames run in one module for a while: one set lookup each
   for (uint64_t addr : lookup_scratch_) {
     const int32_t map = image.find_map(addr);
-    if (map < 0) continue;
+    if (map < 0 || !image.maps[static_cast<size_t>(map)].executable()) continue;
     const int32_t module = image.map_module[static_cast<size_t>(map)];
     if (module < 0 || module == previous) continue;
     previous = module;

@@ -17,6 +17,7 @@ constexpr ReasonName kReasonNames[] = {
     {UnresolvedReason::ModuleUnreadable, "module-unreadable"},
     {UnresolvedReason::NoSegment, "no-segment"},
     {UnresolvedReason::ProcessGone, "process-gone"},
+    {UnresolvedReason::NotExecutable, "not-executable"},
 };
 
 auto mapping_key(const ModuleMapping& m) { return std::tie(m.start, m.end, m.file_offset, m.perms); }

@@ -23,6 +23,8 @@ enum class UnresolvedReason : uint8_t {
   ModuleUnreadable,  // mapping has a file but its ELF could not be read
   NoSegment,         // file offset lies in no PT_LOAD segment
   ProcessGone,       // maps could not be read at all
+  NotExecutable,     // in a mapping without execute permission: no code runs
+                     // there, so the unwinder recovered a wrong return address
 };
 const char* to_string(UnresolvedReason reason);
 
