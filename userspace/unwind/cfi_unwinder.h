@@ -51,7 +51,9 @@ inline constexpr size_t kUnwindStopCount = 8;
 const char* to_string(UnwindStop stop);
 
 struct UnwindOptions {
-  size_t max_frames = 127;
+  // Deep enough for any stack a full copy holds in practice (a 256 KiB copy
+  // of 1 KiB frames is 256 frames; clang's parser recursion passes 400).
+  size_t max_frames = 2048;
   // Where no CFI covers a PC (JIT code, assembly), step to the caller by the
   // frame pointer when rbp looks like a frame of the copied stack, as
   // `perf -g` does; counted in UnwindResult::frame_pointer_steps.
