@@ -404,8 +404,8 @@ LossSummary summarize_losses(const Capture& capture) {
   if (uint64_t n = count_of(unwind_stop_loss_key(UnwindStop::StackCopyTooSmall)))
     losses.fixes += std::to_string(n) +
                     " stacks are deeper than the copied user stack: copy more with "
-                    "--call-graph dwarf,SIZE (up to " +
-                    std::to_string(kMaxStackCopyBytes) + " bytes)";
+                    "--call-graph dwarf,SIZE (gsymprof: up to " +
+                    std::to_string(kMaxStackCopyBytes) + " bytes; perf record: 65528)";
   if (has_kernel_frames(capture)) losses.kernel_problem = capture.kernel.error;
   return losses;
 }
