@@ -98,6 +98,10 @@ class CfiUnwinder {
   // failures keyed by build ID and path.
   std::map<std::string, std::unique_ptr<ModuleCfi>> cache_;
   CfiCacheStats stats_;
+  // Decoded CFI rows cached over all modules (a few hundred bytes each);
+  // past the bound every module's rows are dropped and decoded again.
+  static constexpr size_t kMaxCachedRows = 32768;
+  size_t rows_cached_ = 0;
 };
 
 }  // namespace gsymprof
