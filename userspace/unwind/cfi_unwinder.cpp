@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <bit>
 #include <optional>
 #include <unordered_map>
 #include <cstdio>
@@ -71,10 +72,15 @@ UnwindStop stop_for(Eval e) {
 
 // Reads `size` bytes at runtime address `addr`, only from the copied stack.
 Eval read_stack(const StackView& stack, uint64_t addr, size_t size, uint64_t& out) {
+  if (size > sizeof(out)) return Eval::Bad;
   if (addr < stack.stack_start) return Eval::Unreadable;
   uint64_t offset = addr - stack.stack_start;
   if (offset > stack.stack.size() || stack.stack.size() - offset < size) return Eval::TooSmall;
   out = 0;
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(&out, stack.stack.data() + offset, size);  // size <= 8: the low bytes
+    return Eval::Ok;
+  }
   for (size_t i = 0; i < size; ++i) out |= static_cast<uint64_t>(stack.stack[offset + i]) << (8 * i);
   return Eval::Ok;
 }
