@@ -884,7 +884,33 @@ section_deepstacks() {
     done
   done
   sysctl -qw kernel.bpf_stats_enabled="$old_stats" 2>/dev/null
-  if [[ -s $TMP/deep.err ]]; then :; fi
+
+  # The ring buffer's sizing rule on a busy machine: system-wide at 999 Hz
+  # while two compile loops keep both CPUs busy.
+  md
+  md "System-wide \`gsymprof profile -F 999 -d 20\` (default options) while two loops of the clang++ workload keep both CPUs busy:"
+  md
+  md '| round | samples taken | lost (ringbuf_full) | ring buffer | bytes per sample record | truncated stacks | gsymprof CPU s | peak RSS MB |'
+  md '|---:|---:|---:|---:|---:|---:|---:|---:|'
+  deep_workload clang-compile
+  for ((r = 0; r < (ROUNDS < 3 ? ROUNDS : 3); r++)); do
+    local stop=$TMP/deep.stop loops=()
+    rm -f "$stop"
+    for _ in 1 2; do
+      ( while [[ ! -e $stop ]]; do "${DEEP_CMD[@]}" > /dev/null 2>&1; done ) & loops+=($!)
+    done
+    sleep 1
+    /usr/bin/time -f '%U %S %M' -o "$TMP/deep.prof" "$GSYMPROF" profile -F 999 -d 20 -o "$TMP/deep.out" 2> "$TMP/deep.err"
+    touch "$stop"; wait "${loops[@]}"
+    local taken lost ring bytes trunc cpu rss
+    taken=$(sed -n 's/^gsymprof: \([0-9]*\) samples taken.*/\1/p' "$TMP/deep.err")
+    lost=$(sed -n 's/.*ringbuf_full \([0-9]*\).*/\1/p' "$TMP/deep.err")
+    ring=$(sed -n 's/.*ring buffer: \([0-9]*\) KiB.*/\1/p' "$TMP/deep.err")
+    bytes=$(sed -n 's/.*KiB, \([0-9]*\) bytes per sample record.*/\1/p' "$TMP/deep.err")
+    trunc=$(sed -n 's/^gsymprof: truncated stacks: \([0-9]*\).*/\1/p' "$TMP/deep.err")
+    read -r cpu rss < <(awk '{ printf("%.2f %.0f\n", $1 + $2, $3 / 1024) }' "$TMP/deep.prof")
+    md "| $((r + 1)) | ${taken:--} | ${lost:--} | $(( ${ring:-0} / 1024 )) MiB | ${bytes:--} | ${trunc:--} | $cpu | $rss |"
+  done
   write_section deepstacks "$SECTION_MD"
 }
 

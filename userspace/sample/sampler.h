@@ -71,10 +71,11 @@ class Sampler {
 // The ring buffer's size (a power of two) for `cpus` CPUs sampling at
 // `frequency_hz` with records of `typical_record_bytes` on average and at
 // most `max_record_bytes`: room for kRingBufferSeconds of every CPU's samples
-// (the reader drains it every 10 ms, but stalls while it loads a module's CFI
-// or reads a process's maps) and for kRingBufferMaxRecords of the largest
+// (the reader drains it every 10 ms, but on a busy machine it waits for a CPU
+// and falls behind: 0.1-0.4 s stalls, once 1.8 s, were seen system-wide
+// during a 2-job compile, where a quarter second of buffer dropped samples) and for kRingBufferMaxRecords of the largest
 // records per CPU, within [kMinRingBufferBytes, kMaxRingBufferBytes].
-inline constexpr double kRingBufferSeconds = 0.25;
+inline constexpr double kRingBufferSeconds = 0.5;
 inline constexpr size_t kRingBufferMaxRecords = 8;
 inline constexpr size_t kMinRingBufferBytes = size_t{1} << 20;
 inline constexpr size_t kMaxRingBufferBytes = size_t{256} << 20;
