@@ -18,7 +18,7 @@
 # Environment: BUILD (build dir, default build), GSYMPROF (default
 # $BUILD/gsymprof), BENCH_DIR (corpus cache, default
 # /var/cache/gsymprof-bench), ROUNDS (alternating rounds, default 5),
-# RESULTS (default tests/bench/RESULTS.md).
+# RESULTS (default tests/bench/RESULTS.md), DEEP_HZ (deepstacks rates, default "999 9999").
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -844,7 +844,8 @@ section_deepstacks() {
   md "\`perf record -F HZ --call-graph dwarf[,65528] -- CMD\`). Complete = a user frame is the process's start (\`_start\`,"
   md "\`__libc_start_main\`, \`__libc_start_call_main\`, ld.so's \`_dl_start\`), the same rule for both tools; depth = mean user frames."
   md "Workload CPU = user+sys of the workload alone (GNU time), where the sampling interrupt and the in-kernel copy are charged;"
-  md "µs/sample = (CPU - unprofiled CPU) / samples. BPF ns = the sampler program's mean run time (kernel.bpf_stats_enabled)."
+  md "µs/sample = (CPU - the same round's unprofiled CPU) / samples, median over rounds. BPF ns = the sampler program's mean run time"
+  md "(kernel.bpf_stats_enabled)."
   md "Bytes/sample: gsymprof = ring-buffer bytes per sample record; perf = perf.data size / samples. Medians of $ROUNDS alternating rounds."
   md
   md "| workload | Hz | profiler | samples | complete % | depth | workload CPU s | slowdown | µs/sample | BPF ns/sample | profiler CPU s | bytes/sample |"
@@ -855,7 +856,7 @@ section_deepstacks() {
   export BPF_STATS=$TMP/deep.bpf
   local name hz kind r kinds
   for name in sqlite3-cte clang-compile; do
-    for hz in 999 9999; do
+    for hz in ${DEEP_HZ:-999 9999}; do
       kinds=(none gsymprof perf-dwarf)
       [[ $hz == 999 ]] && kinds+=(perf-dwarf-max)
       for kind in "${kinds[@]}"; do : > "$TMP/deep-$name-$hz-$kind"; done
@@ -872,7 +873,11 @@ section_deepstacks() {
         local f=$TMP/deep-$name-$hz-$kind cpu prof samples pct depth bytes bpf per
         cpu=$(column "$f" 1); prof=$(column "$f" 2); samples=$(column "$f" 3); pct=$(column "$f" 4)
         depth=$(column "$f" 5); bytes=$(column "$f" 6); bpf=$(column "$f" 7)
-        per=$(awk -v c="$cpu" -v b="$base" -v s="$samples" 'BEGIN { if (c == "-" || b == "-" || s == "-" || s + 0 == 0) print "-"; else printf("%.1f", (c - b) / s * 1e6) }')
+        # Paired by round (the unprofiled run just before), then the median:
+        # this machine's speed drifts between rounds more than the effect.
+        per=$(awk 'NR == FNR { base[FNR] = $1; next }
+                   $3 != "-" && $3 + 0 > 0 && (FNR in base) { printf("%.2f\n", ($1 - base[FNR]) / $3 * 1e6) }' \
+                "$TMP/deep-$name-$hz-none" "$f" | median)
         if [[ $kind == none ]]; then
           md "| $name | $hz | (none) | - | - | - | $(fmt "$cpu" 3) | 1 | - | - | - | - |"
         else
