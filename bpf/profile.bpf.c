@@ -19,10 +19,9 @@ const volatile bool filter_by_tgid = false;
 const volatile bool follow_forks = false;
 /* Kernel frames with every sample (off: --user-callchains). */
 const volatile bool kernel_stacks = true;
-/* Stack-copy mode: bytes of user stack per record (multiple of 8, at most
- * PROFILE_MAX_STACK_COPY). A frozen rodata constant, so the verifier knows
- * the record size. */
-const volatile __u32 stack_copy_bytes = 8192;
+/* Stack-copy mode: most bytes of user stack per record (multiple of 8, at
+ * most PROFILE_MAX_STACK_COPY); records carry only the live part. */
+const volatile __u32 stack_copy_bytes = 262144;
 /* Wake the reader only once this many bytes wait in the ring buffer (user
  * space sets a quarter of its size): a wakeup per sample costs the sampled
  * CPU an extra interrupt and the reader a context switch, and user space
@@ -108,9 +107,77 @@ static __always_inline __u32 read_kernel_stack(struct bpf_perf_event_data* ctx, 
   return bytes / sizeof(__u64);
 }
 
-/* Stack-copy mode: user registers plus the top of the user stack, for the
- * CFI unwinder in user space. The registers are the task's user registers
- * (bpf_task_pt_regs), also when the sample interrupted a system call. */
+/* Per-CPU scratch for copies shorter than one chunk (see copy_user_stack). */
+struct stack_chunk {
+  __u8 bytes[PROFILE_STACK_CHUNK];
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct stack_chunk);
+} stack_scratch SEC(".maps");
+
+static long note_vma_end(struct task_struct* task, struct vm_area_struct* vma, void* data) {
+  *(__u64*)data = vma->vm_end;
+  return 0;
+}
+
+/* The top of the sampled thread's stack, above sp: the frames live in
+ * [sp, top). The main thread's frames lie below mm->start_stack (above it:
+ * argv, environment, auxv); a glibc thread's below its TCB (fsbase), which
+ * glibc puts at the top of the thread's stack mapping. These two reads are
+ * cheap; only where they do not bracket sp (another runtime's threads, a
+ * signal stack) is the stack mapping looked up, which costs more (it takes
+ * the mmap lock and, with interrupts off, defers the unlock to an irq_work).
+ * 0: unknown (the mmap lock was busy). */
+static __always_inline __u64 stack_top(struct task_struct* task, __u64 sp, __u64 pid_tgid) {
+  __u64 guess = (__u32)pid_tgid == pid_tgid >> 32 ? BPF_CORE_READ(task, mm, start_stack)
+                                                  : BPF_CORE_READ(task, thread.fsbase);
+  if (guess > sp && guess - sp <= PROFILE_MAX_STACK_COPY) return guess;
+  __u64 vma_end = 0;
+  if (bpf_find_vma(task, sp, note_vma_end, &vma_end, 0) == 0 && vma_end > sp) return vma_end;
+  return guess > sp ? guess : 0;
+}
+
+/* Copies `size` bytes of user stack from `sp` into the record at offset
+ * `fixed`, in PROFILE_STACK_CHUNK pieces written straight into the ring
+ * buffer (the last piece overlaps the one before, so every piece has the
+ * constant size the verifier wants); a copy shorter than a chunk goes
+ * through the per-CPU scratch. Returns the bytes copied before the first
+ * unreadable page (bpf_probe_read_user cannot fault pages in). */
+static __always_inline __u32 copy_user_stack(struct bpf_dynptr* record, __u32 fixed, __u64 sp,
+                                             __u32 size) {
+  if (size < PROFILE_STACK_CHUNK) {
+    __u32 zero = 0;
+    struct stack_chunk* scratch = bpf_map_lookup_elem(&stack_scratch, &zero);
+    if (!scratch || size == 0) return 0;
+    /* Tell the verifier size < a chunk; the empty asm keeps clang from
+     * dropping a mask it knows to be a no-op. */
+    asm volatile("" : "+r"(size));
+    size &= PROFILE_STACK_CHUNK - 1;
+    if (bpf_probe_read_user(scratch->bytes, size, (const void*)sp)) return 0;
+    if (bpf_dynptr_write(record, fixed, scratch->bytes, size, 0)) return 0;
+    return size;
+  }
+  const __u32 chunks = (size + PROFILE_STACK_CHUNK - 1) / PROFILE_STACK_CHUNK;
+  for (__u32 i = 0; i < PROFILE_MAX_STACK_COPY / PROFILE_STACK_CHUNK; i++) {
+    if (i >= chunks) break;
+    __u32 offset = i * PROFILE_STACK_CHUNK;
+    if (offset > size - PROFILE_STACK_CHUNK) offset = size - PROFILE_STACK_CHUNK;
+    void* piece = bpf_dynptr_data(record, fixed + offset, PROFILE_STACK_CHUNK);
+    if (!piece || bpf_probe_read_user(piece, PROFILE_STACK_CHUNK, (const void*)(sp + offset)))
+      return offset;
+  }
+  return size;
+}
+
+/* Stack-copy mode: user registers plus the live part of the user stack, for
+ * the CFI unwinder in user space. The record holds exactly the bytes from sp
+ * to the top of the stack (at most stack_copy_bytes), so a shallow stack
+ * costs a small record and a deep one is copied whole. The registers are the
+ * task's user registers (bpf_task_pt_regs), also when the sample interrupted
+ * a system call. */
 static __always_inline int send_stack_copy(struct bpf_perf_event_data* ctx,
                                            struct task_struct* task, __u64 pid_tgid) {
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
@@ -118,38 +185,40 @@ static __always_inline int send_stack_copy(struct bpf_perf_event_data* ctx,
     count(PROFILE_COUNTER_NO_USER_STACK);
     return 0;
   }
-  __u32 record_size = sizeof(struct profile_stack_copy_event) + stack_copy_bytes;
-  struct profile_stack_copy_event* event = bpf_ringbuf_reserve(&events, record_size, 0);
-  if (!event) {
+  const __u64 sp = BPF_CORE_READ(regs, sp);
+  const __u64 top = stack_top(task, sp, pid_tgid);
+  /* Unknown top: as much as allowed; the copy stops at an unreadable page. */
+  __u64 live = top ? top - sp : stack_copy_bytes;
+  __u32 size = live < stack_copy_bytes ? (__u32)live : stack_copy_bytes;
+  const __u32 fixed = sizeof(struct profile_stack_copy_event);
+
+  struct bpf_dynptr record;
+  if (bpf_ringbuf_reserve_dynptr(&events, fixed + size, 0, &record)) {
+    bpf_ringbuf_discard_dynptr(&record, 0);
     count(PROFILE_COUNTER_RINGBUF_FULL);
     return 0;
   }
-  __u64 sp = BPF_CORE_READ(regs, sp);
+  /* The fixed part first; the copy is written behind it. */
+  struct profile_stack_copy_event* event = bpf_dynptr_data(&record, 0, sizeof(*event));
+  if (!event) {
+    bpf_ringbuf_discard_dynptr(&record, 0);
+    count(PROFILE_COUNTER_RINGBUF_FULL);
+    return 0;
+  }
+  fill_header(&event->header, PROFILE_EVENT_STACK_COPY, fixed + size, pid_tgid);
   event->ip = BPF_CORE_READ(regs, ip);
   event->sp = sp;
   event->bp = BPF_CORE_READ(regs, bp);
   event->flags = 0;
   event->reserved = 0;
   event->kernel_frame_count = read_kernel_stack(ctx, event->kernel_ips, &event->flags);
-
-  /* Main thread: nothing above the initial stack pointer (argv, environment)
-   * is needed, and the stack mapping ends soon after it. */
-  __u64 size = stack_copy_bytes;
-  __u64 start_stack = BPF_CORE_READ(task, mm, start_stack);
-  if (sp < start_stack && start_stack - sp < size) size = (start_stack - sp + 7) & ~7ULL;
-  /* A read crossing the end of the mapping fails as a whole: retry shorter. */
-  long err = -1;
-  for (int attempt = 0; attempt < 8 && size > 0; attempt++) {
-    if (size > stack_copy_bytes) size = stack_copy_bytes;
-    err = bpf_probe_read_user(event->stack, size, (const void*)sp);
-    if (err == 0) break;
-    size = (size / 2) & ~7ULL;
+  const __u32 copied = copy_user_stack(&record, fixed, sp, size);
+  event->stack_size = copied;
+  if (copied < size) {
     event->flags |= PROFILE_STACK_TRUNCATED;
+    count(PROFILE_COUNTER_STACK_COPY_SHORT);
   }
-  event->stack_size = err == 0 ? size : 0;
-  if (event->flags & PROFILE_STACK_TRUNCATED) count(PROFILE_COUNTER_STACK_COPY_SHORT);
-  fill_header(&event->header, PROFILE_EVENT_STACK_COPY, record_size, pid_tgid);
-  bpf_ringbuf_submit(event, sample_wakeup(pid_tgid >> 32));
+  bpf_ringbuf_submit_dynptr(&record, sample_wakeup(pid_tgid >> 32));
   return 0;
 }
 

@@ -27,8 +27,11 @@ enum profile_mode {
                                      with CFI in user space (--call-graph dwarf) */
 };
 
-/* Largest stack copy a record may carry (--call-graph dwarf,SIZE). */
-#define PROFILE_MAX_STACK_COPY 65528
+/* Largest stack copy a record may carry (--call-graph dwarf,SIZE): 1 MiB. The
+ * copy is filled in PROFILE_STACK_CHUNK pieces, so the BPF loop is bounded by
+ * PROFILE_MAX_STACK_COPY / PROFILE_STACK_CHUNK. */
+#define PROFILE_STACK_CHUNK 4096
+#define PROFILE_MAX_STACK_COPY (256 * PROFILE_STACK_CHUNK)
 
 enum profile_event_kind {
   PROFILE_EVENT_FP_STACK = 1, /* struct profile_fp_stack_event */
@@ -79,9 +82,11 @@ struct profile_fp_stack_event {
 };
 
 /* Stack-copy mode: the user registers an x86-64 CFI unwind starts from and
- * the user stack from sp up. The record is header.size bytes long: the
- * fixed part, then stack_copy_bytes (rodata) bytes of which the first
- * stack_size are valid. */
+ * the live part of the user stack, from sp up to the top of the thread's
+ * stack (at most stack_copy_bytes, rodata). The record is variable-size:
+ * header.size bytes, the fixed part then the copy, of which the first
+ * stack_size bytes are valid (less than the record holds when a page could
+ * not be read; PROFILE_STACK_TRUNCATED is then set). */
 struct profile_stack_copy_event {
   struct profile_event_header header;
   __u64 ip, sp, bp;

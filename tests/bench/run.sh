@@ -3,7 +3,7 @@
 # test). Every number is measured side by side with a peer tool in the same
 # run, ours and the peer's runs alternating, and quoted as a median.
 #
-#   tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [memory] [tail]   (none: all)
+#   tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [deepstacks] [memory] [tail]   (none: all)
 #
 # Sections (each prints a markdown table and replaces its own block in
 # tests/bench/RESULTS.md; a section whose tool is not ready says so and skips):
@@ -13,13 +13,14 @@
 #   symbolize  symbolizing a cppcheck profile (cold/warm) vs perf script
 #   perfdata   gsymprof symbolize perf.data vs perf script --inline, one perf.data
 #   stacks   stack completeness with and without frame pointers
+#   deepstacks  deep stacks (sqlite3 CLI, clang++) and cost per sample vs perf dwarf
 #   memory   peak RSS per unique stack (unique_stacks.c) vs perf / bpftrace
 #   tail     seconds from the end of sampling to the output, cold and warm, vs perf
 #
 # Environment: BUILD (build dir, default build), GSYMPROF (default
 # $BUILD/gsymprof), BENCH_DIR (corpus cache, default
 # /var/cache/gsymprof-bench), ROUNDS (alternating rounds, default 5),
-# RESULTS (default tests/bench/RESULTS.md).
+# RESULTS (default tests/bench/RESULTS.md), DEEP_HZ (deepstacks rates, default "999 9999").
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -932,14 +933,185 @@ CPP
   write_section tail "$SECTION_MD"
 }
 
+# ------------------------------------------------------------- deepstacks --
+# Deep user stacks in programs nobody here wrote (issue 13): Debian's stripped
+# sqlite3 CLI (big VDBE frames) and a clang++ -O2 compile (deep parser
+# recursion), both without frame pointers, under gsymprof's default call
+# graph and perf's dwarf mode, each launching the workload itself.
+
+DEEP_DIR=$HERE/deep_workloads
+# deep_workload NAME: the workload's argv (DEEP_CMD) and stdin (DEEP_STDIN).
+deep_workload() {
+  case $1 in
+    sqlite3-cte) DEEP_CMD=(sqlite3 -init /dev/null :memory:); DEEP_STDIN=$DEEP_DIR/recursive_cte.sql ;;
+    clang-compile) DEEP_CMD=(clang++ -std=c++17 -O2 -c "$DEEP_DIR/stdlib_small.cpp" -o /dev/null); DEEP_STDIN=/dev/null ;;
+  esac
+}
+
+# deep_stats KIND: "samples complete_pct mean_user_depth" of the last run. A
+# stack is complete when a user frame is the process's start (_start,
+# __libc_start_main, __libc_start_call_main, or ld.so's _dl_start), the same
+# rule for both tools; GNU time's own samples are left out.
+DEEP_START='^(_start|__libc_start_main.*|__libc_start_call_main|_dl_start)$'
+deep_stats() {
+  case $1 in
+    gsymprof)
+      perl -e 'my ($re) = $ARGV[0]; my ($s, $c, $d) = (0, 0, 0);
+        open(my $in, "<", $ARGV[1]) or die;
+        while (<$in>) { chomp; my ($line, $n) = /^(.*) (\d+)$/ or next;
+          my ($comm, @f) = split(/;/, $line); next if $comm eq "time";
+          @f = grep { !/_\[k\]$/ && !/_\[i\]$/ && $_ ne "[truncated]" } @f;
+          $s += $n; $d += $n * @f; $c += $n if grep { /$re/ } @f }
+        printf("%d %.1f %.1f\n", $s, $s ? 100 * $c / $s : 0, $s ? $d / $s : 0)' "$DEEP_START" "$TMP/deep.out" ;;
+    perf-*)
+      perf script -i "$TMP/perf.data" -F comm,ip,sym,dso --no-inline 2>/dev/null | awk -v re="$DEEP_START" '
+        function end_sample() { if (inside && comm != "time") { s++; d += depth; if (start) c++ } inside = 0; depth = 0; start = 0 }
+        NF == 0 { end_sample(); next }
+        !inside { inside = 1; comm = $1; next }
+        { if ($NF == "([kernel.kallsyms])") next; depth++; if ($2 ~ re) start = 1 }
+        END { end_sample(); printf("%d %.1f %.1f\n", s, s ? 100 * c / s : 0, s ? d / s : 0) }' ;;
+  esac
+}
+
+# deep_run RESULT KIND HZ NAME: runs workload NAME under KIND (none, gsymprof,
+# perf-dwarf, perf-dwarf-max) at HZ and appends "workload_cpu_s profiler_cpu_s
+# samples complete_pct mean_depth bytes_per_sample bpf_ns_per_run" to RESULT.
+# Workload CPU (user+sys, where the sampling interrupt and the BPF program or
+# perf's copy are charged) from GNU time around the workload alone.
+deep_run() {
+  local result=$1 kind=$2 hz=$3 name=$4 stats=${5:-yes}
+  deep_workload "$name"
+  rm -f "$TMP/deep.work" "$TMP/deep.prof" "$TMP/deep.out" "$TMP/deep.err" "$TMP/perf.data" "$TMP/deep.bpf"
+  local inner=(/usr/bin/time -f '%U %S' -o "$TMP/deep.work" "${DEEP_CMD[@]}")
+  local outer=(/usr/bin/time -f '%U %S' -o "$TMP/deep.prof")
+  case $kind in
+    none) "${inner[@]}" < "$DEEP_STDIN" > /dev/null 2>&1 ;;
+    gsymprof)
+      # The sampler's own run time (kernel.bpf_stats_enabled), read while attached.
+      "${outer[@]}" "$GSYMPROF" profile -F "$hz" -o "$TMP/deep.out" -- bash -c \
+        '"$@" && bpftool prog show name sample_stack --json > "$BPF_STATS"' _ "${inner[@]}" \
+        < "$DEEP_STDIN" 2> "$TMP/deep.err" > /dev/null ;;
+    perf-dwarf | perf-dwarf-max)
+      local graph=dwarf
+      [[ $kind == perf-dwarf-max ]] && graph=dwarf,65528
+      "${outer[@]}" perf record -q -F "$hz" --call-graph "$graph" -o "$TMP/perf.data" -- "${inner[@]}" \
+        < "$DEEP_STDIN" > /dev/null 2> "$TMP/deep.err" ;;
+  esac
+  [[ -s $TMP/deep.work ]] || { log "$kind: $name did not run"; return 1; }
+  local work prof="-" samples="-" pct="-" depth="-" bytes="-" bpf="-"
+  work=$(awk '{ print $1 + $2 }' "$TMP/deep.work")
+  [[ -s $TMP/deep.prof ]] && prof=$(awk -v w="$work" '{ printf("%.3f", $1 + $2 - w) }' "$TMP/deep.prof")
+  case $kind in
+    gsymprof)
+      samples=$(sed -n 's/^gsymprof: \([0-9]*\) samples taken.*/\1/p' "$TMP/deep.err")
+      bytes=$(sed -n 's/.*ring buffer: [0-9]* KiB, \([0-9]*\) bytes per sample record.*/\1/p' "$TMP/deep.err")
+      [[ -s $TMP/deep.bpf ]] && bpf=$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p=p[0] if isinstance(p,list) else p; print(round(p["run_time_ns"]/p["run_cnt"]) if p.get("run_cnt") else "-")' "$TMP/deep.bpf" 2>/dev/null || echo -) ;;
+    perf-*)
+      samples=$(perf script -i "$TMP/perf.data" -F time -G 2>/dev/null | wc -l)
+      ((samples > 0)) && bytes=$(( $(stat -c %s "$TMP/perf.data") / samples )) ;;
+  esac
+  if [[ $kind != none && $stats == yes ]]; then read -r samples pct depth < <(deep_stats "$kind"); fi
+  echo "$work $prof ${samples:--} $pct $depth ${bytes:--} $bpf" >> "$result"
+}
+
+section_deepstacks() {
+  section_begin deepstacks
+  [[ $(id -u) -eq 0 ]] || { log "deepstacks section needs root: skipped"; return 0; }
+  command -v sqlite3 >/dev/null && command -v clang++ >/dev/null && command -v perf >/dev/null ||
+    { log "deepstacks needs sqlite3, clang++ and perf: skipped"; return 0; }
+  md "## Deep stacks and cost per sample, default call graph vs perf's dwarf mode (issue 13)"
+  md
+  machine_line
+  md
+  md "Workloads (no frame pointers, not built here): Debian's stripped \`sqlite3\` CLI running a recursive CTE + ORDER BY"
+  md "(tests/bench/deep_workloads/recursive_cte.sql), and \`clang++ -std=c++17 -O2 -c\` of a small file using the standard library"
+  md "(deep_workloads/stdlib_small.cpp, Debian clang $(clang++ --version | sed -n 's/.*clang version \([0-9.]*\).*/\1/p;q')). Each profiler launches the workload (\`gsymprof profile -F HZ -- CMD\`,"
+  md "\`perf record -F HZ --call-graph dwarf[,65528] -- CMD\`). Complete = a user frame is the process's start (\`_start\`,"
+  md "\`__libc_start_main\`, \`__libc_start_call_main\`, ld.so's \`_dl_start\`), the same rule for both tools; depth = mean user frames."
+  md "Workload CPU = user+sys of the workload alone (GNU time), where the sampling interrupt and the in-kernel copy are charged;"
+  md "µs/sample = (CPU - the same round's unprofiled CPU) / samples, median over rounds. BPF ns = the sampler program's mean run time"
+  md "(kernel.bpf_stats_enabled)."
+  md "Bytes/sample: gsymprof = ring-buffer bytes per sample record; perf = perf.data size / samples. Medians of $ROUNDS alternating rounds."
+  md
+  md "| workload | Hz | profiler | samples | complete % | depth | workload CPU s | slowdown | µs/sample | BPF ns/sample | profiler CPU s | bytes/sample |"
+  md "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  local old_stats
+  old_stats=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
+  sysctl -qw kernel.bpf_stats_enabled=1 2>/dev/null
+  export BPF_STATS=$TMP/deep.bpf
+  local name hz kind r kinds
+  for name in sqlite3-cte clang-compile; do
+    for hz in ${DEEP_HZ:-999 9999}; do
+      kinds=(none gsymprof perf-dwarf)
+      [[ $hz == 999 ]] && kinds+=(perf-dwarf-max)
+      for kind in "${kinds[@]}"; do : > "$TMP/deep-$name-$hz-$kind"; done
+      for ((r = 0; r < ROUNDS; r++)); do
+        for kind in "${kinds[@]}"; do
+          # Completeness from the 999 Hz runs (perf script of 9999 Hz dwarf data is slow).
+          deep_run "$TMP/deep-$name-$hz-$kind" "$kind" "$hz" "$name" "$([[ $hz == 999 ]] && echo yes || echo no)" ||
+            log "run failed: $kind $name $hz Hz"
+        done
+      done
+      local base
+      base=$(column "$TMP/deep-$name-$hz-none" 1)
+      for kind in "${kinds[@]}"; do
+        local f=$TMP/deep-$name-$hz-$kind cpu prof samples pct depth bytes bpf per
+        cpu=$(column "$f" 1); prof=$(column "$f" 2); samples=$(column "$f" 3); pct=$(column "$f" 4)
+        depth=$(column "$f" 5); bytes=$(column "$f" 6); bpf=$(column "$f" 7)
+        # Paired by round (the unprofiled run just before), then the median:
+        # this machine's speed drifts between rounds more than the effect.
+        per=$(awk 'NR == FNR { base[FNR] = $1; next }
+                   $3 != "-" && $3 + 0 > 0 && (FNR in base) { printf("%.2f\n", ($1 - base[FNR]) / $3 * 1e6) }' \
+                "$TMP/deep-$name-$hz-none" "$f" | median)
+        if [[ $kind == none ]]; then
+          md "| $name | $hz | (none) | - | - | - | $(fmt "$cpu" 3) | 1 | - | - | - | - |"
+        else
+          local shown=${kind/perf-dwarf-max/perf dwarf,65528}
+          shown=${shown/perf-dwarf/perf dwarf}
+          md "| $name | $hz | $shown | $(fmt "$samples" 0) | $( [[ $hz == 999 ]] && fmt "$pct" 1 || echo -) | $( [[ $hz == 999 ]] && fmt "$depth" 1 || echo -) | $(fmt "$cpu" 3) | $(ratio "$cpu" "$base" 3) | $per | $(fmt "$bpf" 0) | $(fmt "$prof" 3) | $(fmt "$bytes" 0) |"
+        fi
+      done
+    done
+  done
+  sysctl -qw kernel.bpf_stats_enabled="$old_stats" 2>/dev/null
+
+  # The ring buffer's sizing rule on a busy machine: system-wide at 999 Hz
+  # while two compile loops keep both CPUs busy.
+  md
+  md "System-wide \`gsymprof profile -F 999 -d 20\` (default options) while two loops of the clang++ workload keep both CPUs busy:"
+  md
+  md '| round | samples taken | lost (ringbuf_full) | ring buffer | bytes per sample record | truncated stacks | gsymprof CPU s | peak RSS MB |'
+  md '|---:|---:|---:|---:|---:|---:|---:|---:|'
+  deep_workload clang-compile
+  for ((r = 0; r < (ROUNDS < 3 ? ROUNDS : 3); r++)); do
+    local stop=$TMP/deep.stop loops=()
+    rm -f "$stop"
+    for _ in 1 2; do
+      ( while [[ ! -e $stop ]]; do "${DEEP_CMD[@]}" > /dev/null 2>&1; done ) & loops+=($!)
+    done
+    sleep 1
+    /usr/bin/time -f '%U %S %M' -o "$TMP/deep.prof" "$GSYMPROF" profile -F 999 -d 20 -o "$TMP/deep.out" 2> "$TMP/deep.err"
+    touch "$stop"; wait "${loops[@]}"
+    local taken lost ring bytes trunc cpu rss
+    taken=$(sed -n 's/^gsymprof: \([0-9]*\) samples taken.*/\1/p' "$TMP/deep.err")
+    lost=$(sed -n 's/.*ringbuf_full \([0-9]*\).*/\1/p' "$TMP/deep.err")
+    ring=$(sed -n 's/.*ring buffer: \([0-9]*\) KiB.*/\1/p' "$TMP/deep.err")
+    bytes=$(sed -n 's/.*KiB, \([0-9]*\) bytes per sample record.*/\1/p' "$TMP/deep.err")
+    trunc=$(sed -n 's/^gsymprof: truncated stacks: \([0-9]*\).*/\1/p' "$TMP/deep.err")
+    read -r cpu rss < <(awk '{ printf("%.2f %.0f\n", $1 + $2, $3 / 1024) }' "$TMP/deep.prof")
+    md "| $((r + 1)) | ${taken:--} | ${lost:--} | $(( ${ring:-0} / 1024 )) MiB | ${bytes:--} | ${trunc:--} | $cpu | $rss |"
+  done
+  write_section deepstacks "$SECTION_MD"
+}
+
 # ------------------------------------------------------------------- main --
 
 sections=("$@")
-[[ ${#sections[@]} -gt 0 ]] || sections=(lookup convert profile symbolize perfdata stacks memory tail)
+[[ ${#sections[@]} -gt 0 ]] || sections=(lookup convert profile symbolize perfdata stacks deepstacks memory tail)
 for s in "${sections[@]}"; do
   case $s in
-    lookup | convert | profile | symbolize | perfdata | stacks | memory | tail) ;;
-    *) echo "usage: tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [memory] [tail]" >&2; exit 2 ;;
+    lookup | convert | profile | symbolize | perfdata | stacks | deepstacks | memory | tail) ;;
+    *) echo "usage: tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [deepstacks] [memory] [tail]" >&2; exit 2 ;;
   esac
 done
 command -v /usr/bin/time >/dev/null || die "GNU time missing (scripts/install-deps.sh --bench)"

@@ -109,7 +109,7 @@ for cc in gcc clang; do
   capture "qsort-$cc" "$tmp/qsort-$cc" 16384 60
   ALLOCATOR=';[_A-Za-z]*(malloc|free)[^;]*(;[^;]+)*'
   every_line_matches "qsort-$cc" \
-    "$START;sort_round(;([_A-Za-z]*qsort_r|msort_with_tmp[^;]*))*(;compare_slow(;mix)?|;__mem(cpy|move)[^;]*|;\\?|$ALLOCATOR)?\$" \
+    "$START;sort_round(;([_A-Za-z]*qsort(_r)?|msort_with_tmp[^;]*))*(;compare_slow(;mix)?|;__mem(cpy|move)[^;]*|;\\?|$ALLOCATOR)?\$" \
     "complete main;sort_round[;qsort internals[;compare_slow[;mix]]] stacks"
   at_least "qsort-$cc" ";sort_round;[_A-Za-z]*qsort_r;msort_with_tmp[^;]*(;msort_with_tmp[^;]*)*;compare_slow" 60 \
     "callbacks from inside libc's qsort"

@@ -32,7 +32,7 @@ expect 2 "gsymprof profile: --call-graph: unsupported mode 'lbr' (supported: fp,
 [[ $(sed -n 2p "$tmp/err") == "usage: gsymprof profile "* ]] || fail "usage does not follow the message"
 
 # --flag=VALUE reaches the same check as --flag VALUE.
-expect 2 "gsymprof profile: --call-graph: stack copy size must be a multiple of 8 from 64 to 65528, not '7'" \
+expect 2 "gsymprof profile: --call-graph: stack copy size must be a multiple of 8 from 64 to 1048576, not '7'" \
   profile --call-graph=dwarf,7
 expect 2 "gsymprof record: --call-graph: unsupported mode 'x' (supported: fp, dwarf[,SIZE])" \
   record -o "$tmp/c.json" --call-graph=x

@@ -653,3 +653,33 @@ TEST_CASE("stack copy unwinder: a sample of this process, through its process im
   CHECK(unwinder.truncations().at("unwind_no_module") == 1);
   CHECK(unwinder.stacks() == 4);
 }
+
+TEST_CASE("stack copy unwinder: held walks are bounded in bytes") {
+  const Captured& full = interrupted();
+  gsymprof::ProcessTable processes(gsymprof::ProcSource::live());
+  processes.min_interval = std::chrono::hours(1);  // no re-read: walks stay held
+  gsymprof::StackCopyUnwinder unwinder(processes);
+  // A 1 MiB copy (the largest a record carries) whose leaf is mapped nowhere.
+  std::vector<uint8_t> big(size_t{1} << 20);
+  gsymprof::RawStackCopy copy;
+  copy.pid = static_cast<uint32_t>(getpid());
+  copy.tid = copy.pid;
+  copy.comm = "unit_tests";
+  copy.stack = full.snapshot.snapshot.view();
+  copy.stack.regs.ip = 0x10;
+  copy.stack.regs.bp = 0;
+  copy.stack.stack = big;
+  size_t emitted = 0;
+  auto collect = [&](const gsymprof::RawSample& s) {
+    ++emitted;
+    CHECK(s.truncated);
+  };
+  const size_t fit = gsymprof::StackCopyUnwinder::kMaxHeldBytes / big.size();
+  for (size_t i = 0; i < fit + 5; ++i) unwinder.unwind(copy, collect);
+  CHECK(unwinder.held_bytes() == fit * big.size());
+  CHECK(emitted == 5);  // the walks that did not fit went out at once
+  unwinder.flush(collect);
+  CHECK(emitted == fit + 5);
+  CHECK(unwinder.held_bytes() == 0);
+  CHECK(unwinder.truncations().at("unwind_no_module") == fit + 5);
+}

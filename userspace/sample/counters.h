@@ -48,6 +48,9 @@ inline constexpr const char* kLostBadRecords = "bad_records";
 struct SamplerCounters {
   std::array<uint64_t, PROFILE_COUNTER_COUNT> kernel{};  // indexed by enum profile_counter
   uint64_t bad_records = 0;
+  // Sample records read from the ring buffer and their bytes (headers
+  // included): what the kernel side costs the buffer per sample.
+  uint64_t sample_records = 0, sample_record_bytes = 0;
   uint64_t operator[](enum profile_counter counter) const { return kernel[counter]; }
   uint64_t samples() const { return kernel[PROFILE_COUNTER_SAMPLES]; }
 };

@@ -44,7 +44,9 @@ struct RawStackCopy {
   uint32_t pid = 0, tid = 0;
   std::string_view comm;
   StackView stack;
-  bool copy_short = false;  // the kernel could copy less of the stack than asked
+  // The kernel stopped at an unreadable page of the live stack (not at the
+  // size cap): the unwinder then reports unreadable memory, not a copy too small.
+  bool copy_short = false;
   std::span<const uint64_t> kernel_ips;  // kernel frames, leaf first
 };
 

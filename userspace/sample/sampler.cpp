@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdarg>
@@ -80,6 +81,8 @@ struct Sampler::State {
   std::vector<bpf_link*> perf_links;
   std::vector<int> perf_fds;
   uint64_t bad_records = 0;
+  uint64_t sample_records = 0, sample_record_bytes = 0;
+  size_t ring_buffer_bytes = 0;
   std::array<uint64_t, PROFILE_MAX_FRAMES> ips{};
   std::array<uint64_t, PROFILE_MAX_KERNEL_FRAMES> kernel_ips{};
 
@@ -120,6 +123,8 @@ struct Sampler::State {
         if (event->frame_count > PROFILE_MAX_FRAMES ||
             event->kernel_frame_count > PROFILE_MAX_KERNEL_FRAMES)
           break;
+        ++sample_records;
+        sample_record_bytes += header.size;
         RawSample sample;
         sample.pid = header.tgid;
         sample.tid = header.tid;
@@ -143,6 +148,8 @@ struct Sampler::State {
         if (event.stack_size > header.size - fixed ||
             event.kernel_frame_count > PROFILE_MAX_KERNEL_FRAMES)
           break;
+        ++sample_records;
+        sample_record_bytes += header.size;
         RawStackCopy copy;
         copy.pid = header.tgid;
         copy.tid = header.tid;
@@ -170,14 +177,20 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
   libbpf_set_print(libbpf_print);
   last_libbpf_message().clear();
   if (options.frequency_hz == 0) return gsym::Error("frequency must be at least 1 Hz");
-  if (!is_power_of_two(options.ring_buffer_bytes) || options.ring_buffer_bytes < 4096)
-    return gsym::Error("ring buffer size must be a power of two >= 4096");
 
   std::ifstream online_file("/sys/devices/system/cpu/online");
   std::stringstream online_text;
   online_text << online_file.rdbuf();
   auto cpus = parse_cpu_list(online_text.str());
   if (!cpus) return gsym::Error("/sys/devices/system/cpu/online: " + cpus.error().message);
+
+  size_t ring_bytes = options.ring_buffer_bytes;
+  if (ring_bytes == 0) {
+    auto [typical, largest] = record_bytes_for(options);
+    ring_bytes = ring_buffer_bytes_for(cpus->size(), options.frequency_hz, typical, largest);
+  }
+  if (!is_power_of_two(ring_bytes) || ring_bytes < 4096)
+    return gsym::Error("ring buffer size must be a power of two >= 4096");
 
   auto state = std::make_unique<State>();
   state->sink = &sink;
@@ -189,13 +202,13 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
   state->skel->rodata->sample_mode =
       options.stack_copy_bytes ? PROFILE_MODE_STACK_COPY : PROFILE_MODE_FRAME_POINTER;
   state->skel->rodata->stack_copy_bytes = options.stack_copy_bytes;
-  state->skel->rodata->wakeup_bytes = options.ring_buffer_bytes / 4;
+  state->skel->rodata->wakeup_bytes = ring_bytes / 4;
   state->skel->rodata->filter_by_tgid = options.filter_by_tgid;
   state->skel->rodata->follow_forks = options.follow_forks;
   state->skel->rodata->kernel_stacks = options.kernel_stacks;
-  int err = bpf_map__set_max_entries(state->skel->maps.events,
-                                     static_cast<uint32_t>(options.ring_buffer_bytes));
+  int err = bpf_map__set_max_entries(state->skel->maps.events, static_cast<uint32_t>(ring_bytes));
   if (err) return bpf_error("cannot size the ring buffer", err);
+  state->ring_buffer_bytes = ring_bytes;
   if (!options.filter_by_tgid || !options.follow_forks)
     bpf_program__set_autoload(state->skel->progs.follow_fork, false);
   err = profile_bpf__load(state->skel);
@@ -279,6 +292,8 @@ gsym::Expected<int> Sampler::drain() {
 SamplerCounters Sampler::counters() const {
   SamplerCounters result;
   result.bad_records = state_->bad_records;
+  result.sample_records = state_->sample_records;
+  result.sample_record_bytes = state_->sample_record_bytes;
   int ncpus = libbpf_num_possible_cpus();
   if (ncpus <= 0) return result;
   std::vector<uint64_t> values(static_cast<size_t>(ncpus));
@@ -292,5 +307,26 @@ SamplerCounters Sampler::counters() const {
 }
 
 size_t Sampler::cpus_attached() const { return state_->perf_links.size(); }
+size_t Sampler::ring_buffer_bytes() const { return state_->ring_buffer_bytes; }
+
+size_t ring_buffer_bytes_for(size_t cpus, uint32_t frequency_hz, size_t typical_record_bytes,
+                             size_t max_record_bytes) {
+  const double per_second = static_cast<double>(std::max<size_t>(cpus, 1)) * frequency_hz *
+                            static_cast<double>(typical_record_bytes);
+  double want = std::max(per_second * kRingBufferSeconds,
+                         static_cast<double>(std::max<size_t>(cpus, 1)) * kRingBufferMaxRecords *
+                             static_cast<double>(max_record_bytes));
+  size_t bytes = kMinRingBufferBytes;
+  while (bytes < kMaxRingBufferBytes && static_cast<double>(bytes) < want) bytes *= 2;
+  return bytes;
+}
+
+std::pair<size_t, size_t> record_bytes_for(const SamplerOptions& options) {
+  if (options.stack_copy_bytes == 0)
+    return {sizeof(profile_fp_stack_event), sizeof(profile_fp_stack_event)};
+  const size_t fixed = sizeof(profile_stack_copy_event);
+  return {fixed + std::min<size_t>(options.stack_copy_bytes, size_t{16} << 10),
+          fixed + options.stack_copy_bytes};
+}
 
 }  // namespace gsymprof

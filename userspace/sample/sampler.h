@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gsym/expected.h"
@@ -22,7 +23,9 @@ struct SamplerOptions {
   bool filter_by_tgid = false;         // false: every process (whole system)
   std::vector<uint32_t> target_tgids;  // with filter_by_tgid
   bool follow_forks = true;            // children of targets become targets
-  size_t ring_buffer_bytes = size_t{8} << 20;  // power of two
+  // A power of two; 0: sized by ring_buffer_bytes_for from the CPUs, the
+  // rate and the record size.
+  size_t ring_buffer_bytes = 0;
   // --call-graph dwarf: send user registers + this many bytes of the user
   // stack (RawStackCopy) instead of frame-pointer IPs. 0 = frame pointers.
   uint32_t stack_copy_bytes = 0;
@@ -57,12 +60,33 @@ class Sampler {
   gsym::Expected<int> drain();
   SamplerCounters counters() const;
   size_t cpus_attached() const;
+  size_t ring_buffer_bytes() const;
 
  private:
   struct State;
   explicit Sampler(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
+
+// The ring buffer's size (a power of two) for `cpus` CPUs sampling at
+// `frequency_hz` with records of `typical_record_bytes` on average and at
+// most `max_record_bytes`: room for kRingBufferSeconds of every CPU's samples
+// (the reader drains it every 10 ms, but on a busy machine it waits for a CPU
+// and falls behind: 0.1-0.4 s stalls, once 1.8 s, were seen system-wide
+// during a 2-job compile, where a quarter second of buffer dropped samples) and for kRingBufferMaxRecords of the largest
+// records per CPU, within [kMinRingBufferBytes, kMaxRingBufferBytes].
+inline constexpr double kRingBufferSeconds = 0.5;
+inline constexpr size_t kRingBufferMaxRecords = 8;
+inline constexpr size_t kMinRingBufferBytes = size_t{1} << 20;
+inline constexpr size_t kMaxRingBufferBytes = size_t{256} << 20;
+size_t ring_buffer_bytes_for(size_t cpus, uint32_t frequency_hz, size_t typical_record_bytes,
+                             size_t max_record_bytes);
+
+// The record sizes `options` makes the kernel side send: {typical, largest}.
+// A stack-copy record carries the live stack only; most are a few KiB (the
+// README's Performance section has the measured means), so the typical size
+// assumes 16 KiB, or the cap if smaller.
+std::pair<size_t, size_t> record_bytes_for(const SamplerOptions& options);
 
 // Online CPUs from the text of /sys/devices/system/cpu/online ("0-3,6").
 gsym::Expected<std::vector<int>> parse_cpu_list(const std::string& text);

@@ -317,6 +317,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
 
   if (auto drained = (*sampler)->drain(); !drained) return drained.error();
   SamplerCounters counters = (*sampler)->counters();
+  const size_t ring_buffer_bytes = (*sampler)->ring_buffer_bytes();
   sampler->reset();  // detach: stop sampling before the user-space work
   // Images that missed an address since their last read, while alive.
   processes.refresh_stale();
@@ -337,6 +338,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
     stats->jit = std::move(jit);
     stats->frame_pointer_steps = stack_unwinder.frame_pointer_steps();
     stats->frame_pointer_stacks = stack_unwinder.frame_pointer_stacks();
+    stats->ring_buffer_bytes = ring_buffer_bytes;
   }
   return capture;
 }
@@ -404,6 +406,16 @@ LossSummary summarize_losses(const Capture& capture) {
   }
   for (const CaptureStack& stack : capture.stacks)
     if (stack.truncated) losses.truncated += stack.count;
+  // The truncations a flag can fix, with that flag.
+  auto count_of = [&](const std::string& reason) {
+    auto it = capture.lost.find(reason);
+    return it == capture.lost.end() ? uint64_t{0} : it->second;
+  };
+  if (uint64_t n = count_of(unwind_stop_loss_key(UnwindStop::StackCopyTooSmall)))
+    losses.fixes += std::to_string(n) +
+                    " stacks are deeper than the copied user stack: copy more with "
+                    "--call-graph dwarf,SIZE (gsymprof: up to " +
+                    std::to_string(kMaxStackCopyBytes) + " bytes; perf record: 65528)";
   if (has_kernel_frames(capture)) losses.kernel_problem = capture.kernel.error;
   return losses;
 }
@@ -416,6 +428,8 @@ void print_losses(const LossSummary& losses) {
                losses.truncation_reasons.empty() ? "" : " (",
                escape_control(losses.truncation_reasons).c_str(),
                losses.truncation_reasons.empty() ? "" : ")");
+  if (!losses.fixes.empty())
+    std::fprintf(stderr, "gsymprof: to unwind them further: %s\n", losses.fixes.c_str());
   if (!losses.kernel_problem.empty())
     std::fprintf(stderr, "gsymprof: kernel frames are not named: %s\n",
                  escape_control(losses.kernel_problem).c_str());
@@ -437,6 +451,10 @@ void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
                  stats.frame_pointer_steps, stats.frame_pointer_stacks);
   print_jit_summary(capture, stats);
   print_kernel_stack_counters(stats.counters);
+  if (stats.counters.sample_records)
+    std::fprintf(stderr, "gsymprof: ring buffer: %zu KiB, %" PRIu64 " bytes per sample record\n",
+                 stats.ring_buffer_bytes >> 10,
+                 stats.counters.sample_record_bytes / stats.counters.sample_records);
 }
 
 }  // namespace gsymprof

@@ -17,7 +17,7 @@ namespace gsymprof {
 
 struct SessionOptions {
   TargetOptions targets;
-  size_t ring_buffer_bytes = size_t{8} << 20;
+  size_t ring_buffer_bytes = 0;  // 0: sized from CPUs, rate and record size (sampler.h)
   // Called while sampling runs, once per module (per process image) as soon
   // as a stack uses it: work on it may start early (GSYM prefetch). The
   // module is valid during the call only.
@@ -33,6 +33,7 @@ struct SessionStats {
   JitReport jit;                      // JIT frames named from perf maps, and not
   uint64_t frame_pointer_steps = 0;   // dwarf: frames the CFI unwinder reached by frame pointer
   uint64_t frame_pointer_stacks = 0;  // dwarf: stacks with such frames
+  size_t ring_buffer_bytes = 0;       // the size the sampler chose
 };
 
 // Samples until the duration elapses, SIGINT/SIGTERM arrives, or every
@@ -57,6 +58,7 @@ struct LossSummary {
   uint64_t truncated = 0;  // samples whose stack the unwinder cut short
   std::string lost_reasons, truncation_reasons;  // "REASON N, ..."
   std::string kernel_problem;  // why the kernel frames have no names ("" = named, or none)
+  std::string fixes;  // truncations a flag fixes, with the flag ("" = none)
 };
 LossSummary summarize_losses(const Capture& capture);
 
@@ -64,6 +66,7 @@ LossSummary summarize_losses(const Capture& capture);
 // capture or a perf.data file):
 //   gsymprof: lost by reason: REASON N, ...
 //   gsymprof: truncated stacks: N (unwind_REASON N, ...)
+//   gsymprof: to unwind them further: N stacks are deeper than ...: FLAG
 // and, when the kernel frames could not be named:
 //   gsymprof: kernel frames are not named: WHY
 void print_losses(const LossSummary& losses);

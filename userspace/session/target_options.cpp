@@ -81,8 +81,8 @@ constexpr TargetFlag kTargetFlags[] = {
     {"-F", "HZ", "samples per second per CPU (default 99, max 100000)", store_frequency},
     {"-d", "SECONDS", "stop after this long (default: Ctrl-C or all targets exit)", store_duration},
     {"--call-graph", "fp|dwarf[,SIZE]",
-     "how user stacks are unwound: fp (frame pointers) or dwarf (copy SIZE bytes of stack, "
-     "default 8192, and unwind with the modules' CFI)",
+     "how user stacks are unwound: fp (frame pointers) or dwarf (copy the live user stack, "
+     "at most SIZE bytes, default 262144, and unwind with the modules' CFI)",
      store_call_graph},
 };
 

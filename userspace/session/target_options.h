@@ -14,9 +14,11 @@
 
 namespace gsymprof {
 
-// Bytes of user stack copied per sample in dwarf mode, and the limits of
-// --call-graph dwarf,SIZE (SIZE a multiple of 8; at most what a record carries).
-inline constexpr uint32_t kDefaultStackCopyBytes = 8192;
+// The most bytes of user stack copied per sample in dwarf mode (a record
+// carries only the live part, from sp to the top of the thread's stack), and
+// the limits of --call-graph dwarf,SIZE (SIZE a multiple of 8; at most what a
+// record carries). 256 KiB holds the deepest stacks measured (clang's parser).
+inline constexpr uint32_t kDefaultStackCopyBytes = 256 * 1024;
 inline constexpr uint32_t kMinStackCopyBytes = 64;
 inline constexpr uint32_t kMaxStackCopyBytes = PROFILE_MAX_STACK_COPY;
 

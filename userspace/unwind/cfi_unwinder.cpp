@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include <array>
+#include <bit>
+#include <optional>
+#include <unordered_map>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -69,10 +72,15 @@ UnwindStop stop_for(Eval e) {
 
 // Reads `size` bytes at runtime address `addr`, only from the copied stack.
 Eval read_stack(const StackView& stack, uint64_t addr, size_t size, uint64_t& out) {
+  if (size > sizeof(out)) return Eval::Bad;
   if (addr < stack.stack_start) return Eval::Unreadable;
   uint64_t offset = addr - stack.stack_start;
   if (offset > stack.stack.size() || stack.stack.size() - offset < size) return Eval::TooSmall;
   out = 0;
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(&out, stack.stack.data() + offset, size);  // size <= 8: the low bytes
+    return Eval::Ok;
+  }
   for (size_t i = 0; i < size; ++i) out |= static_cast<uint64_t>(stack.stack[offset + i]) << (8 * i);
   return Eval::Ok;
 }
@@ -259,20 +267,86 @@ Eval evaluate(const Dwarf_Op* ops, size_t nops, const Registers& regs, const Sta
 
 enum class Rule : uint8_t { Value, Undefined, SameValue, Failed };
 
-// The caller's value of `regno` under `frame`'s rule for it.
-Rule recover_register(Dwarf_Frame* frame, int regno, const Registers& regs, const StackView& stack,
-                      uint64_t cfa, uint64_t& value, Eval& failure) {
-  Dwarf_Op ops_mem[3];
-  Dwarf_Op* ops = nullptr;
-  size_t nops = 0;
-  if (dwarf_frame_register(frame, regno, ops_mem, &ops, &nops) != 0) {
-    failure = Eval::Bad;
-    return Rule::Failed;
+// One register's rule in a CFI row, as libdw hands it out: a DWARF
+// expression (ops[begin, begin + count) of its row), or no expression
+// (undefined, same value), or libdw could not say.
+struct RegisterRule {
+  enum Kind : uint8_t { Expression, Undefined, SameValue, Error } kind = Error;
+  uint16_t begin = 0, count = 0;
+};
+
+// The rules of one CFI row that an unwind step uses, copied out of libdw
+// once per (module, address): hot return addresses recur in nearly every
+// sample, and libdw's lookup (FDE search, CIE and FDE programs, an
+// allocation per frame) costs far more than evaluating the rules.
+struct FrameRow {
+  std::vector<Dwarf_Op> ops;  // every expression of the row, back to back
+  bool cfa_ok = false;
+  RegisterRule cfa;
+  int return_register = -1;  // < 0: libdw could not say
+  bool signal_frame = false;
+  RegisterRule return_address;
+  std::array<RegisterRule, kTrackedRegisters.size()> tracked;  // by kTrackedRegisters index
+
+  // Copies `frame`'s rule for `regno`.
+  RegisterRule copy_rule(Dwarf_Frame* frame, int regno) {
+    Dwarf_Op ops_mem[3];
+    Dwarf_Op* rule_ops = nullptr;
+    size_t nops = 0;
+    RegisterRule rule;
+    if (dwarf_frame_register(frame, regno, ops_mem, &rule_ops, &nops) != 0) return rule;
+    if (nops == 0) {
+      rule.kind = rule_ops == nullptr ? RegisterRule::SameValue : RegisterRule::Undefined;
+      return rule;
+    }
+    return append(rule_ops, nops);
   }
-  if (nops == 0) return ops == nullptr ? Rule::SameValue : Rule::Undefined;
+  RegisterRule append(const Dwarf_Op* from, size_t nops) {
+    RegisterRule rule;
+    if (nops > kMaxExpressionOps) nops = kMaxExpressionOps + 1;  // evaluate() rejects it
+    rule.kind = RegisterRule::Expression;
+    rule.begin = static_cast<uint16_t>(ops.size());
+    rule.count = static_cast<uint16_t>(nops);
+    ops.insert(ops.end(), from, from + nops);
+    return rule;
+  }
+  static FrameRow of(Dwarf_Frame* frame) {
+    FrameRow row;
+    Dwarf_Op* cfa_ops = nullptr;
+    size_t cfa_nops = 0;
+    if (dwarf_frame_cfa(frame, &cfa_ops, &cfa_nops) == 0 && cfa_nops > 0) {
+      row.cfa_ok = true;
+      row.cfa = row.append(cfa_ops, cfa_nops);
+    }
+    row.return_register = dwarf_frame_info(frame, nullptr, nullptr, &row.signal_frame);
+    if (row.return_register >= 0 && row.return_register < kRegisterCount)
+      row.return_address = row.copy_rule(frame, row.return_register);
+    for (size_t i = 0; i < kTrackedRegisters.size(); ++i)
+      row.tracked[i] = row.copy_rule(frame, kTrackedRegisters[i]);
+    return row;
+  }
+  const Dwarf_Op* ops_of(const RegisterRule& rule) const { return ops.data() + rule.begin; }
+  size_t tracked_index(int regno) const {
+    for (size_t i = 0; i < kTrackedRegisters.size(); ++i)
+      if (kTrackedRegisters[i] == regno) return i;
+    return kTrackedRegisters.size();
+  }
+};
+
+// The caller's value of `regno` under `frame`'s rule for it.
+Rule recover_register(const FrameRow& row, const RegisterRule& rule, const Registers& regs,
+                      const StackView& stack, uint64_t cfa, uint64_t& value, Eval& failure) {
+  switch (rule.kind) {
+    case RegisterRule::Error:
+      failure = Eval::Bad;
+      return Rule::Failed;
+    case RegisterRule::SameValue: return Rule::SameValue;
+    case RegisterRule::Undefined: return Rule::Undefined;
+    case RegisterRule::Expression: break;
+  }
   uint64_t result = 0;
   bool is_value = false;
-  failure = evaluate(ops, nops, regs, stack, cfa, result, is_value);
+  failure = evaluate(row.ops_of(rule), rule.count, regs, stack, cfa, result, is_value);
   if (failure != Eval::Ok) return Rule::Failed;
   if (!is_value) {
     failure = read_stack(stack, result, 8, result);
@@ -283,23 +357,22 @@ Rule recover_register(Dwarf_Frame* frame, int regno, const Registers& regs, cons
 }
 
 // The CFA under `frame`'s rule for it.
-Eval frame_cfa(Dwarf_Frame* frame, const Registers& regs, const StackView& stack, uint64_t& cfa) {
-  Dwarf_Op* ops = nullptr;
-  size_t nops = 0;
+Eval frame_cfa(const FrameRow& row, const Registers& regs, const StackView& stack, uint64_t& cfa) {
   bool is_value = false;
-  if (dwarf_frame_cfa(frame, &ops, &nops) != 0 || nops == 0) return Eval::Bad;
-  return evaluate(ops, nops, regs, stack, std::nullopt, cfa, is_value);
+  if (!row.cfa_ok) return Eval::Bad;
+  return evaluate(row.ops_of(row.cfa), row.cfa.count, regs, stack, std::nullopt, cfa, is_value);
 }
 
 // The caller's tracked registers under `frame`'s rules; its stack pointer
 // always.
-Registers caller_registers(Dwarf_Frame* frame, const Registers& regs, const StackView& stack,
+Registers caller_registers(const FrameRow& row, const Registers& regs, const StackView& stack,
                            uint64_t cfa) {
   Registers caller;
-  for (int reg : kTrackedRegisters) {
+  for (size_t i = 0; i < kTrackedRegisters.size(); ++i) {
+    const int reg = kTrackedRegisters[i];
     uint64_t value = 0;
     Eval ignored = Eval::Ok;
-    switch (recover_register(frame, reg, regs, stack, cfa, value, ignored)) {
+    switch (recover_register(row, row.tracked[i], regs, stack, cfa, value, ignored)) {
       case Rule::Value: caller.set(reg, value); break;
       case Rule::SameValue:
         if (regs.has(reg)) caller.set(reg, regs.value[reg]);
@@ -310,28 +383,23 @@ Registers caller_registers(Dwarf_Frame* frame, const Registers& regs, const Stac
   }
   // By the x86-64 ABI the caller's stack pointer is the CFA, unless the CFI
   // says otherwise (signal frames restore it from the saved context).
-  Dwarf_Op ops_mem[3];
-  Dwarf_Op* sp_ops = nullptr;
-  size_t sp_nops = 0;
-  if (dwarf_frame_register(frame, kRsp, ops_mem, &sp_ops, &sp_nops) != 0 || sp_nops == 0 ||
-      !caller.has(kRsp))
-    caller.set(kRsp, cfa);
+  const RegisterRule& sp_rule = row.tracked[row.tracked_index(kRsp)];
+  if (sp_rule.kind != RegisterRule::Expression || !caller.has(kRsp)) caller.set(kRsp, cfa);
   return caller;
 }
 
 // One step up the stack by `frame`, the CFI row of `pc`: `regs`, `pc` and
 // `exact_pc` become the caller's. nullopt when the walk goes on, else why it
 // ends (Complete at the outermost frame).
-std::optional<UnwindStop> step_to_caller(Dwarf_Frame* frame, const StackView& stack, Registers& regs,
+std::optional<UnwindStop> step_to_caller(const FrameRow& row, const StackView& stack, Registers& regs,
                                          uint64_t& pc, bool& exact_pc) {
   uint64_t cfa = 0;
-  if (Eval e = frame_cfa(frame, regs, stack, cfa); e != Eval::Ok) return stop_for(e);
-  bool signal_frame = false;
-  int ra_reg = dwarf_frame_info(frame, nullptr, nullptr, &signal_frame);
-  if (ra_reg < 0 || ra_reg >= kRegisterCount) return UnwindStop::BadCfi;
+  if (Eval e = frame_cfa(row, regs, stack, cfa); e != Eval::Ok) return stop_for(e);
+  const bool signal_frame = row.signal_frame;
+  if (row.return_register < 0 || row.return_register >= kRegisterCount) return UnwindStop::BadCfi;
   uint64_t return_address = 0;
   Eval failure = Eval::Ok;
-  switch (recover_register(frame, ra_reg, regs, stack, cfa, return_address, failure)) {
+  switch (recover_register(row, row.return_address, regs, stack, cfa, return_address, failure)) {
     case Rule::Undefined: return UnwindStop::Complete;  // the outermost frame (_start, clone) says so
     case Rule::SameValue: return UnwindStop::BadCfi;
     case Rule::Failed: return stop_for(failure);
@@ -339,7 +407,7 @@ std::optional<UnwindStop> step_to_caller(Dwarf_Frame* frame, const StackView& st
   }
   if (return_address == 0) return UnwindStop::Complete;  // a zeroed return address ends a stack too
 
-  Registers caller = caller_registers(frame, regs, stack, cfa);
+  Registers caller = caller_registers(row, regs, stack, cfa);
   if (caller.value[kRsp] <= regs.value[kRsp]) return UnwindStop::Loop;
   regs = caller;
   pc = return_address;
@@ -477,6 +545,18 @@ struct CfiUnwinder::ModuleCfi {
     return unslid_addr < *entry_code_end;
   }
 
+  // The decoded CFI row for `unslid_addr` (nullptr: no CFI covers it),
+  // cached; `rows_cached` counts rows over all modules, to bound them.
+  const FrameRow* row_at(uint64_t unslid_addr, size_t& rows_cached) {
+    if (auto it = rows.find(unslid_addr); it != rows.end()) return it->second ? &*it->second : nullptr;
+    FramePtr frame = frame_at(unslid_addr);
+    ++rows_cached;
+    auto& slot = rows[unslid_addr];
+    if (frame) slot = FrameRow::of(frame.get());
+    return slot ? &*slot : nullptr;
+  }
+  std::unordered_map<uint64_t, std::optional<FrameRow>> rows;
+
   // CFI row for `unslid_addr`: .eh_frame first, then .debug_frame.
   FramePtr frame_at(uint64_t unslid_addr) {
     Dwarf_Frame* frame = nullptr;
@@ -564,8 +644,12 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
     const uint64_t lookup_addr = exact_pc ? pc : pc - 1;
     const UnwindModule* module = find_module ? find_module(lookup_addr) : nullptr;
     ModuleCfi* cfi = module ? cfi_for(*module) : nullptr;
-    FramePtr frame = cfi ? cfi->frame_at(lookup_addr - module->load_bias) : nullptr;
-    if (!frame) {
+    if (rows_cached_ > kMaxCachedRows) {
+      for (auto& [key, loaded] : cache_) loaded->rows.clear();
+      rows_cached_ = 0;
+    }
+    const FrameRow* row = cfi ? cfi->row_at(lookup_addr - module->load_bias, rows_cached_) : nullptr;
+    if (!row) {
       // A process's or thread's entry code is the root of its stack.
       if (cfi && cfi->in_entry_code(lookup_addr - module->load_bias)) {
         out.stop = UnwindStop::Complete;
@@ -576,7 +660,7 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
         return;
       }
       ++out.frame_pointer_steps;
-    } else if (std::optional<UnwindStop> end = step_to_caller(frame.get(), stack, regs, pc, exact_pc)) {
+    } else if (std::optional<UnwindStop> end = step_to_caller(*row, stack, regs, pc, exact_pc)) {
       out.stop = *end;
       return;
     }

@@ -51,7 +51,9 @@ inline constexpr size_t kUnwindStopCount = 8;
 const char* to_string(UnwindStop stop);
 
 struct UnwindOptions {
-  size_t max_frames = 127;
+  // Deep enough for any stack a full copy holds in practice (a 256 KiB copy
+  // of 1 KiB frames is 256 frames; clang's parser recursion passes 400).
+  size_t max_frames = 2048;
   // Where no CFI covers a PC (JIT code, assembly), step to the caller by the
   // frame pointer when rbp looks like a frame of the copied stack, as
   // `perf -g` does; counted in UnwindResult::frame_pointer_steps.
@@ -96,6 +98,10 @@ class CfiUnwinder {
   // failures keyed by build ID and path.
   std::map<std::string, std::unique_ptr<ModuleCfi>> cache_;
   CfiCacheStats stats_;
+  // Decoded CFI rows cached over all modules (a few hundred bytes each);
+  // past the bound every module's rows are dropped and decoded again.
+  static constexpr size_t kMaxCachedRows = 32768;
+  size_t rows_cached_ = 0;
 };
 
 }  // namespace gsymprof

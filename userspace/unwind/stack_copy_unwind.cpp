@@ -40,8 +40,12 @@ const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t a
   return &modules_.emplace(key, UnwindModule{file, module.identity.build_id, *bias, module.identity.file}).first->second;
 }
 
-bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack) {
+bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack, bool copy_short) {
   unwinder_.unwind(stack, [&](uint64_t addr) { return find_module(image_id, addr); }, result_);
+  // The kernel stopped copying at a page it could not read (not at the
+  // cap): a bigger copy would not help.
+  if (copy_short && result_.stop == UnwindStop::StackCopyTooSmall)
+    result_.stop = UnwindStop::UnreadableMemory;
   if (result_.stop != UnwindStop::NoModule && result_.frame_pointer_steps == 0) return false;
   // Any address in no mapping (the frame-pointer fallback may have stepped
   // over one) is worth another try once the maps were read again.
@@ -71,11 +75,13 @@ void StackCopyUnwinder::emit_result(uint32_t pid, uint32_t tid, std::string_view
 void StackCopyUnwinder::retry_held(const SampleCallback& emit, bool final) {
   std::vector<Held> held;
   held.swap(held_);
-  for (const Held& h : held) {
+  held_bytes_ = 0;
+  for (Held& h : held) {
     ++retried_;
     StackView view{h.regs, h.stack_start, h.stack};
-    if (walk(h.image, view) && !final && held_.size() < kMaxHeld) {
-      held_.push_back(h);  // still unmapped: wait for the next re-read
+    if (walk(h.image, view, h.copy_short) && !final && can_hold(h.stack.size())) {
+      held_bytes_ += h.stack.size();
+      held_.push_back(std::move(h));  // still unmapped: wait for the next re-read
       continue;
     }
     emit_result(h.pid, h.tid, h.comm, h.kernel_ips, emit);
@@ -88,12 +94,14 @@ void StackCopyUnwinder::unwind(const RawStackCopy& copy, const SampleCallback& e
   if (!held_.empty() && processes_.map_reads() != maps_reads_at_hold_) retry_held(emit, false);
 
   const uint32_t image_id = processes_.current_image(copy.pid);
-  if (walk(image_id, copy.stack) && held_.size() < kMaxHeld) {
+  if (walk(image_id, copy.stack, copy.copy_short) && can_hold(copy.stack.stack.size())) {
     if (held_.empty()) maps_reads_at_hold_ = processes_.map_reads();
+    held_bytes_ += copy.stack.stack.size();
     held_.push_back({image_id, copy.pid, copy.tid, std::string(copy.comm), copy.stack.regs,
                      copy.stack.stack_start,
                      std::vector<uint8_t>(copy.stack.stack.begin(), copy.stack.stack.end()),
-                     std::vector<uint64_t>(copy.kernel_ips.begin(), copy.kernel_ips.end())});
+                     std::vector<uint64_t>(copy.kernel_ips.begin(), copy.kernel_ips.end()),
+                     copy.copy_short});
     return;
   }
   emit_result(copy.pid, copy.tid, copy.comm, copy.kernel_ips, emit);

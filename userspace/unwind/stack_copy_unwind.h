@@ -51,8 +51,11 @@ class StackCopyUnwinder {
   uint64_t frame_pointer_stacks() const { return frame_pointer_stacks_; }
   uint64_t retried() const { return retried_; }
 
-  // Most walks held at once (each holds a stack copy); beyond, emit as is.
+  // Most walks held at once, and most stack bytes they hold (a copy is up
+  // to 1 MiB); beyond either, a walk is emitted as is (counted by its stop).
   static constexpr size_t kMaxHeld = 256;
+  static constexpr size_t kMaxHeldBytes = size_t{16} << 20;
+  size_t held_bytes() const { return held_bytes_; }
 
  private:
   struct Held {
@@ -62,10 +65,11 @@ class StackCopyUnwinder {
     uint64_t stack_start = 0;
     std::vector<uint8_t> stack;
     std::vector<uint64_t> kernel_ips;
+    bool copy_short = false;
   };
   // Unwinds into result_; returns whether it stopped at an address outside
   // every mapping of the image (worth another try after a maps re-read).
-  bool walk(uint32_t image, const StackView& stack);
+  bool walk(uint32_t image, const StackView& stack, bool copy_short);
   void emit_result(uint32_t pid, uint32_t tid, std::string_view comm,
                    std::span<const uint64_t> kernel_ips, const SampleCallback& emit);
   void retry_held(const SampleCallback& emit, bool final);
@@ -77,6 +81,10 @@ class StackCopyUnwinder {
   // (image id, module index) -> how to read that module's CFI.
   std::map<std::pair<uint32_t, int32_t>, UnwindModule> modules_;
   std::vector<Held> held_;
+  size_t held_bytes_ = 0;  // stack bytes of held_
+  bool can_hold(size_t stack_bytes) const {
+    return held_.size() < kMaxHeld && held_bytes_ + stack_bytes <= kMaxHeldBytes;
+  }
   uint64_t maps_reads_at_hold_ = 0;
   std::array<uint64_t, kUnwindStopCount> stops_{};
   uint64_t stacks_ = 0, retried_ = 0;
