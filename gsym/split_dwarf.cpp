@@ -63,7 +63,8 @@ Expected<DwpIndex> DwpIndex::parse(std::span<const uint8_t> bytes, bool little_e
   const uint32_t columns = c.u32(), units = c.u32(), slots = c.u32();
   if (!c.ok()) return Error(".debug_cu_index: header truncated (" + std::to_string(bytes.size()) + " bytes)");
   // Version 5 is a 2-byte version and 2 bytes of padding; GNU's is 4 bytes.
-  const uint32_t version = (version_word & 0xffff) == 5 ? 5 : version_word;
+  const uint32_t first_half = little_endian ? (version_word & 0xffff) : (version_word >> 16);
+  const uint32_t version = first_half == 5 ? 5 : version_word;
   if (version != 2 && version != 5)
     return Error(".debug_cu_index: unsupported version " + std::to_string(version_word));
   if (slots == 0 ? units != 0 : (slots & (slots - 1)) != 0 || units > slots)
