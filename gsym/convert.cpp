@@ -500,7 +500,10 @@ Status convert_dwarf(const ElfImage& dwarf_image, const std::string& binary_path
     split_sources.push_back(std::move(source));
     ++stats.split_units;
   }
-  if (split_files) stats.dwo_files_read = split_files->dwo_files_read();
+  if (split_files) {
+    stats.dwo_files_read = split_files->dwo_files_read();
+    if (!split_files->writable_only_by_us()) stats.inputs_writable_only_by_us = false;
+  }
   if (bad_units) {
     if (units.empty()) return Error(path + ": corrupt DWARF: cannot read the first unit header: " + dwarf_error());
     stats.skipped_units += bad_units;

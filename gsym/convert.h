@@ -98,7 +98,8 @@ struct ConvertStats {
   // section refused by check_section_sizes, a libdw error); the functions
   // then come from the symbol table alone, and options.warning said so.
   std::string dwarf_error;
-  // Every file read (the input, its debug file, a dwz alt file) could only
+  // Every file read (the input, its debug file, a dwz alt file, .dwo and
+  // .dwp files) could only
   // have been written by root or us (gsym::writable_only_by_us).
   bool inputs_writable_only_by_us = true;
 };

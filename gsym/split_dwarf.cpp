@@ -342,6 +342,7 @@ struct SplitDwarfFiles::Impl {
   bool package_tried = false;
   std::map<std::string, ElfImage> dwo_files;  // by path, kept open for the views
   uint64_t dwo_read = 0;
+  bool writable_only_by_us = true;
 
   // The skeleton's slice of .debug_addr (and of .debug_ranges, version 4),
   // which the image gives the unit as its own.
@@ -374,6 +375,7 @@ struct SplitDwarfFiles::Impl {
     Expected<DwpIndex> parsed = DwpIndex::parse(*bytes, image->little_endian());
     if (!parsed) return Error(path + ": " + parsed.error().message);
     package_path = path;
+    writable_only_by_us = writable_only_by_us && image->writable_only_by_us();
     index = std::move(*parsed);
     package = std::move(*image);
     return Status::success();
@@ -468,6 +470,7 @@ struct SplitDwarfFiles::Impl {
           continue;
         }
         ++dwo_read;
+        writable_only_by_us = writable_only_by_us && image->writable_only_by_us();
         it = dwo_files.emplace(path, std::move(*image)).first;
       }
       const ElfImage& image = it->second;
@@ -514,6 +517,7 @@ SplitDwarfFiles::~SplitDwarfFiles() = default;
 Status SplitDwarfFiles::open_package() { return impl_->open_package(); }
 const std::string& SplitDwarfFiles::package_path() const { return impl_->package_path; }
 uint64_t SplitDwarfFiles::dwo_files_read() const { return impl_->dwo_read; }
+bool SplitDwarfFiles::writable_only_by_us() const { return impl_->writable_only_by_us; }
 
 Expected<SplitUnit> SplitDwarfFiles::find(const SkeletonUnit& skeleton) {
   Expected<std::optional<SplitUnit>> packaged = impl_->from_package(skeleton);

@@ -155,6 +155,9 @@ class SplitDwarfFiles {
   Expected<SplitUnit> find(const SkeletonUnit& skeleton);
 
   uint64_t dwo_files_read() const;
+  // False when a package or .dwo read could have been written by someone
+  // other than root or us (gsym::writable_only_by_us).
+  bool writable_only_by_us() const;
 
  private:
   struct Impl;
