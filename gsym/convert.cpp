@@ -111,9 +111,34 @@ Expected<std::vector<UnitLocation>> list_units(Dwarf* dwarf, uint64_t* bad_units
 // is found (or it is no DWARF), an empty stand-in is installed instead, so
 // libdw never looks (nor races a file appearing later) and alt references
 // stay unresolved: their DIEs give no names, and a warning names the file.
+// The bytes of an uncompressed section (empty when absent or compressed:
+// .debug_sup is a few bytes nobody compresses).
+std::span<const uint8_t> section_contents(Elf* elf, const char* wanted) {
+  size_t names = 0;
+  if (elf_getshdrstrndx(elf, &names) != 0) return {};
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS || (shdr.sh_flags & SHF_COMPRESSED)) continue;
+    const char* name = elf_strptr(elf, names, shdr.sh_name);
+    if (!name || std::strcmp(name, wanted) != 0) continue;
+    Elf_Data* data = elf_rawdata(scn, nullptr);
+    if (!data || !data->d_buf) return {};
+    return {static_cast<const uint8_t*>(data->d_buf), data->d_size};
+  }
+  return {};
+}
+
+bool little_endian(Elf* elf) {
+  const char* ident = elf_getident(elf, nullptr);
+  return ident && ident[EI_DATA] == ELFDATA2LSB;
+}
+
 class AltFile {
  public:
-  explicit AltFile(const ConvertOptions& options) : options_(options) {}
+  // `debug_sup`: the DWARF file's .debug_sup, the link of dwz -5's
+  // DW_FORM_ref_sup*/strp_sup, used when there is no .gnu_debugaltlink.
+  AltFile(const ConvertOptions& options, std::optional<SupplementaryLink> debug_sup)
+      : options_(options), debug_sup_(std::move(debug_sup)) {}
   AltFile(const AltFile&) = delete;
   AltFile& operator=(const AltFile&) = delete;
   ~AltFile() {
@@ -129,10 +154,16 @@ class AltFile {
       opened_ = true;
       const char* name = nullptr;
       const void* id = nullptr;
-      const ssize_t id_len = dwelf_dwarf_gnu_debugaltlink(dwarf, &name, &id);
-      if (id_len <= 0) return Status::success();  // no link: libdw looks for nothing
+      ssize_t id_len = dwelf_dwarf_gnu_debugaltlink(dwarf, &name, &id);
+      if (id_len <= 0 && debug_sup_ && !debug_sup_->is_supplementary) {
+        name = debug_sup_->name.c_str();
+        id = debug_sup_->checksum.data();
+        id_len = static_cast<ssize_t>(debug_sup_->checksum.size());
+        linked_ = true;
+      }
+      if (id_len <= 0 && !linked_) return Status::success();  // no link: libdw looks for nothing
       linked_ = true;
-      const std::span<const uint8_t> want(static_cast<const uint8_t*>(id), static_cast<size_t>(id_len));
+      const std::span<const uint8_t> want(static_cast<const uint8_t*>(id), static_cast<size_t>(std::max<ssize_t>(id_len, 0)));
       std::vector<std::string> rejected;
       for (const std::string& candidate : candidates(name ? name : "", want, dwarf_path)) {
         Status s = open_candidate(candidate, want, rejected);
@@ -236,8 +267,18 @@ class AltFile {
       close_candidate();
       return Status::success();
     }
-    const std::vector<uint8_t> have = read_gnu_build_id(elf_);
-    if (!std::equal(have.begin(), have.end(), want.begin(), want.end())) {
+    // The linked build ID, or for dwz -5 the checksum in the supplementary
+    // file's own .debug_sup (it has no build ID note); a link without a
+    // checksum names the file only.
+    std::vector<uint8_t> have = read_gnu_build_id(elf_);
+    if (debug_sup_ && !debug_sup_->is_supplementary && !std::equal(have.begin(), have.end(), want.begin(), want.end())) {
+      if (Status s = check_section_sizes(elf_, file_size_); !s) return Error("alt file " + path + ": " + s.error().message);
+      if (std::optional<SupplementaryLink> own = parse_debug_sup(section_contents(elf_, ".debug_sup"),
+                                                                 elf_kind(elf_) == ELF_K_ELF && little_endian(elf_));
+          own && own->is_supplementary)
+        have = own->checksum;
+    }
+    if (!want.empty() && !std::equal(have.begin(), have.end(), want.begin(), want.end())) {
       rejected.push_back(path + ": build ID " + (have.empty() ? std::string("none") : to_hex(have)) +
                          " is not the linked one");
       close_candidate();
@@ -284,6 +325,7 @@ class AltFile {
   }
 
   const ConvertOptions& options_;
+  std::optional<SupplementaryLink> debug_sup_;
   bool opened_ = false, linked_ = false;
   std::string path_;
   int fd_ = -1;
@@ -439,7 +481,9 @@ Status convert_dwarf(const ElfImage& dwarf_image, const std::string& binary_path
   }
 
   // Destroyed after every handle that uses it.
-  AltFile alt(options);
+  Expected<std::span<const uint8_t>> debug_sup = dwarf_image.section_bytes(".debug_sup");
+  if (!debug_sup) return Error(path + ": " + debug_sup.error().message);
+  AltFile alt(options, parse_debug_sup(*debug_sup, dwarf_image.little_endian()));
   auto begin_dwarf = [&](Dwarf** out) -> Status {
     // Nothing should be left to claim; checked anyway, as before any libdw use.
     if (Status s = dwarf_image.check_section_sizes(); !s) return Error(path + ": " + s.error().message);

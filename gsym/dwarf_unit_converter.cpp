@@ -4,6 +4,7 @@
 #include "gsym/leb128.h"
 
 #include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <gelf.h>
 
 #include <algorithm>
@@ -39,15 +40,50 @@ std::string dwarf_error() {
   return msg ? msg : "unknown libdw error";
 }
 
+// dwarf_formref_die, except DWARF 5's DW_FORM_ref_sup4/8 (dwz -5), which
+// libdw 0.188 resolves in the DIE's own file at the same offset: those are
+// offsets in the supplementary file (installed as the alt file).
+bool formref_die(Dwarf_Attribute* attr, Dwarf_Die* result) {
+  if (attr->form != DW_FORM_ref_sup4 && attr->form != DW_FORM_ref_sup8)
+    return dwarf_formref_die(attr, result) != nullptr;
+  Dwarf* own = dwarf_cu_getdwarf(attr->cu);
+  Dwarf* alt = own ? dwarf_getalt(own) : nullptr;
+  Elf* elf = own ? dwarf_getelf(own) : nullptr;
+  const char* ident = elf ? elf_getident(elf, nullptr) : nullptr;
+  if (!alt || !ident || !attr->valp) return false;
+  // dwarf_getattrs / dwarf_attr checked the value lies inside the unit.
+  const int size = attr->form == DW_FORM_ref_sup4 ? 4 : 8;
+  uint64_t offset = 0;
+  for (int i = 0; i < size; ++i) {
+    const int shift = ident[EI_DATA] == ELFDATA2LSB ? 8 * i : 8 * (size - 1 - i);
+    offset |= uint64_t(attr->valp[i]) << shift;
+  }
+  return dwarf_offdie(alt, offset, result) != nullptr;
+}
+
+// dwarf_attr_integrate with formref_die: the attribute of the DIE, else of
+// its abstract_origin, else of its specification, ... (17 DIEs at most, as libdw).
+Dwarf_Attribute* attr_integrate(Dwarf_Die* die, unsigned name, Dwarf_Attribute* mem) {
+  Dwarf_Die current = *die;
+  for (int hop = 0; hop < 17; ++hop) {
+    if (Dwarf_Attribute* a = dwarf_attr(&current, name, mem)) return a;
+    Dwarf_Attribute ref;
+    if (!dwarf_attr(&current, DW_AT_abstract_origin, &ref) && !dwarf_attr(&current, DW_AT_specification, &ref))
+      return nullptr;
+    if (!formref_die(&ref, &current)) return nullptr;
+  }
+  return nullptr;
+}
+
 const char* attr_string(Dwarf_Die* die, unsigned name, bool integrate) {
   Dwarf_Attribute mem;
-  Dwarf_Attribute* a = integrate ? dwarf_attr_integrate(die, name, &mem) : dwarf_attr(die, name, &mem);
+  Dwarf_Attribute* a = integrate ? attr_integrate(die, name, &mem) : dwarf_attr(die, name, &mem);
   return a ? dwarf_formstring(a) : nullptr;
 }
 
 std::optional<uint64_t> attr_unsigned(Dwarf_Die* die, unsigned name, bool integrate) {
   Dwarf_Attribute mem;
-  Dwarf_Attribute* a = integrate ? dwarf_attr_integrate(die, name, &mem) : dwarf_attr(die, name, &mem);
+  Dwarf_Attribute* a = integrate ? attr_integrate(die, name, &mem) : dwarf_attr(die, name, &mem);
   Dwarf_Word v;
   if (!a || dwarf_formudata(a, &v) != 0) return std::nullopt;
   return v;
@@ -161,7 +197,7 @@ DieAttributes die_attributes(Dwarf* main, Dwarf_Die* die, int max_hops = 16, Dwa
     }
     if (!out.decl_line && (scan.found & 256)) out.decl_line = form_unsigned(&scan.decl_line);
     Dwarf_Attribute* next = (scan.found & 8) ? &scan.origin : (scan.found & 16) ? &scan.spec : nullptr;
-    if (!next || !dwarf_formref_die(next, &current)) break;
+    if (!next || !formref_die(next, &current)) break;
     followed = true;
     if (hop == 0) out.origin = die_key(main, &current);
   }
@@ -454,7 +490,7 @@ struct DwarfUnitConverter::Impl {
   bool referenced_die(Dwarf_Die* die, unsigned attr, Dwarf_Die* result) {
     Dwarf_Attribute mem;
     Dwarf_Attribute* a = dwarf_attr(die, attr, &mem);
-    return a && dwarf_formref_die(a, result) != nullptr;
+    return a && formref_die(a, result);
   }
 
   // LLVM's GetParentDeclContextDIE (memoized).

@@ -8,7 +8,8 @@
 # inline functions in nested namespaces: their names need the qualifiers of
 # DIEs that dwz moved to the alt file (lost before: parents were looked up
 # by offset in the main file). The alt file is found at the link's absolute
-# path, relative to the debug file, and beside the debug file; one with
+# path, relative to the debug file, and beside the debug file (also dwz -5's
+# DWARF 5 .debug_sup and DW_FORM_ref_sup4/strp_sup); one with
 # another build ID is rejected, and a missing one is a warning naming it.
 # Exit 0 pass, 77 skip (no gcc, dwz or llvm-gsymutil), 1 fail.
 set -u
@@ -50,8 +51,8 @@ pair() {
   args_b=("$@")
   build "${args_a[@]}" -o $a && build "${args_b[@]}" -o $b || return 1
   cp $a $a.plain && cp $b $b.plain
-  dwz -m alt.$a -M "$link" $a $b 2>dwz.err || { cat dwz.err; fail "dwz -m $a $b"; return 1; }
-  readelf -S $a | grep -q gnu_debugaltlink || { fail "$a: dwz wrote no .gnu_debugaltlink"; return 1; }
+  dwz ${DWZ_ARGS:-} -m alt.$a -M "$link" $a $b 2>dwz.err || { cat dwz.err; fail "dwz -m $a $b"; return 1; }
+  readelf -S $a | grep -q 'gnu_debugaltlink\|debug_sup' || { fail "$a: dwz wrote no .gnu_debugaltlink"; return 1; }
 }
 
 # Qualifiers from the alt file (absolute link path).
@@ -65,6 +66,13 @@ fi
 if pair cpp_o2 cpp_o1 alt.cpp_o2 g++ -O2 -g prog.cpp -- g++ -O1 -g prog.cpp; then
   agree cpp_o2 cpp_o2.plain "g++ -O2 C++, relative link"
   agree cpp_o1 cpp_o1.plain "g++ -O1 C++, relative link"
+fi
+# dwz -5: DWARF 5's .debug_sup and DW_FORM_ref_sup4/strp_sup; the
+# supplementary file has no build ID note, its own .debug_sup's checksum
+# identifies it.
+if DWZ_ARGS=-5 pair s1 s2 "$T/alt.s1" g++ -O2 -g q1.cpp -- g++ -O2 -g q2.cpp; then
+  readelf -S s1 | grep -q debug_sup || fail "dwz -5 wrote no .debug_sup"
+  agree s1 s1.plain "dwz -5 supplementary file (.debug_sup)"
 fi
 # C, two compile units, DWARF 4.
 if pair c_multi c_one "$T/alt.c_multi" gcc -O2 -g -gdwarf-4 -DWITH_LIB prog.c lib.c -- gcc -O2 -g -gdwarf-4 prog.c; then

@@ -7,7 +7,9 @@
 //   2/3  .debug_info(.dwo) unit headers (read_unit_headers): units in
 //        order, inside the section, DIEs inside their unit;
 //   4/5  range lists (read_split_ranges): the next byte picks version 4 or
-//        5, form, address size; the rest splits into lists and addresses.
+//        5, form, address size; the rest splits into lists and addresses;
+//   6/7  a .debug_sup (parse_debug_sup, debug_file_locator.h): the link to
+//        a dwz -5 supplementary file.
 // No input may crash, hang, read out of bounds or allocate without bound.
 #include <cstddef>
 #include <cstdint>
@@ -19,11 +21,12 @@
 
 #include <dwarf.h>
 
+#include "gsym/debug_file_locator.h"
 #include "gsym/split_dwarf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const uint8_t mode = data[0] % 6;
+  const uint8_t mode = data[0] % 8;
   const bool little = (mode & 1) == 0;
   const std::span<const uint8_t> bytes(data + 1, size - 1);
   if (mode <= 1) {
@@ -47,6 +50,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         std::abort();
       previous_end = h.end;
     }
+    return 0;
+  }
+  if (mode >= 6) {
+    std::optional<gsym::SupplementaryLink> link = gsym::parse_debug_sup(bytes, little);
+    if (link && (link->checksum.size() > bytes.size() || link->name.size() > bytes.size())) std::abort();
     return 0;
   }
   if (bytes.size() < 2) return 0;

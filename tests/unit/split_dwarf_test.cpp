@@ -260,3 +260,27 @@ TEST_CASE("dwz alt file found by build ID and under .dwz/ of a debug directory")
                          to_hex(id) + ") not found") != std::string::npos);
   CHECK(stats.dwarf_functions >= 1);
 }
+
+TEST_CASE(".debug_sup: the link of dwz -5 and the supplementary file's own") {
+  Bytes link;
+  link.put(5, 2).put(0, 1);
+  for (char c : std::string("/usr/lib/debug/.dwz/x.debug")) link.put(static_cast<uint8_t>(c), 1);
+  link.put(0, 1).uleb(3).put(0xa, 1).put(0xb, 1).put(0xc, 1);
+  std::optional<SupplementaryLink> parsed = parse_debug_sup(link.b, true);
+  REQUIRE(parsed);
+  CHECK_FALSE(parsed->is_supplementary);
+  CHECK(parsed->name == "/usr/lib/debug/.dwz/x.debug");
+  CHECK(parsed->checksum == std::vector<uint8_t>{0xa, 0xb, 0xc});
+  Bytes own;
+  own.put(5, 2).put(1, 1).put(0, 1).uleb(1).put(0x7, 1);  // supplementary: empty name
+  REQUIRE(parse_debug_sup(own.b, true));
+  CHECK(parse_debug_sup(own.b, true)->is_supplementary);
+  std::vector<uint8_t> cut(link.b.begin(), link.b.end() - 1);  // checksum past the end
+  CHECK_FALSE(parse_debug_sup(cut, true));
+  std::vector<uint8_t> v4 = link.b;
+  v4[0] = 4;
+  CHECK_FALSE(parse_debug_sup(v4, true));
+  CHECK(parse_debug_sup(link.b, false) == std::nullopt);  // version read big-endian: 0x500
+  std::vector<uint8_t> no_nul(link.b.begin(), link.b.begin() + 10);
+  CHECK_FALSE(parse_debug_sup(no_nul, true));
+}
