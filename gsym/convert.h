@@ -74,7 +74,9 @@ struct ConvertOptions {
 // that remembered results (a cache keyed by it) are not trusted across
 // versions: a converter fix re-converts instead of reusing an older file.
 // c3: the cache's conversions name PLT stubs and code labels.
-inline constexpr const char* kConverterVersion = "c3";
+// c4: dwz alt references resolved in the alt file (names, qualifiers) and
+// split DWARF (.dwo/.dwp) read.
+inline constexpr const char* kConverterVersion = "c4";
 
 struct ConvertStats {
   std::string debug_file_used;     // "" when DWARF came from the input itself
