@@ -517,8 +517,13 @@ Status convert_dwarf(const ElfImage& dwarf_image, const std::string& binary_path
       split_options.debug_ranges = *ranges;
       split_files.emplace(split_options);
       if (Status s = split_files->open_package(); !s) {
-        fatal = !options.dwp_file.empty();
-        return s;
+        // Asked for: an error. Found beside the binary: the .dwo files may
+        // still be there.
+        if (!options.dwp_file.empty()) {
+          fatal = true;
+          return s;
+        }
+        if (options.warning) options.warning(s.error().message + "; looking for .dwo files instead");
       }
       stats.dwp_file_used = split_files->package_path();
     }

@@ -10,8 +10,9 @@
 #   - .dwo files beside the binary, moved away from the build directory;
 #   - a .dwp package (llvm-dwp) beside the binary as BINARY.dwp, and given
 #     with --dwp PATH.
-# A missing .dwo is a warning naming it (exit 0, symbols kept); --dwp naming
-# something that is no package is a one-line error (exit 1).
+# A missing .dwo is a warning naming it (exit 0, symbols kept), so is a
+# broken BINARY.dwp (the .dwo files are read instead); --dwp naming something
+# that is no package is a one-line error (exit 1).
 # Exit 0 pass, 77 skip (no gcc/clang/llvm-dwp/llvm-gsymutil), 1 fail.
 set -u
 GSYMPROF=${GSYMPROF:-build/gsymprof}
@@ -69,6 +70,12 @@ if split moved gcc -O2 -g -DWITH_LIB prog.c lib.c; then
   mkdir ../elsewhere && mv moved moved.plain ./*.dwo ../elsewhere/
   agree ../elsewhere/moved ../elsewhere/moved.plain "gcc C, .dwo beside the binary"
   expect_split "beside" 2
+  # A broken BINARY.dwp beside it: a warning, and the .dwo files still read.
+  echo "not a package" >../elsewhere/moved.dwp
+  "$GSYMPROF" gsym convert ../elsewhere/moved -o broken.gsym 2>conv.err || { cat conv.err; fail "broken .dwp beside: convert failed"; }
+  grep -q "warning: ../elsewhere/moved.dwp: not an ELF file; looking for .dwo files instead" conv.err &&
+    grep -q "2 split units from 2 .dwo files" conv.err || { cat conv.err; fail "broken .dwp beside: not warned, or .dwo not read"; }
+  rm ../elsewhere/moved.dwp
   # Missing: a warning naming the file; the unit's functions from symbols.
   rm ../elsewhere/moved-lib.dwo
   "$GSYMPROF" gsym convert ../elsewhere/moved -o missing.gsym 2>conv.err || { cat conv.err; fail "missing .dwo: convert failed"; }
