@@ -10,7 +10,8 @@
 #   - .dwo files beside the binary, moved away from the build directory;
 #   - a .dwp package (llvm-dwp) beside the binary as BINARY.dwp, and given
 #     with --dwp PATH.
-# A missing .dwo is a warning naming it (exit 0, symbols kept), so is a
+# A missing .dwo is a warning naming it (exit 0, symbols kept), a FIFO in its
+# place is refused without blocking, so is a
 # broken BINARY.dwp (the .dwo files are read instead); --dwp naming something
 # that is no package is a one-line error (exit 1).
 # Exit 0 pass, 77 skip (no gcc/clang/llvm-dwp/llvm-gsymutil), 1 fail.
@@ -83,6 +84,11 @@ if split moved gcc -O2 -g -DWITH_LIB prog.c lib.c; then
     { cat conv.err; fail "missing .dwo: no warning naming it"; }
   grep -q "1 split units from 1 .dwo files (1 missing)" conv.err || { cat conv.err; fail "missing .dwo: not counted"; }
   "$LLVM_GSYMUTIL" missing.gsym | grep -q '"lib_entry"' || fail "missing .dwo: lib_entry (symbol) lost"
+  # A FIFO in its place is no .dwo: refused at once, never opened blocking.
+  mkfifo ../elsewhere/moved-lib.dwo
+  timeout 20 "$GSYMPROF" gsym convert ../elsewhere/moved -o fifo.gsym 2>conv.err || { cat conv.err; fail "FIFO .dwo: convert failed or hung"; }
+  grep -q "moved-lib.dwo: not a regular file" conv.err || { cat conv.err; fail "FIFO .dwo: not refused"; }
+  rm ../elsewhere/moved-lib.dwo
 fi
 
 # .dwp packages (llvm-dwp), beside the binary and given with --dwp.
