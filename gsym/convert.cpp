@@ -31,6 +31,7 @@
 #include "gsym/debug_file_locator.h"
 #include "gsym/dwarf_unit_converter.h"
 #include "gsym/elf_image.h"
+#include "gsym/split_dwarf.h"
 
 namespace gsym {
 
@@ -92,28 +93,58 @@ Expected<std::vector<UnitLocation>> list_units(Dwarf* dwarf, uint64_t* bad_units
       ++*bad_units;
       break;
     }
-    units.push_back({it->header_offset, die_offset, it->end_offset});
+    UnitLocation unit;
+    unit.header_offset = it->header_offset;
+    unit.die_offset = die_offset;
+    unit.end_offset = it->end_offset;
+    unit.skeleton = unit_type == DW_UT_skeleton;
+    units.push_back(unit);
   }
   return units;
 }
 
 // The dwz alt file (.gnu_debugaltlink) that libdw would otherwise open by
 // itself, with dwarf_begin, on the first DW_FORM_GNU_*_alt it reads,
-// decompressing that file's sections unchecked. It is found here as libdw
-// 0.188 finds it (find_debug_altlink), checked, and installed in every handle
-// with dwarf_setalt; when none is found (or it is no DWARF), an empty
-// stand-in is installed instead, so libdw never looks (nor races a file
-// appearing later) and alt forms stay unresolved, as they would.
+// decompressing that file's sections unchecked. It is found here (see
+// candidates()), checked (a regular file, the build ID the link names,
+// section sizes), and installed in every handle with dwarf_setalt; when none
+// is found (or it is no DWARF), an empty stand-in is installed instead, so
+// libdw never looks (nor races a file appearing later) and alt references
+// stay unresolved: their DIEs give no names, and a warning names the file.
+// The bytes of an uncompressed section (empty when absent or compressed:
+// .debug_sup is a few bytes nobody compresses).
+std::span<const uint8_t> section_contents(Elf* elf, const char* wanted) {
+  size_t names = 0;
+  if (elf_getshdrstrndx(elf, &names) != 0) return {};
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS || (shdr.sh_flags & SHF_COMPRESSED)) continue;
+    const char* name = elf_strptr(elf, names, shdr.sh_name);
+    if (!name || std::strcmp(name, wanted) != 0) continue;
+    Elf_Data* data = elf_rawdata(scn, nullptr);
+    if (!data || !data->d_buf) return {};
+    return {static_cast<const uint8_t*>(data->d_buf), data->d_size};
+  }
+  return {};
+}
+
+bool little_endian(Elf* elf) {
+  const char* ident = elf_getident(elf, nullptr);
+  return ident && ident[EI_DATA] == ELFDATA2LSB;
+}
+
 class AltFile {
  public:
-  AltFile() = default;
+  // `debug_sup`: the DWARF file's .debug_sup, the link of dwz -5's
+  // DW_FORM_ref_sup*/strp_sup, used when there is no .gnu_debugaltlink.
+  AltFile(const ConvertOptions& options, std::optional<SupplementaryLink> debug_sup)
+      : options_(options), debug_sup_(std::move(debug_sup)) {}
   AltFile(const AltFile&) = delete;
   AltFile& operator=(const AltFile&) = delete;
   ~AltFile() {
     for (Dwarf* d : handles_) dwarf_end(d);
     if (stand_in_elf_) elf_end(stand_in_elf_);
-    if (elf_) elf_end(elf_);
-    if (fd_ >= 0) close(fd_);
+    close_candidate();
   }
 
   // Installs the alt file of `dwarf` (read from `dwarf_path`), opening it on
@@ -123,11 +154,28 @@ class AltFile {
       opened_ = true;
       const char* name = nullptr;
       const void* id = nullptr;
-      const ssize_t id_len = dwelf_dwarf_gnu_debugaltlink(dwarf, &name, &id);
-      if (id_len <= 0) return Status::success();  // no link: libdw looks for nothing
+      ssize_t id_len = dwelf_dwarf_gnu_debugaltlink(dwarf, &name, &id);
+      if (id_len <= 0 && debug_sup_ && !debug_sup_->is_supplementary) {
+        name = debug_sup_->name.c_str();
+        id = debug_sup_->checksum.data();
+        id_len = static_cast<ssize_t>(debug_sup_->checksum.size());
+        linked_ = true;
+      }
+      if (id_len <= 0 && !linked_) return Status::success();  // no link: libdw looks for nothing
       linked_ = true;
-      Status s = open_alt(find(name, static_cast<const uint8_t*>(id), static_cast<size_t>(id_len), dwarf_path));
-      if (!s) return s;
+      const std::span<const uint8_t> want(static_cast<const uint8_t*>(id), static_cast<size_t>(std::max<ssize_t>(id_len, 0)));
+      std::vector<std::string> rejected;
+      for (const std::string& candidate : candidates(name ? name : "", want, dwarf_path)) {
+        Status s = open_candidate(candidate, want, rejected);
+        if (!s) return s;
+        if (elf_) break;
+      }
+      if (!elf_ && options_.warning) {
+        std::string message = dwarf_path + ": dwz alt file " + (name && *name ? std::string(name) : "(no name)") +
+                               " (build ID " + to_hex(want) + ") not found";
+        for (const std::string& r : rejected) message += "; " + r;
+        options_.warning(message + "; names and qualifiers of DIEs in it are missing");
+      }
     }
     if (!linked_) return Status::success();
     Dwarf* alt = nullptr;
@@ -144,31 +192,61 @@ class AltFile {
     return Status::success();
   }
 
- // False when the alt file used could have been written by someone else.
+  // False when the alt file used could have been written by someone else.
   bool writable_only_by_us() const { return !elf_ || writable_only_by_us_; }
+  const std::string& path() const { return path_; }
 
  private:
-  // /usr/lib/debug/.build-id/xx/rest.debug, else the link's name, relative
-  // to the directory of the file (realpath, as libdw resolves its fd).
-  static std::string find(const char* name, const uint8_t* id, size_t id_len, const std::string& dwarf_path) {
-    if (id_len >= 3 && id_len <= kMaxBuildIdBytes) {
-      std::string p = build_id_debug_path("/usr/lib/debug", std::span(id, id_len));
-      if (access(p.c_str(), F_OK) == 0) return p;
+  // Where the alt file may be, in order (the first with the linked build ID
+  // wins): the link's path (absolute, or relative to the debug file's
+  // directory, as gdb and libdw read it); DIR/.build-id/xx/rest.debug and
+  // DIR/.dwz/<the link's last components> under each debug directory (a
+  // Debian -dbgsym package's /usr/lib/debug/.dwz/<triplet>/<pkg>.debug with
+  // another root); the link's file name beside the debug file.
+  std::vector<std::string> candidates(const std::string& name, std::span<const uint8_t> id,
+                                      const std::string& dwarf_path) const {
+    std::vector<std::string> out;
+    auto add = [&](std::string p) {
+      if (!p.empty() && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(std::move(p));
+    };
+    std::string dir;
+    if (char* real = realpath(dwarf_path.c_str(), nullptr)) {
+      dir = real;
+      std::free(real);
+      dir.resize(dir.rfind('/') + 1);
     }
-    if (!name || !*name) return "";
-    if (name[0] == '/') return name;
-    char* real = realpath(dwarf_path.c_str(), nullptr);
-    if (!real) return "";
-    std::string dir(real);
-    std::free(real);
-    return dir.substr(0, dir.rfind('/') + 1) + name;
+    if (!name.empty()) add(name[0] == '/' ? name : dir.empty() ? "" : dir + name);
+    const std::string base = name.substr(name.rfind('/') + 1);
+    const size_t dwz = name.find("/.dwz/");
+    for (const std::string& root : options_.debug_directories) {
+      if (root.empty()) continue;
+      if (id.size() >= 2 && id.size() <= kMaxBuildIdBytes) add(build_id_debug_path(root, id));
+      if (dwz != std::string::npos) add(root + name.substr(dwz));
+      else if (!base.empty()) add(root + "/.dwz/" + base);
+    }
+    if (!dir.empty() && !base.empty()) add(dir + base);
+    return out;
   }
 
-  Status open_alt(const std::string& path) {
-    if (path.empty()) return Status::success();
+  void close_candidate() {
+    if (elf_) elf_end(elf_);
+    elf_ = nullptr;
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+    bytes_.clear();
+    path_.clear();
+    decompressed_ = DecompressedSections{};
+  }
+
+  // Opens `path` as the alt file if it is a regular ELF file with build ID
+  // `want`; else leaves elf_ null (a line in `rejected` when it exists).
+  Status open_candidate(const std::string& path, std::span<const uint8_t> want, std::vector<std::string>& rejected) {
     // Never blocking, regular files only: a FIFO in its place is no alt file.
     Expected<OpenFile> file = open_regular_file(path);
-    if (!file) return Status::success();
+    if (!file) {
+      if (access(path.c_str(), F_OK) == 0) rejected.push_back(path + ": " + file.error().message);
+      return Status::success();
+    }
     const struct stat& st = file->status;
     fd_ = file->fd.release();
     path_ = path;
@@ -179,11 +257,33 @@ class AltFile {
     } else {
       // Not mapped: its owner could truncate it under us (SIGBUS).
       Expected<std::vector<uint8_t>> bytes = read_descriptor(fd_, kMaxInMemoryElf, path);
-      if (!bytes) return Status::success();
-      bytes_ = std::move(*bytes);
-      elf_ = elf_memory(reinterpret_cast<char*>(bytes_.data()), bytes_.size());
+      if (bytes) {
+        bytes_ = std::move(*bytes);
+        elf_ = elf_memory(reinterpret_cast<char*>(bytes_.data()), bytes_.size());
+      }
     }
-    if (!elf_) return Status::success();
+    if (!elf_ || elf_kind(elf_) != ELF_K_ELF) {
+      rejected.push_back(path + ": not an ELF file");
+      close_candidate();
+      return Status::success();
+    }
+    // The linked build ID, or for dwz -5 the checksum in the supplementary
+    // file's own .debug_sup (it has no build ID note); a link without a
+    // checksum names the file only.
+    std::vector<uint8_t> have = read_gnu_build_id(elf_);
+    if (debug_sup_ && !debug_sup_->is_supplementary && !std::equal(have.begin(), have.end(), want.begin(), want.end())) {
+      if (Status s = check_section_sizes(elf_, file_size_); !s) return Error("alt file " + path + ": " + s.error().message);
+      if (std::optional<SupplementaryLink> own = parse_debug_sup(section_contents(elf_, ".debug_sup"),
+                                                                 elf_kind(elf_) == ELF_K_ELF && little_endian(elf_));
+          own && own->is_supplementary)
+        have = own->checksum;
+    }
+    if (!want.empty() && !std::equal(have.begin(), have.end(), want.begin(), want.end())) {
+      rejected.push_back(path + ": build ID " + (have.empty() ? std::string("none") : to_hex(have)) +
+                         " is not the linked one");
+      close_candidate();
+      return Status::success();
+    }
     // Several handles share this Elf, as they share the input's.
     Status s = decompress_debug_sections(elf_, file_size_, decompressed_);
     if (!s) return Error("alt file " + path_ + ": " + s.error().message);
@@ -224,6 +324,8 @@ class AltFile {
     return stand_in_elf_ ? dwarf_begin_elf(stand_in_elf_, DWARF_C_READ, nullptr) : nullptr;
   }
 
+  const ConvertOptions& options_;
+  std::optional<SupplementaryLink> debug_sup_;
   bool opened_ = false, linked_ = false;
   std::string path_;
   int fd_ = -1;
@@ -236,6 +338,43 @@ class AltFile {
   Elf* stand_in_elf_ = nullptr;
   std::vector<Dwarf*> handles_;
 };
+
+// What a skeleton unit's DIE says of its split unit.
+SkeletonUnit read_skeleton(Dwarf* dwarf, const UnitLocation& unit) {
+  SkeletonUnit skeleton;
+  Dwarf_Die die;
+  if (!dwarf_offdie(dwarf, unit.die_offset, &die)) return skeleton;
+  Dwarf_Half version = 0;
+  uint8_t unit_type = 0;
+  uint64_t id = 0;
+  // No subdie: asking for it makes libdw open the .dwo itself.
+  if (dwarf_cu_info(die.cu, &version, &unit_type, nullptr, nullptr, &id, nullptr, nullptr) == 0) {
+    skeleton.version = version;
+    skeleton.dwo_id = id;
+  }
+  auto string_of = [&](unsigned name) -> std::string {
+    Dwarf_Attribute mem;
+    Dwarf_Attribute* a = dwarf_attr(&die, name, &mem);
+    const char* s = a ? dwarf_formstring(a) : nullptr;
+    return s ? s : "";
+  };
+  auto unsigned_of = [&](unsigned name) -> std::optional<uint64_t> {
+    Dwarf_Attribute mem;
+    Dwarf_Word v;
+    Dwarf_Attribute* a = dwarf_attr(&die, name, &mem);
+    if (!a || dwarf_formudata(a, &v) != 0) return std::nullopt;
+    return v;
+  };
+  skeleton.dwo_name = string_of(DW_AT_dwo_name);
+  if (skeleton.dwo_name.empty()) skeleton.dwo_name = string_of(DW_AT_GNU_dwo_name);
+  skeleton.comp_dir = string_of(DW_AT_comp_dir);
+  skeleton.addr_base = unsigned_of(DW_AT_addr_base);
+  if (!skeleton.addr_base) skeleton.addr_base = unsigned_of(DW_AT_GNU_addr_base);
+  skeleton.ranges_base = unsigned_of(DW_AT_GNU_ranges_base);
+  Dwarf_Addr low_pc = 0;
+  if (dwarf_lowpc(&die, &low_pc) == 0) skeleton.low_pc = low_pc;
+  return skeleton;
+}
 
 class Replayer {
  public:
@@ -321,9 +460,9 @@ class Replayer {
 // Every error returns before the first unit is replayed, so a failure leaves
 // the builder without DWARF functions and convert_elf can fall back to the
 // symbol table.
-Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& unit_options,
-                     const ConvertOptions& options, Builder& builder, ConvertStats& stats,
-                     std::vector<AddressRange>* sized) {
+Status convert_dwarf(const ElfImage& dwarf_image, const std::string& binary_path,
+                     const UnitConverterOptions& unit_options, const ConvertOptions& options, Builder& builder,
+                     ConvertStats& stats, std::vector<AddressRange>* sized, bool& fatal) {
   const std::string& path = dwarf_image.path();
   // dwarf_begin_elf would decompress every debug section itself, unchecked:
   // done here first, with the size checks, so libdw finds nothing to inflate.
@@ -342,7 +481,9 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
   }
 
   // Destroyed after every handle that uses it.
-  AltFile alt;
+  Expected<std::span<const uint8_t>> debug_sup = dwarf_image.section_bytes(".debug_sup");
+  if (!debug_sup) return Error(path + ": " + debug_sup.error().message);
+  AltFile alt(options, parse_debug_sup(*debug_sup, dwarf_image.little_endian()));
   auto begin_dwarf = [&](Dwarf** out) -> Status {
     // Nothing should be left to claim; checked anyway, as before any libdw use.
     if (Status s = dwarf_image.check_section_sizes(); !s) return Error(path + ": " + s.error().message);
@@ -356,7 +497,62 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
   uint64_t bad_units = 0;
   Expected<std::vector<UnitLocation>> listed = list_units(main_handle.dwarf, &bad_units);
   if (!listed) return Error(path + ": " + listed.error().message);
-  const std::vector<UnitLocation>& units = *listed;
+  std::vector<UnitLocation>& units = *listed;
+
+  // Split DWARF: each skeleton's unit from the .dwp or its .dwo.
+  std::optional<SplitDwarfFiles> split_files;
+  std::vector<std::unique_ptr<SplitSource>> split_sources;
+  for (UnitLocation& unit : units) {
+    if (!unit.skeleton) continue;
+    if (!split_files) {
+      SplitDwarfFiles::Options split_options;
+      split_options.binary_path = binary_path;
+      split_options.dwp_path = options.dwp_file;
+      split_options.little_endian = dwarf_image.little_endian();
+      Expected<std::span<const uint8_t>> addr = dwarf_image.section_bytes(".debug_addr");
+      Expected<std::span<const uint8_t>> ranges = dwarf_image.section_bytes(".debug_ranges");
+      if (!addr) return Error(path + ": " + addr.error().message);
+      if (!ranges) return Error(path + ": " + ranges.error().message);
+      split_options.debug_addr = *addr;
+      split_options.debug_ranges = *ranges;
+      split_files.emplace(split_options);
+      if (Status s = split_files->open_package(); !s) {
+        // Asked for: an error. Found beside the binary: the .dwo files may
+        // still be there.
+        if (!options.dwp_file.empty()) {
+          fatal = true;
+          return s;
+        }
+        if (options.warning) options.warning(s.error().message + "; looking for .dwo files instead");
+      }
+      stats.dwp_file_used = split_files->package_path();
+    }
+    const SkeletonUnit skeleton = read_skeleton(main_handle.dwarf, unit);
+    Expected<SplitUnit> found = split_files->find(skeleton);
+    if (!found) {
+      ++stats.split_units_missing;
+      if (options.warning)
+        options.warning(path + ": " + found.error().message + "; that unit's functions come from the symbol table only");
+      continue;
+    }
+    auto source = std::make_unique<SplitSource>();
+    source->unit = std::move(*found);
+    source->comp_dir = skeleton.comp_dir;
+    source->base_address = skeleton.low_pc;
+    Dwarf_Die die;
+    Dwarf_Attribute mem;
+    Dwarf_Word stmt_list;
+    if (dwarf_offdie(main_handle.dwarf, unit.die_offset, &die) && dwarf_attr(&die, DW_AT_stmt_list, &mem) &&
+        dwarf_formudata(&mem, &stmt_list) == 0)
+      source->stmt_list = stmt_list;
+    unit.split = source.get();
+    split_sources.push_back(std::move(source));
+    ++stats.split_units;
+  }
+  if (split_files) {
+    stats.dwo_files_read = split_files->dwo_files_read();
+    if (!split_files->writable_only_by_us()) stats.inputs_writable_only_by_us = false;
+  }
   if (bad_units) {
     if (units.empty()) return Error(path + ": corrupt DWARF: cannot read the first unit header: " + dwarf_error());
     stats.skipped_units += bad_units;
@@ -374,6 +570,8 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
       options.progress(done, units.size());
   };
 
+  if (!alt.writable_only_by_us()) stats.inputs_writable_only_by_us = false;
+  stats.alt_file_used = alt.path();
   if (threads <= 1) {
     DwarfUnitConverter converter(main_handle.dwarf, sections, tree_options);
     for (size_t i = 0; i < units.size(); ++i) {
@@ -433,7 +631,6 @@ Status convert_dwarf(const ElfImage& dwarf_image, const UnitConverterOptions& un
   }
   stop = true;
   for (std::thread& t : pool) t.join();
-  if (!alt.writable_only_by_us()) stats.inputs_writable_only_by_us = false;
   return Status::success();
 }
 
@@ -541,8 +738,10 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
     UnitConverterOptions unit_options;
     unit_options.text_ranges = text;
     unit_options.inline_info = options.inline_info;
-    Status s = convert_dwarf(*dwarf_image, unit_options, options, builder, stats,
-                             options.plt_names || options.code_labels ? &sized : nullptr);
+    bool fatal = false;
+    Status s = convert_dwarf(*dwarf_image, name, unit_options, options, builder, stats,
+                             options.plt_names || options.code_labels ? &sized : nullptr, fatal);
+    if (!s && fatal) return s.error();
     if (!s) {
       // One bad section must not cost the module its symbol-table names too:
       // go on without DWARF (convert_dwarf added no function).

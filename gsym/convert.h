@@ -15,8 +15,9 @@
 //     name) where LLVM keeps the last added, so output never depends on
 //     input or thread order;
 //   - the output is the same whatever `threads` is (LLVM's is not).
-// Not supported: split DWARF (.dwo/.dwp: skeleton units yield nothing),
-// DW_AT_LLVM_stmt_sequence (ignored), ET_REL objects.
+// Split DWARF: skeleton units are converted from their .dwo or .dwp unit
+// (split_dwarf.h); dwz alt files are read (.gnu_debugaltlink).
+// Not supported: DW_AT_LLVM_stmt_sequence (ignored), ET_REL objects.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,10 @@ struct ConvertOptions {
   // .gnu_debuglink next to the ELF, in its .debug/, under DIR/<its dir>).
   std::vector<std::string> debug_directories = {"/usr/lib/debug"};
   bool search_debug_file = true;   // search when the ELF itself has no DWARF
+  // Split DWARF package (.dwp) of the skeleton units ("" = ELF.dwp beside
+  // the ELF when present). Given and unusable: an error. Units it lacks are
+  // looked for as .dwo files (split_dwarf.h).
+  std::string dwp_file;
   bool inline_info = true;
   // GSYM version written: 1 (the default: LLVM <= 22 reads only that) or 2.
   uint16_t gsym_version = 1;
@@ -69,10 +74,17 @@ struct ConvertOptions {
 // that remembered results (a cache keyed by it) are not trusted across
 // versions: a converter fix re-converts instead of reusing an older file.
 // c3: the cache's conversions name PLT stubs and code labels.
-inline constexpr const char* kConverterVersion = "c3";
+// c4: dwz alt references resolved in the alt file (names, qualifiers) and
+// split DWARF (.dwo/.dwp) read.
+inline constexpr const char* kConverterVersion = "c4";
 
 struct ConvertStats {
   std::string debug_file_used;     // "" when DWARF came from the input itself
+  std::string alt_file_used;       // the dwz alt file read ("" = none linked or found)
+  std::string dwp_file_used;       // the .dwp read ("" = none)
+  uint64_t split_units = 0;         // skeleton units whose split unit was read
+  uint64_t split_units_missing = 0; // skeletons whose .dwo (or .dwp entry) was not found: warned
+  uint64_t dwo_files_read = 0;
   uint64_t compile_units = 0;
   uint64_t skipped_units = 0;      // malformed CUs skipped with a warning
   uint64_t dwarf_functions = 0;
@@ -88,7 +100,8 @@ struct ConvertStats {
   // section refused by check_section_sizes, a libdw error); the functions
   // then come from the symbol table alone, and options.warning said so.
   std::string dwarf_error;
-  // Every file read (the input, its debug file, a dwz alt file) could only
+  // Every file read (the input, its debug file, a dwz alt file, .dwo and
+  // .dwp files) could only
   // have been written by root or us (gsym::writable_only_by_us).
   bool inputs_writable_only_by_us = true;
 };

@@ -1,5 +1,9 @@
 #include "gsym/debug_file_locator.h"
 
+#include "gsym/leb128.h"
+
+#include <cstring>
+
 #include "gsym/hex.h"
 
 #include <sys/stat.h>
@@ -91,6 +95,25 @@ std::string build_id_debug_path(const std::string& debug_dir, std::span<const ui
   if (id.size() < 2) return "";
   const std::string hex = to_hex(id);
   return debug_dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
+}
+
+std::optional<SupplementaryLink> parse_debug_sup(std::span<const uint8_t> section, bool little_endian) {
+  if (section.size() < 4) return std::nullopt;
+  const uint16_t version = little_endian ? uint16_t(section[0] | section[1] << 8) : uint16_t(section[0] << 8 | section[1]);
+  if (version != 5 || section[2] > 1) return std::nullopt;
+  SupplementaryLink link;
+  link.is_supplementary = section[2] == 1;
+  const uint8_t* p = section.data() + 3;
+  const uint8_t* end = section.data() + section.size();
+  const uint8_t* nul = static_cast<const uint8_t*>(std::memchr(p, 0, static_cast<size_t>(end - p)));
+  if (!nul || (nul == p && !link.is_supplementary)) return std::nullopt;
+  link.name.assign(reinterpret_cast<const char*>(p), static_cast<size_t>(nul - p));
+  p = nul + 1;
+  uint64_t length = 0;
+  if (!leb128::read_uleb_fast(p, end, length) || length > static_cast<uint64_t>(end - p) || length > kMaxBuildIdBytes)
+    return std::nullopt;
+  link.checksum.assign(p, p + length);
+  return link;
 }
 
 }  // namespace gsym

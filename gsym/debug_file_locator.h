@@ -6,6 +6,7 @@
 // either has no build ID, its CRC-32 equals the debuglink's).
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,6 +28,19 @@ std::string find_debug_file(const ElfImage& image, const DebugFileSearch& search
 // CRC when build IDs are unavailable). Error says why not.
 Status check_debug_file(const ElfImage& image, const ElfImage& candidate,
                         const std::string& candidate_path);
+
+// A DWARF 5 .debug_sup (section 7.3.6): version 5, is_supplementary, a file
+// name and a checksum. In a file whose DIEs refer to a supplementary file
+// (dwz -5) it names that file (is_supplementary 0, a name required); the
+// supplementary file carries its own (is_supplementary 1) with the same
+// checksum, which is how it is recognized. nullopt when malformed or of
+// another version. Untrusted input: bounded reads only.
+struct SupplementaryLink {
+  bool is_supplementary = false;
+  std::string name;
+  std::vector<uint8_t> checksum;
+};
+std::optional<SupplementaryLink> parse_debug_sup(std::span<const uint8_t> section, bool little_endian);
 
 // DIR/.build-id/xx/rest.debug for a build ID of at least 2 bytes ("" for a
 // shorter one): where gdb, libdw and Debian's -dbgsym packages put it.

@@ -1,8 +1,11 @@
 #include "gsym/dwarf_unit_converter.h"
 
 #include "gsym/dwarf_die_walker.h"
+#include "gsym/leb128.h"
 
 #include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
 
 #include <algorithm>
 #include <cstring>
@@ -19,20 +22,68 @@ namespace {
 constexpr int kMaxDieDepth = 1024;
 constexpr int kMaxDeclContextHops = 64;
 
+// A DIE's identity across the unit's file and its dwz alt file
+// (.gnu_debugaltlink): DW_FORM_GNU_ref_alt / DW_FORM_ref_sup* references
+// land in the alt file, whose offsets overlap the main file's, so every memo
+// is keyed by (file, offset): the offset, with the top bit set for the alt file.
+using DieKey = uint64_t;
+constexpr DieKey kAltFileBit = DieKey{1} << 63;
+
+bool in_other_file(Dwarf* main, Dwarf_Die* die) { return dwarf_cu_getdwarf(die->cu) != main; }
+
+DieKey die_key(Dwarf* main, Dwarf_Die* die) {
+  return dwarf_dieoffset(die) | (in_other_file(main, die) ? kAltFileBit : 0);
+}
+
 std::string dwarf_error() {
   const char* msg = dwarf_errmsg(-1);
   return msg ? msg : "unknown libdw error";
 }
 
+// dwarf_formref_die, except DWARF 5's DW_FORM_ref_sup4/8 (dwz -5), which
+// libdw 0.188 resolves in the DIE's own file at the same offset: those are
+// offsets in the supplementary file (installed as the alt file).
+bool formref_die(Dwarf_Attribute* attr, Dwarf_Die* result) {
+  if (attr->form != DW_FORM_ref_sup4 && attr->form != DW_FORM_ref_sup8)
+    return dwarf_formref_die(attr, result) != nullptr;
+  Dwarf* own = dwarf_cu_getdwarf(attr->cu);
+  Dwarf* alt = own ? dwarf_getalt(own) : nullptr;
+  Elf* elf = own ? dwarf_getelf(own) : nullptr;
+  const char* ident = elf ? elf_getident(elf, nullptr) : nullptr;
+  if (!alt || !ident || !attr->valp) return false;
+  // dwarf_getattrs / dwarf_attr checked the value lies inside the unit.
+  const int size = attr->form == DW_FORM_ref_sup4 ? 4 : 8;
+  uint64_t offset = 0;
+  for (int i = 0; i < size; ++i) {
+    const int shift = ident[EI_DATA] == ELFDATA2LSB ? 8 * i : 8 * (size - 1 - i);
+    offset |= uint64_t(attr->valp[i]) << shift;
+  }
+  return dwarf_offdie(alt, offset, result) != nullptr;
+}
+
+// dwarf_attr_integrate with formref_die: the attribute of the DIE, else of
+// its abstract_origin, else of its specification, ... (17 DIEs at most, as libdw).
+Dwarf_Attribute* attr_integrate(Dwarf_Die* die, unsigned name, Dwarf_Attribute* mem) {
+  Dwarf_Die current = *die;
+  for (int hop = 0; hop < 17; ++hop) {
+    if (Dwarf_Attribute* a = dwarf_attr(&current, name, mem)) return a;
+    Dwarf_Attribute ref;
+    if (!dwarf_attr(&current, DW_AT_abstract_origin, &ref) && !dwarf_attr(&current, DW_AT_specification, &ref))
+      return nullptr;
+    if (!formref_die(&ref, &current)) return nullptr;
+  }
+  return nullptr;
+}
+
 const char* attr_string(Dwarf_Die* die, unsigned name, bool integrate) {
   Dwarf_Attribute mem;
-  Dwarf_Attribute* a = integrate ? dwarf_attr_integrate(die, name, &mem) : dwarf_attr(die, name, &mem);
+  Dwarf_Attribute* a = integrate ? attr_integrate(die, name, &mem) : dwarf_attr(die, name, &mem);
   return a ? dwarf_formstring(a) : nullptr;
 }
 
 std::optional<uint64_t> attr_unsigned(Dwarf_Die* die, unsigned name, bool integrate) {
   Dwarf_Attribute mem;
-  Dwarf_Attribute* a = integrate ? dwarf_attr_integrate(die, name, &mem) : dwarf_attr(die, name, &mem);
+  Dwarf_Attribute* a = integrate ? attr_integrate(die, name, &mem) : dwarf_attr(die, name, &mem);
   Dwarf_Word v;
   if (!a || dwarf_formudata(a, &v) != 0) return std::nullopt;
   return v;
@@ -48,8 +99,10 @@ struct DieAttributes {
   // decl_file's form was DW_FORM_implicit_const (gcc's DWARF 5 for a file
   // shared by many DIEs): LLVM 22 cannot resolve such a file (the value has
   // no unit), so its decl_file/decl_line line-table fallback gives nothing.
+  // Likewise a decl_file read from the dwz alt file: it indexes a partial
+  // unit's line table there, not this unit's.
   bool decl_file_implicit_const = false;
-  Dwarf_Off origin = 0;     // the DIE's own abstract_origin/specification target
+  DieKey origin = 0;        // the DIE's own abstract_origin/specification target
   bool own_names = false;   // the DIE itself has a name or linkage name
   // The DIE's own address attributes (valid while the DWARF data lives).
   // [low_pc, high_pc) from the DIE's own pair, as dwarf_highpc reads it (a
@@ -118,7 +171,7 @@ bool own_pc_range(AttributeScan& scan, AddressRange& range) {
 // `max_hops` DIEs are scanned at most; when the chain goes on past them and
 // `unscanned` is given, it receives the next DIE (and true is stored in
 // `*has_unscanned`), so a caller can continue from a memoized result.
-DieAttributes die_attributes(Dwarf_Die* die, int max_hops = 16, Dwarf_Die* unscanned = nullptr,
+DieAttributes die_attributes(Dwarf* main, Dwarf_Die* die, int max_hops = 16, Dwarf_Die* unscanned = nullptr,
                              bool* has_unscanned = nullptr) {
   DieAttributes out;
   Dwarf_Die current = *die;
@@ -139,13 +192,14 @@ DieAttributes die_attributes(Dwarf_Die* die, int max_hops = 16, Dwarf_Die* unsca
     if (!out.call_file && (scan.found & 32)) out.call_file = form_unsigned(&scan.call_file);
     if (!out.decl_file && (scan.found & 128)) {
       out.decl_file = form_unsigned(&scan.decl_file);
-      out.decl_file_implicit_const = dwarf_whatform(&scan.decl_file) == DW_FORM_implicit_const;
+      out.decl_file_implicit_const =
+          dwarf_whatform(&scan.decl_file) == DW_FORM_implicit_const || in_other_file(main, &current);
     }
     if (!out.decl_line && (scan.found & 256)) out.decl_line = form_unsigned(&scan.decl_line);
     Dwarf_Attribute* next = (scan.found & 8) ? &scan.origin : (scan.found & 16) ? &scan.spec : nullptr;
-    if (!next || !dwarf_formref_die(next, &current)) break;
+    if (!next || !formref_die(next, &current)) break;
     followed = true;
-    if (hop == 0) out.origin = dwarf_dieoffset(&current);
+    if (hop == 0) out.origin = die_key(main, &current);
   }
   if (unscanned && followed) {
     *unscanned = current;
@@ -251,7 +305,7 @@ struct RawInline {
   // bytes: DieAttributes is four times the size).
   const char* linkage_name = nullptr;
   const char* short_name = nullptr;
-  Dwarf_Off origin = 0;
+  DieKey origin = 0;
   bool own_names = false;
   bool name_resolved = false;
   std::string_view name;             // "" = none
@@ -350,17 +404,19 @@ struct DwarfUnitConverter::Impl {
   // inlined DIE without names of its own is named exactly like its origin
   // (LLVM never qualifies it through its own parents), and C++ inlines the
   // same few hundred functions thousands of times.
-  std::unordered_map<Dwarf_Off, std::string_view> origin_names;
+  std::unordered_map<DieKey, std::string_view> origin_names;
   // The rest of an abstract_origin/specification chain, by its first DIE:
   // every inlined copy of a function scans the same origin chain.
-  std::unordered_map<Dwarf_Off, DieAttributes> origin_attributes;
+  std::unordered_map<DieKey, DieAttributes> origin_attributes;
   // LLVM's qualification walks the same namespaces and classes for every
   // member: memoize each DIE's declaration context and each context's
   // "outer::inner" prefix (per unit).
-  std::unordered_map<Dwarf_Off, Dwarf_Off> context_of;  // 0 = none
-  std::unordered_map<Dwarf_Off, std::string> prefix_of;
-  Dwarf_Off walk_unit = 0;
-  std::unordered_map<Dwarf_Off, ParentLinks> other_parents;
+  // Keyed by DieKey: a context may be in the alt file, and is kept as a
+  // handle (its file's), never re-read by offset from the main file.
+  std::unordered_map<DieKey, std::optional<Dwarf_Die>> context_of;  // nullopt = none
+  std::unordered_map<DieKey, std::string> prefix_of;
+  DieKey walk_unit = 0;
+  std::unordered_map<DieKey, ParentLinks> other_parents;  // by unit DIE
 
   Impl(Dwarf* d, const DwarfLineSections& s, const UnitConverterOptions& o)
       : dwarf(d), line_sections(s), options(o) {}
@@ -397,13 +453,16 @@ struct DwarfUnitConverter::Impl {
   bool parent_of(Dwarf_Die* die, Dwarf_Die* parent) {
     Dwarf_Die cu;
     if (!dwarf_diecu(die, &cu, nullptr, nullptr)) return false;
+    // The DIE's own file: the alt file's DIEs have their parents there.
+    Dwarf* owner = dwarf_cu_getdwarf(die->cu);
     const Dwarf_Off off = dwarf_dieoffset(die), cu_off = dwarf_dieoffset(&cu);
+    const DieKey cu_key = die_key(dwarf, &cu);
     Dwarf_Off parent_off = 0;
-    if (cu_off == walk_unit && !walk_parents.empty() && off <= walk_parents.back().first) {
+    if (cu_key == walk_unit && !walk_parents.empty() && off <= walk_parents.back().first) {
       if (!find_parent(walk_parents, off, parent_off)) return false;
-      return dwarf_offdie(dwarf, parent_off, parent) != nullptr;
+      return dwarf_offdie(owner, parent_off, parent) != nullptr;
     }
-    ParentLinks& links = other_parents[cu_off];
+    ParentLinks& links = other_parents[cu_key];
     if (links.empty()) {
       std::vector<Dwarf_Die> stack = {cu};
       links.emplace_back(cu_off, 0);
@@ -425,22 +484,25 @@ struct DwarfUnitConverter::Impl {
       std::sort(links.begin(), links.end());
     }
     if (!find_parent(links, off, parent_off)) return false;
-    return dwarf_offdie(dwarf, parent_off, parent) != nullptr;
+    return dwarf_offdie(owner, parent_off, parent) != nullptr;
   }
 
   bool referenced_die(Dwarf_Die* die, unsigned attr, Dwarf_Die* result) {
     Dwarf_Attribute mem;
     Dwarf_Attribute* a = dwarf_attr(die, attr, &mem);
-    return a && dwarf_formref_die(a, result) != nullptr;
+    return a && formref_die(a, result);
   }
 
   // LLVM's GetParentDeclContextDIE (memoized).
   bool parent_decl_context(Dwarf_Die* die, Dwarf_Die* result, int hops) {
-    const Dwarf_Off off = dwarf_dieoffset(die);
-    if (auto it = context_of.find(off); it != context_of.end())
-      return it->second != 0 && dwarf_offdie(dwarf, it->second, result) != nullptr;
+    const DieKey key = die_key(dwarf, die);
+    if (auto it = context_of.find(key); it != context_of.end()) {
+      if (!it->second) return false;
+      *result = *it->second;
+      return true;
+    }
     const bool found = compute_decl_context(die, result, hops);
-    context_of.emplace(off, found ? dwarf_dieoffset(result) : 0);
+    context_of.emplace(key, found ? std::optional<Dwarf_Die>(*result) : std::nullopt);
     return found;
   }
 
@@ -473,8 +535,8 @@ struct DwarfUnitConverter::Impl {
   // The "::"-joined names of `context` and its enclosing contexts, outermost
   // first; unnamed contexts are skipped, "<lambda>" becomes "{lambda}".
   const std::string& context_prefix(Dwarf_Die* context, int depth) {
-    const Dwarf_Off off = dwarf_dieoffset(context);
-    if (auto it = prefix_of.find(off); it != prefix_of.end()) return it->second;
+    const DieKey key = die_key(dwarf, context);
+    if (auto it = prefix_of.find(key); it != prefix_of.end()) return it->second;
     std::string prefix;
     Dwarf_Die outer;
     if (depth < kMaxDeclContextHops && parent_decl_context(context, &outer, 0))
@@ -487,7 +549,7 @@ struct DwarfUnitConverter::Impl {
                              : std::string(p);
       prefix = prefix.empty() ? std::move(part) : prefix + "::" + part;
     }
-    return prefix_of.emplace(off, std::move(prefix)).first->second;
+    return prefix_of.emplace(key, std::move(prefix)).first->second;
   }
 
   // LLVM's getQualifiedNameIndex; "" = no name. The view points into the
@@ -532,7 +594,7 @@ struct DwarfUnitConverter::Impl {
   DieAttributes attributes(Dwarf_Die* die) {
     Dwarf_Die origin_die;
     bool has_origin = false;
-    DieAttributes out = die_attributes(die, 1, &origin_die, &has_origin);
+    DieAttributes out = die_attributes(dwarf, die, 1, &origin_die, &has_origin);
     if (!has_origin) return out;
     inherit_from_origin(out, &origin_die);
     return out;
@@ -542,7 +604,7 @@ struct DwarfUnitConverter::Impl {
   // (out.origin), memoized per origin.
   void inherit_from_origin(DieAttributes& out, Dwarf_Die* origin_die) {
     auto [it, inserted] = origin_attributes.try_emplace(out.origin);
-    if (inserted) it->second = die_attributes(origin_die, 15);
+    if (inserted) it->second = die_attributes(dwarf, origin_die, 15);
     const DieAttributes& rest = it->second;
     if (!out.linkage_name) out.linkage_name = rest.linkage_name;
     if (!out.name) out.name = rest.name;
@@ -674,6 +736,23 @@ struct DwarfUnitConverter::Impl {
 
   bool die_ranges(Dwarf_Die* die, std::vector<AddressRange>& ranges) {
     ranges.clear();
+    if (split_unit) {
+      // A split unit's range lists are relative to the skeleton's base
+      // address, which libdw does not know here (split_dwarf.h).
+      Dwarf_Attribute mem;
+      if (Dwarf_Attribute* a = dwarf_attr(die, DW_AT_ranges, &mem)) {
+        uint64_t value = 0;
+        if (a->form == DW_FORM_rnglistx) {
+          const uint8_t* p = a->valp;
+          const uint8_t* end = unit_info.data() + unit_info.size();
+          if (p < unit_info.data() || p >= end || !leb128::read_uleb_fast(p, end, value)) return false;
+        } else if (dwarf_formudata(a, &value) != 0) {
+          return false;
+        }
+        std::string error;
+        return read_split_ranges(split_ranges, a->form, value, ranges, error);
+      }
+    }
     Dwarf_Addr base, start, end;
     ptrdiff_t offset = 0;
     while ((offset = dwarf_ranges(die, offset, &base, &start, &end)) > 0) {
@@ -769,7 +848,7 @@ struct DwarfUnitConverter::Impl {
     Dwarf_Die die;
     if (direct_dies) {
       std::memset(&die, 0, sizeof die);
-      die.addr = const_cast<uint8_t*>(options.debug_info.data() + offset);
+      die.addr = const_cast<uint8_t*>(unit_info.data() + offset);
       die.cu = unit_cu;
       return die;
     }
@@ -786,6 +865,11 @@ struct DwarfUnitConverter::Impl {
   std::vector<OpenDie> open_dies;
   DwarfDieWalker walker;
   Dwarf_CU* unit_cu = nullptr;
+  // The .debug_info and .debug_abbrev bytes of the unit being converted:
+  // the options' sections, or a split unit's image's.
+  std::span<const uint8_t> unit_info, unit_abbrev;
+  const SplitSource* split_unit = nullptr;  // the split unit being converted, if any
+  SplitRanges split_ranges;                 // its range-list sections
   Dwarf_Off unit_header_offset = 0, unit_die_offset = 0, unit_end_offset = 0;
   bool direct_dies = false;
 
@@ -850,7 +934,7 @@ struct DwarfUnitConverter::Impl {
     if (!dwarf_cu_die(cu->cu, &unit_die, &version, &abbrev_offset, &addr_size, &offset_size, nullptr,
                       nullptr))
       return fail_with("cannot read the unit header: " + dwarf_error());
-    const std::span<const uint8_t> info = options.debug_info;
+    const std::span<const uint8_t> info = unit_info;
     if (unit.end_offset > info.size() || unit.die_offset >= unit.end_offset)
       return fail_with("unit bounds " + hex_number(unit.die_offset) + ".." +
                        hex_number(unit.end_offset) + " are outside .debug_info");
@@ -864,7 +948,7 @@ struct DwarfUnitConverter::Impl {
     unit_die_offset = unit.die_offset;
     unit_end_offset = unit.end_offset;
     direct_dies = cu->addr == info.data() + unit.die_offset;
-    if (!walker.start(options.debug_abbrev, abbrev_offset,
+    if (!walker.start(unit_abbrev, abbrev_offset,
                       info.subspan(unit.die_offset, unit.end_offset - unit.die_offset), unit.die_offset,
                       shape))
       return fail_with(walker.error());
@@ -1000,6 +1084,70 @@ struct DwarfUnitConverter::Impl {
   }
 
   UnitOutput convert(const UnitLocation& unit) {
+    if (unit.split) return convert_split(unit);
+    unit_info = options.debug_info;
+    unit_abbrev = options.debug_abbrev;
+    return convert_unit(unit, nullptr);
+  }
+
+  // A split unit: its image (split_dwarf.h) opened by libdw as a .dwo of
+  // one unit, converted like any unit with the skeleton's line table.
+  UnitOutput convert_split(const UnitLocation& skeleton) {
+    struct Image {
+      std::vector<uint8_t> bytes;
+      Elf* elf = nullptr;
+      Dwarf* dwarf = nullptr;
+      ~Image() {
+        if (dwarf) dwarf_end(dwarf);
+        if (elf) elf_end(elf);
+      }
+    };
+    const SplitSource& split = *skeleton.split;
+    auto image = std::make_shared<Image>();
+    image->bytes = build_elf_image(split.unit.sections, line_sections.little_endian);
+    image->elf = elf_memory(reinterpret_cast<char*>(image->bytes.data()), image->bytes.size());
+    if (image->elf) image->dwarf = dwarf_begin_elf(image->elf, DWARF_C_READ, nullptr);
+    unit_info = unit_abbrev = {};
+    for (Elf_Scn* scn = nullptr; image->dwarf && (scn = elf_nextscn(image->elf, scn));) {
+      GElf_Shdr shdr;
+      size_t names = 0;
+      if (!gelf_getshdr(scn, &shdr) || elf_getshdrstrndx(image->elf, &names) != 0) continue;
+      const char* name = elf_strptr(image->elf, names, shdr.sh_name);
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (!name || !data || !data->d_buf) continue;
+      const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data->d_buf), data->d_size);
+      if (std::strcmp(name, ".debug_info.dwo") == 0) unit_info = bytes;
+      if (std::strcmp(name, ".debug_abbrev.dwo") == 0) unit_abbrev = bytes;
+    }
+    if (!image->dwarf || unit_info.size() != split.unit.end_offset) {
+      UnitOutput failed;
+      failed.skipped = true;
+      failed.warnings.push_back(split.unit.source + ": split unit of the skeleton at " +
+                                hex_number(skeleton.die_offset) + " unreadable: " + dwarf_error());
+      return failed;
+    }
+    Dwarf* const main = std::exchange(dwarf, image->dwarf);
+    UnitLocation unit;
+    unit.header_offset = 0;
+    unit.die_offset = split.unit.die_offset;
+    unit.end_offset = split.unit.end_offset;
+    split_unit = &split;
+    split_ranges = SplitRanges{};
+    split_ranges.little_endian = line_sections.little_endian;
+    split_ranges.base_address = split.base_address;
+    for (const auto& [name, bytes] : split.unit.sections) {
+      if (name == ".debug_rnglists.dwo") split_ranges.rnglists = bytes;
+      if (name == ".debug_ranges.dwo") split_ranges.ranges = bytes;
+      if (name == ".debug_addr.dwo") split_ranges.addr = bytes;
+    }
+    UnitOutput result = convert_unit(unit, &split);
+    split_unit = nullptr;
+    dwarf = main;
+    result.keep_alive = std::move(image);
+    return result;
+  }
+
+  UnitOutput convert_unit(const UnitLocation& unit, const SplitSource* split) {
     const Dwarf_Off unit_die_offset = unit.die_offset;
     out = UnitOutput{};
     groups.clear();
@@ -1031,9 +1179,20 @@ struct DwarfUnitConverter::Impl {
     Dwarf_Die cu_again;
     uint8_t addr_size = 8, offset_size = 4;
     if (dwarf_diecu(&cu, &cu_again, &addr_size, &offset_size)) address_size = addr_size;
+    if (split) {
+      Dwarf_Half version = 5;
+      dwarf_cu_info(cu.cu, &version, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+      split_ranges.version = version;
+      split_ranges.address_size = addr_size;
+      split_ranges.offset_size = offset_size;
+    }
     language = attr_unsigned(&cu, DW_AT_language, false).value_or(0);
-    if (const char* dir = attr_string(&cu, DW_AT_comp_dir, false)) comp_dir = dir;
-    if (auto stmt_list = attr_unsigned(&cu, DW_AT_stmt_list, false)) {
+    if (split) {
+      comp_dir = split->comp_dir;
+    } else if (const char* dir = attr_string(&cu, DW_AT_comp_dir, false)) {
+      comp_dir = dir;
+    }
+    if (auto stmt_list = split ? split->stmt_list : attr_unsigned(&cu, DW_AT_stmt_list, false)) {
       Expected<DwarfLineTable> table = parse_line_table(line_sections, *stmt_list, address_size);
       if (table) {
         line_table = std::move(*table);
@@ -1043,7 +1202,7 @@ struct DwarfUnitConverter::Impl {
                                ": line table ignored: " + table.error().message);
       }
     }
-    walk_unit = dwarf_dieoffset(&cu);
+    walk_unit = die_key(dwarf, &cu);
     walk(&cu, unit);
     if (!failed)
       for (auto& ctx : pending) finish_subprogram(*ctx);

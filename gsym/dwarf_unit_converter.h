@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@
 
 #include "gsym/dwarf_line_table.h"
 #include "gsym/model.h"
+#include "gsym/split_dwarf.h"
 
 namespace gsym {
 
@@ -57,6 +59,9 @@ struct UnitOutput {
   uint64_t inline_nodes_total = 0;  // nodes in the functions' trees
   std::vector<std::string> warnings;
   bool skipped = false;  // malformed unit: nothing of it is used
+  // What `strings` may point into besides the main sections: a split
+  // unit's image and its libdw handles, kept until the unit is replayed.
+  std::shared_ptr<void> keep_alive;
 };
 
 struct UnitConverterOptions {
@@ -68,11 +73,25 @@ struct UnitConverterOptions {
   std::span<const uint8_t> debug_abbrev;
 };
 
+// A skeleton unit's split unit (split_dwarf.h), with what the skeleton
+// itself tells: as LLVM, the line table and compilation directory are the
+// skeleton's, everything else the split unit's.
+struct SplitSource {
+  SplitUnit unit;
+  std::optional<uint64_t> stmt_list;
+  std::string comp_dir;
+  uint64_t base_address = 0;  // the skeleton's DW_AT_low_pc: base of the unit's range lists
+};
+
 // Where a compile unit is in .debug_info.
 struct UnitLocation {
   Dwarf_Off header_offset = 0;  // its unit header (unit references are relative to it)
   Dwarf_Off die_offset = 0;  // its unit DIE
   uint64_t end_offset = 0;   // where the next unit's header starts
+  bool skeleton = false;     // a split DWARF skeleton (DW_UT_skeleton, or GNU's DWARF 4 one)
+  // Set when the skeleton's split unit was found: that unit is converted
+  // instead (in its own libdw handle over a one-unit image).
+  const SplitSource* split = nullptr;
 };
 
 class DwarfUnitConverter {

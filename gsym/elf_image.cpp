@@ -284,7 +284,7 @@ ElfImage& ElfImage::operator=(ElfImage&&) noexcept = default;
 ElfImage::~ElfImage() = default;
 
 Expected<ElfImage> ElfImage::open(const std::string& path, const SectionSizeLimits& limits,
-                                  const std::string& known_as) {
+                                  const std::string& known_as, bool relocatable) {
   init_libelf();
   auto impl = std::make_unique<Impl>();
   impl->path = known_as.empty() ? path : known_as;
@@ -314,8 +314,8 @@ Expected<ElfImage> ElfImage::open(const std::string& path, const SectionSizeLimi
   if (ehdr.e_ident[EI_DATA] != ELFDATA2LSB && ehdr.e_ident[EI_DATA] != ELFDATA2MSB)
     return Error("unsupported ELF byte order");
   impl->little = ehdr.e_ident[EI_DATA] == ELFDATA2LSB;
-  if (ehdr.e_type == ET_REL) return Error("relocatable object files are not supported");
-  if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN)
+  if (ehdr.e_type == ET_REL && !relocatable) return Error("relocatable object files are not supported");
+  if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN && !(relocatable && ehdr.e_type == ET_REL))
     return Error("not an executable or shared library (ELF type " + std::to_string(ehdr.e_type) +
                  ")");
   // Header tables must lie inside the file; libelf quietly reports a

@@ -116,8 +116,10 @@ class ElfImage {
   // kMaxInMemoryElf bytes) instead of mapped.
   // `known_as` ("" = `path`) is what path() returns: the name for messages
   // and for finding files beside it when `path` is /proc/self/fd/N.
+  // `relocatable` also accepts ET_REL: split DWARF's .dwo and .dwp files,
+  // read for their debug sections only.
   static Expected<ElfImage> open(const std::string& path, const SectionSizeLimits& limits = {},
-                                 const std::string& known_as = "");
+                                 const std::string& known_as = "", bool relocatable = false);
 
   ElfImage(ElfImage&&) noexcept;
   ElfImage& operator=(ElfImage&&) noexcept;

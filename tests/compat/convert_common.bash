@@ -72,3 +72,36 @@ compare() {  # binary label [ELF whose .symtab names the aliases]
   echo "ok: $label ($n addresses, $same)"
 }
 
+
+# agree INPUT PLAIN LABEL [convert args...]: converts INPUT (a dwz or split
+# DWARF build) with gsymprof and PLAIN (the same program built without dwz or
+# split DWARF) with llvm-gsymutil, and requires the same lookup, frame for
+# frame (names, inline chains, files, lines), at every function start and
+# end, every line row and random addresses inside functions of LLVM's file.
+# The conversion must warn nothing. Counts into AGREED and CHECKED.
+AGREED=0 CHECKED=0
+agree() {
+  local input=$1 plain=$2 label=$3; shift 3
+  "$GSYMPROF" gsym convert "$input" -o agree.ours.gsym "$@" 2>conv.err || { cat conv.err; fail "$label: convert"; return; }
+  if grep -q warning conv.err; then cat conv.err; fail "$label: unexpected warning"; return; fi
+  "$LLVM_GSYMUTIL" --convert "$plain" --out-file agree.llvm.gsym --num-threads=1 >/dev/null 2>&1 ||
+    { fail "$label: llvm-gsymutil --convert $plain"; return; }
+  "$LLVM_GSYMUTIL" agree.llvm.gsym >agree.llvm.dump 2>&1
+  addresses agree.llvm.dump >agree.addrs
+  llvm_lookup agree.addrs agree.llvm.gsym | sed "s|agree.llvm.gsym|FILE|" >agree.llvm.txt
+  llvm_lookup agree.addrs agree.ours.gsym | sed "s|agree.ours.gsym|FILE|" >agree.ours.txt
+  local result
+  result=$(perl -e '
+    sub blocks { my (%b, $k); open(my $f, "<", $_[0]) or die; while (<$f>) { $k = $1 if /^(0x[0-9a-f]+): /; $b{$k} .= $_ if defined $k } %b }
+    my %l = blocks($ARGV[0]); my %o = blocks($ARGV[1]); my ($n, $same) = (0, 0);
+    for (keys %l) { $n++; $same++ if $l{$_} eq ($o{$_} // "") } print "$same $n\n"' agree.llvm.txt agree.ours.txt)
+  local same=${result% *} n=${result#* }
+  AGREED=$((AGREED + same)) CHECKED=$((CHECKED + n))
+  [[ $n -ge 20 ]] || { fail "$label: only $n addresses to check"; return; }
+  if [[ $same != "$n" ]]; then
+    diff agree.llvm.txt agree.ours.txt | head -20
+    fail "$label: $same of $n lookups agree with llvm-gsymutil on the plain build"
+    return
+  fi
+  echo "ok: $label: $same/$n lookups agree with llvm-gsymutil on the plain build ($(sed 's/.*units (0 skipped), //' conv.err))"
+}

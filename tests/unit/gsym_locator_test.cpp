@@ -137,12 +137,12 @@ TEST_CASE("locator: a missing --gsym-dir is an error naming it") {
 
 TEST_CASE("locator: cache files are used only when their header build ID matches") {
   TempDir cache, dir;
-  write_bytes(cache / "0a0a.c3.gsym", gsym_bytes(kIdA, "a_cached"));
-  write_bytes(cache / "0b0b.c3.gsym", gsym_bytes(kIdC, "c_posing_as_b"));  // renamed file
+  write_bytes(cache / "0a0a.c4.gsym", gsym_bytes(kIdA, "a_cached"));
+  write_bytes(cache / "0b0b.c4.gsym", gsym_bytes(kIdC, "c_posing_as_b"));  // renamed file
   write_bytes(dir / "elsewhere.gsym", gsym_bytes(kIdC, "c_real"));
-  fs::create_symlink(cache / "0a0a.c3.gsym", cache / "0d0d.c3.gsym");
+  fs::create_symlink(cache / "0a0a.c4.gsym", cache / "0d0d.c4.gsym");
   write_bytes(dir / "pref.gsym", gsym_bytes({0x0e}, "e_from_dir"));
-  write_bytes(cache / "0e.c3.gsym", gsym_bytes({0x0e}, "e_from_cache"));
+  write_bytes(cache / "0e.c4.gsym", gsym_bytes({0x0e}, "e_from_cache"));
 
   LocatorOptions options;
   options.cache_dir = cache.path;
@@ -152,7 +152,7 @@ TEST_CASE("locator: cache files are used only when their header build ID matches
   ModuleReport report;
   CHECK(name_at_0x1000(locator.locate(BuildId(kIdA), "", report)) == "a_cached");
   CHECK(report.origin == GsymOrigin::Cache);
-  CHECK(report.gsym_path == cache / "0a0a.c3.gsym");
+  CHECK(report.gsym_path == cache / "0a0a.c4.gsym");
 
   CHECK(locator.locate(BuildId(kIdB), "", report) == nullptr);
   CHECK(report.reason == "no GSYM for build ID 0b0b");
@@ -162,8 +162,8 @@ TEST_CASE("locator: cache files are used only when their header build ID matches
   // --gsym-dir comes before the cache.
   CHECK(name_at_0x1000(locator.locate(*BuildId::from_hex("0e"), "", report)) == "e_from_dir");
   std::vector<std::string> expected_notes = {
-      "skipped " + cache / "0b0b.c3.gsym" + ": build-ID mismatch (file has 0c0c)",
-      "skipped " + cache / "0d0d.c3.gsym" + ": is a symlink (not followed)",
+      "skipped " + cache / "0b0b.c4.gsym" + ": build-ID mismatch (file has 0c0c)",
+      "skipped " + cache / "0d0d.c4.gsym" + ": is a symlink (not followed)",
   };
   CHECK(locator.notes() == expected_notes);
 }
@@ -219,7 +219,7 @@ TEST_CASE("locator: conversion result cached atomically, 0600 in a 0700 dir, reu
     const gsym::Reader* reader = locator.locate(id, tmp / "app", report);
     REQUIRE(reader != nullptr);
     CHECK(report.origin == GsymOrigin::Converted);
-    CHECK(report.gsym_path == cache + "/feedface.c3.gsym");
+    CHECK(report.gsym_path == cache + "/feedface.c4.gsym");
     CHECK(report.note == "");
     CHECK(BuildId(reader->build_id()) == id);
     CHECK(locator.conversions_attempted() == 1);
@@ -230,8 +230,8 @@ TEST_CASE("locator: conversion result cached atomically, 0600 in a 0700 dir, reu
   ::umask(old_umask);
   CHECK(mode_of(tmp / "cache") == 0755);  // like /var/cache
   CHECK(mode_of(cache) == 0700);          // holds symbols of root-only programs
-  CHECK(mode_of(cache + "/feedface.c3.gsym") == 0600);
-  CHECK(names_in(cache) == std::vector<std::string>{"feedface.c3.gsym"});  // no temp files left
+  CHECK(mode_of(cache + "/feedface.c4.gsym") == 0600);
+  CHECK(names_in(cache) == std::vector<std::string>{"feedface.c4.gsym"});  // no temp files left
 
   LocatorOptions options;
   options.cache_dir = cache;
@@ -257,15 +257,15 @@ TEST_CASE("locator: failed conversions are not retried") {
   CHECK(locator.locate(id, tmp / "empty.so", second) == nullptr);
   CHECK(second == first);
   CHECK(locator.conversions_attempted() == 1);
-  CHECK_FALSE(fs::exists(tmp / "cache/e0e0e0e0.c3.gsym"));
+  CHECK_FALSE(fs::exists(tmp / "cache/e0e0e0e0.c4.gsym"));
   // Remembered in the cache, with the converter version: the next run does
   // not retry either.
-  CHECK(fs::exists(tmp / "cache/e0e0e0e0.c3.failed"));
+  CHECK(fs::exists(tmp / "cache/e0e0e0e0.c4.failed"));
   GsymLocator next_run(options);
   ModuleReport third;
   CHECK(next_run.locate(id, tmp / "empty.so", third) == nullptr);
   CHECK(third.reason.starts_with(first.reason));
-  CHECK(third.reason.find("e0e0e0e0.c3.failed; delete it to retry") != std::string::npos);
+  CHECK(third.reason.find("e0e0e0e0.c4.failed; delete it to retry") != std::string::npos);
   CHECK(next_run.conversions_attempted() == 0);
 
   // A debug file for the build ID appearing later (a -dbgsym package

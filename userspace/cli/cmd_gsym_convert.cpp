@@ -1,5 +1,5 @@
 // userspace/cli/cmd_gsym_convert.cpp - `gsymprof gsym convert ELF [-o OUT]
-// [--threads N] [--debug-file PATH] [--gsym-version 1|2] [--profiler-names]`:
+// [--threads N] [--debug-file PATH] [--dwp PATH] [--gsym-version 1|2] [--profiler-names]`:
 // ELF/DWARF -> GSYM with gsym::convert.
 #include <unistd.h>
 
@@ -21,7 +21,9 @@ constexpr const char* kAbout =
     "Converts an executable or shared library (its DWARF and symbol table) to a\n"
     "GSYM file, written atomically. When ELF has no DWARF, its separate debug\n"
     "file is found by build ID under /usr/lib/debug/.build-id/, then by\n"
-    ".gnu_debuglink (checked by build ID or CRC).\n";
+    ".gnu_debuglink (checked by build ID or CRC). Split DWARF is read from the\n"
+    "skeleton units' .dwo files (DW_AT_comp_dir/DW_AT_dwo_name, or beside ELF) or\n"
+    "a .dwp package; a dwz alt file (.gnu_debugaltlink) by its build ID.\n";
 
 bool parse_threads(const std::string& text, unsigned& out) {
   std::optional<unsigned> value = parse_unsigned<unsigned>(text);
@@ -35,6 +37,15 @@ void print_result(const std::string& input, const std::string& output,
                   const gsym::ConvertStats& stats, double seconds) {
   std::string source;
   if (!stats.debug_file_used.empty()) source = ", DWARF from " + stats.debug_file_used;
+  if (!stats.alt_file_used.empty()) source += ", dwz alt file " + stats.alt_file_used;
+  if (stats.split_units || stats.split_units_missing) {
+    source += ", " + std::to_string(stats.split_units) + " split units from " +
+              (stats.dwp_file_used.empty() ? "" : stats.dwp_file_used + (stats.dwo_files_read ? " and " : "")) +
+              (stats.dwo_files_read || stats.dwp_file_used.empty()
+                   ? std::to_string(stats.dwo_files_read) + " .dwo files"
+                   : std::string());
+    if (stats.split_units_missing) source += " (" + std::to_string(stats.split_units_missing) + " missing)";
+  }
   if (stats.used_dynsym) source += ", symbols from .dynsym";
   if (stats.used_minidebuginfo) source += " and .gnu_debugdata";
   if (stats.plt_functions || stats.label_functions)
@@ -68,6 +79,10 @@ int cmd_gsym_convert(int argc, char** argv) {
             });
   cli.path("--debug-file", "PATH", "take the DWARF from PATH (build IDs must match)",
            options.debug_file);
+  cli.path("--dwp", "PATH",
+           "split DWARF package of the skeleton units (default: ELF.dwp beside ELF if present; "
+           "units it lacks are read from their .dwo files)",
+           options.dwp_file);
   cli.value("--gsym-version", "N",
             "GSYM format version: 1 (default; every LLVM reads it) or 2 (LLVM 23+)",
             [&options](const std::string& value) {

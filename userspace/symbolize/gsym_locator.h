@@ -15,7 +15,7 @@
 //   2. readers added in memory with add_gsym_bytes() (tests, conversions that
 //      could not be cached);
 //   3. the cache directory (LocatorOptions::cache_dir):
-//      <buildid-hex>.<gsym::kConverterVersion>.gsym (e.g. 1a2b.c3.gsym),
+//      <buildid-hex>.<gsym::kConverterVersion>.gsym (e.g. 1a2b.c4.gsym),
 //      private (0700, files 0600), owned by the effective user and writable
 //      by nobody else, for reading as for writing; a refused cache is a note;
 //   4. when LocatorOptions::convert_missing is set and a local ELF path is
