@@ -338,7 +338,7 @@ TEST_CASE("prefetcher: converts in the background what symbolize then finds memo
   REQUIRE(reader != nullptr);
   CHECK(report.origin == GsymOrigin::Converted);
   CHECK(locator.conversions_attempted() == 1);  // the worker's outcome, memoized
-  CHECK(fs::exists(tmp / "cache/feedbeef.c3.gsym"));
+  CHECK(fs::exists(tmp / ("cache/feedbeef." + std::string(gsym::kConverterVersion) + ".gsym")));
 }
 
 TEST_CASE("prefetcher: finish() drops the queue, which symbolize converts later") {
