@@ -398,7 +398,11 @@ int BPF_PROG(note_fork, struct task_struct* parent, struct task_struct* child) {
   __u32 child_tgid = BPF_CORE_READ(child, tgid);
   if (parent_tgid == child_tgid) return 0;
   if (filter_by_tgid) {
-    if (!follow_forks || !bpf_map_lookup_elem(&target_tgids, &parent_tgid)) return 0;
+    if (!follow_forks || !bpf_map_lookup_elem(&target_tgids, &parent_tgid)) {
+      /* A pid reused after a target exited: the new process is not one. */
+      bpf_map_delete_elem(&target_tgids, &child_tgid);
+      return 0;
+    }
     __u8 one = 1;
     bpf_map_update_elem(&target_tgids, &child_tgid, &one, BPF_ANY);
   } else if (!is_target(parent_tgid)) {
@@ -456,8 +460,10 @@ int BPF_PROG(note_exec, struct task_struct* task, pid_t old_pid, struct linux_bi
   return 0;
 }
 
-/* A target's last thread exited: its pid is free for another process,
- * which must not inherit its image (nor its being a target). */
+/* A target's last thread exited (its last samples, in exit_mmap, may
+ * follow). Its pid stays a target until a non-target forks a process that
+ * reuses it (note_fork); user space gives a reused pid the new process's
+ * image at its fork event. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(note_exit, struct task_struct* task, bool group_dead) {
   if (!group_dead) return 0;
@@ -471,6 +477,5 @@ int BPF_PROG(note_exit, struct task_struct* task, bool group_dead) {
     count(PROFILE_COUNTER_SIDEBAND_LOST);
   }
   bpf_map_delete_elem(&seen_tgids, &tgid);
-  if (filter_by_tgid) bpf_map_delete_elem(&target_tgids, &tgid);
   return 0;
 }

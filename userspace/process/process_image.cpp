@@ -244,7 +244,12 @@ void ProcessTable::note_fork(uint32_t parent, uint32_t child, uint64_t child_mm)
   add_image(std::move(entry));
 }
 
-void ProcessTable::note_exit(uint32_t pid) { current_.erase(pid); }
+void ProcessTable::note_exit(uint32_t pid) {
+  // Samples taken while it exits (exit_mmap) follow the event: they keep the
+  // image. A process that reuses the pid is announced by its fork event.
+  auto it = current_.find(pid);
+  if (it != current_.end()) images_[it->second].exited = true;
+}
 
 gsym::Expected<ModuleIdentity> ProcessTable::load_mapped_module(uint32_t pid,
                                                                const MapEntry& entry,

@@ -97,7 +97,8 @@ class ProcessTable {
   void note_exec(uint32_t pid, uint64_t mm);
   // `parent` forked `child`: the child starts with a copy of the parent's image.
   void note_fork(uint32_t parent, uint32_t child, uint64_t child_mm);
-  // `pid` exited: a later process with its pid starts anew.
+  // `pid` exited. Its image stays current for the samples of its exit; a
+  // process that reuses the pid starts anew at its note_fork.
   void note_exit(uint32_t pid);
   // `pid` mapped executable memory in address space `mm`; `stamp` (when
   // known) identifies the file's contents, `path_complete` says whether
@@ -128,6 +129,7 @@ class ProcessTable {
     std::chrono::steady_clock::time_point last_read;
     bool uncovered_since_read = false;
     bool pinned = false;  // a sample refers to this version
+    bool exited = false;  // the side-band said the process exited
   };
   void read_into(Entry& entry);
   uint32_t add_image(Entry entry);
