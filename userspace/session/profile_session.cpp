@@ -77,21 +77,13 @@ std::pair<MapEntry, FileStamp> mapping_entry(const RawMapping& mapping) {
   return {std::move(entry), stamp};
 }
 
-#define SBDBG_PRINT(...) do { if (getenv("SBDBG")) fprintf(stderr, __VA_ARGS__); } while (0)
 class AggregatingSink : public SampleSink {
  public:
   AggregatingSink(StackAggregator& aggregator, StackCopyUnwinder& unwinder, ProcessTable& processes)
       : aggregator_(aggregator), unwinder_(unwinder), processes_(processes) {}
-  void on_sample(const RawSample& sample) override {
-    SBDBG_PRINT("SAMPLE %u %lx\n", sample.pid, sample.ips.empty() ? 0 : sample.ips[0]);
-    aggregator_.add(sample);
-  }
-  void on_exec(uint32_t tgid, uint64_t mm) override {
-    SBDBG_PRINT("EXEC %u %lx\n", tgid, mm);
-    aggregator_.note_exec(tgid, mm);
-  }
+  void on_sample(const RawSample& sample) override { aggregator_.add(sample); }
+  void on_exec(uint32_t tgid, uint64_t mm) override { aggregator_.note_exec(tgid, mm); }
   void on_mapping(const RawMapping& mapping) override {
-    SBDBG_PRINT("MMAP %u %lx %lx-%lx %s\n", mapping.pid, mapping.mm, mapping.start, mapping.end, std::string(mapping.path).c_str());
     auto [entry, stamp] = mapping_entry(mapping);
     // A file mapping without a full path (an unreachable or very deep one)
     // is still opened through /proc/PID/map_files.
@@ -99,18 +91,11 @@ class AggregatingSink : public SampleSink {
                             mapping.path_complete || mapping.vdso);
   }
   void on_fork(uint32_t parent_tgid, uint32_t child_tgid, uint64_t child_mm) override {
-    SBDBG_PRINT("FORK %u %u %lx\n", parent_tgid, child_tgid, child_mm);
     processes_.note_fork(parent_tgid, child_tgid, child_mm);
   }
-  void on_exit(uint32_t tgid) override {
-    SBDBG_PRINT("EXIT %u\n", tgid);
-    processes_.note_exit(tgid);
-  }
+  void on_exit(uint32_t tgid) override { processes_.note_exit(tgid); }
   // --call-graph dwarf: unwind now, while the process's modules are known.
-  void on_stack_copy(const RawStackCopy& copy) override {
-    SBDBG_PRINT("COPY %u %lx\n", copy.pid, copy.stack.regs.ip);
-    unwinder_.unwind(copy, add_);
-  }
+  void on_stack_copy(const RawStackCopy& copy) override { unwinder_.unwind(copy, add_); }
   // Walks held for a maps re-read, once sampling is over.
   void flush() { unwinder_.flush(add_); }
 
@@ -485,6 +470,12 @@ void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
                  stats.frame_pointer_steps, stats.frame_pointer_stacks);
   print_jit_summary(capture, stats);
   print_kernel_stack_counters(stats.counters);
+  if (const uint64_t lost = stats.counters[PROFILE_COUNTER_SIDEBAND_LOST])
+    std::fprintf(stderr,
+                 "gsymprof: side-band events lost: %" PRIu64
+                 " (ring buffer full); mappings were read from /proc/PID/maps instead, too late "
+                 "for processes that had exited (a larger -F interval or fewer targets help)\n",
+                 lost);
 }
 
 }  // namespace gsymprof
