@@ -108,10 +108,20 @@ static std::pair<size_t, size_t> overlapping(const std::vector<MapEntry>& maps,
   return {static_cast<size_t>(first - maps.begin()), static_cast<size_t>(last - maps.begin())};
 }
 
+// Whether `entry` gives every address of `old` the meaning `old` gave it:
+// the same file (or anonymous memory) at the same offset, the same
+// permissions. A VMA that grew over its neighbour (adjacent JIT pages
+// merged, say) is such an entry.
+static bool extends(const MapEntry& entry, const MapEntry& old) {
+  return entry.dev_major == old.dev_major && entry.dev_minor == old.dev_minor &&
+         entry.inode == old.inode && entry.path == old.path && entry.perms == old.perms &&
+         entry.start - entry.file_offset == old.start - old.file_offset;
+}
+
 bool ProcessImage::replaces_mapping(const MapEntry& entry) const {
   auto [first, last] = overlapping(maps, entry);
   for (size_t i = first; i < last; ++i)
-    if (!same_mapping(maps[i], entry)) return true;
+    if (!extends(entry, maps[i])) return true;
   return false;
 }
 
@@ -180,6 +190,11 @@ void ProcessTable::read_into(Entry& entry) {
       entry.image.error = "/proc/" + std::to_string(pid) + "/maps: " + maps.error().message;
     return;
   }
+  // With the side-band, only code mappings matter (a sample's address in
+  // any other is no mapping), and a process with 60,000 data mappings costs
+  // no more than its code.
+  if (sideband_lost_)
+    std::erase_if(*maps, [](const MapEntry& m) { return !m.executable(); });
   // An exited process has an empty maps file; keep what we had.
   if (maps->empty() && entry.image.maps.empty()) entry.image.error = "process exited";
   if (!maps->empty()) entry.image.error.clear();
@@ -276,7 +291,7 @@ void ProcessTable::note_mapping(uint32_t pid, uint64_t mm, MapEntry entry, const
     const ProcessImage& image = images_[id].image;
     auto [first, last] = overlapping(image.maps, entry);
     if (last == first + 1 && same_mapping(image.maps[first], entry)) return;  // known already
-    if (first != last && images_[id].pinned) {
+    if (images_[id].pinned && image.replaces_mapping(entry)) {
       // Samples were taken with the mappings this one replaces: they keep
       // that version, later samples get a new one.
       Entry version = images_[id];

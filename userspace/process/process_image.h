@@ -50,7 +50,9 @@ struct ProcessImage {
   // into them (dlclose). `load` reads the identity of a module not yet known.
   void merge(std::vector<MapEntry> fresh,
              const std::function<gsym::Expected<ModuleIdentity>(const MapEntry&)>& load);
-  // Whether `entry` overlaps a known mapping (other than an identical one).
+  // Whether `entry` changes what an address of a known mapping means (it
+  // overlaps one of another file, offset or permissions; a mapping that
+  // merely grew over it does not).
   bool replaces_mapping(const MapEntry& entry) const;
   // Adds one mapping (a side-band event): it replaces those it overlaps;
   // `module` indexes modules, -1 for none. Costs O(log n) to find, plus the
