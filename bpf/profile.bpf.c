@@ -209,6 +209,7 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
  * order they were reserved: a sample is normalized against the mappings
  * that were live when it was taken, even for a process that lived 2 ms. */
 
+#define PF_KTHREAD 0x00200000
 #define VM_READ 0x1
 #define VM_WRITE 0x2
 #define VM_EXEC 0x4
@@ -302,7 +303,7 @@ static long copy_vma(struct task_struct* task, struct vm_area_struct* vma, void*
 
 /* Sends the executable mapping `vma` of the current process. */
 static __always_inline void send_mapping(const struct vma_found* vma, struct mm_struct* mm,
-                                         __u64 pid_tgid) {
+                                         __u32 flags, __u64 pid_tgid) {
   struct profile_mmap_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {
     count(PROFILE_COUNTER_SIDEBAND_LOST);
@@ -312,7 +313,7 @@ static __always_inline void send_mapping(const struct vma_found* vma, struct mm_
   event->start = vma->start;
   event->end = vma->end;
   event->file_offset = vma->pgoff << 12;
-  __u32 flags = PROFILE_MAP_EXEC;
+  flags |= PROFILE_MAP_EXEC;
   if (vma->flags & VM_READ) flags |= PROFILE_MAP_READ;
   if (vma->flags & VM_WRITE) flags |= PROFILE_MAP_WRITE;
   if (vma->flags & VM_SHARED) flags |= PROFILE_MAP_SHARED;
@@ -347,42 +348,56 @@ static __always_inline void send_mapping(const struct vma_found* vma, struct mm_
 }
 
 /* Sends the executable mappings among the VMAs from `addr` up to `end`
- * (at most 8), stopping early at a gap or, with `same_file`, at a VMA of
- * another file than the first. */
+ * (at most 16), stopping early at a gap or, with `same_file` (an ELF file
+ * the kernel's loader mapped: PROFILE_MAP_ELF_LOADER), at a VMA of another
+ * file than the first. */
 static __always_inline void send_mappings_from(struct task_struct* task, struct mm_struct* mm,
                                                __u64 addr, __u64 end, bool same_file,
                                                __u64 pid_tgid) {
   struct file* first_file = NULL;
-  for (int i = 0; i < 8 && addr < end; i++) {
+  for (int i = 0; i < 16 && addr < end; i++) {
     struct vma_found vma = {};
     if (bpf_find_vma(task, addr, copy_vma, &vma, 0) != 0 || vma.start > addr) return;
     if (i == 0) first_file = vma.file;
     else if (same_file && vma.file != first_file) return;
-    if (vma.flags & VM_EXEC) send_mapping(&vma, mm, pid_tgid);
+    if (vma.flags & VM_EXEC) send_mapping(&vma, mm, same_file ? PROFILE_MAP_ELF_LOADER : 0, pid_tgid);
     addr = vma.end;
   }
+  /* More VMAs than looked at: user space must not trust its images alone. */
+  if (!same_file && addr < end) count(PROFILE_COUNTER_SIDEBAND_LOST);
 }
 
 #define SYSCALL_MMAP 9
 #define SYSCALL_MPROTECT 10
+#define SYSCALL_MREMAP 25
 #define SYSCALL_PKEY_MPROTECT 329
 #define PROT_EXEC 0x4
 
-/* mmap, mprotect and pkey_mprotect with PROT_EXEC, as they return: the
+/* mmap, mprotect and pkey_mprotect with PROT_EXEC, and mremap of code, as
+ * they return: the
  * mapping is complete and its VMA is found by address (fentry on
  * perf_event_mmap, where perf learns mappings, is not permitted on every
  * kernel; the syscall exit tracepoint is). */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(note_mmap, struct pt_regs* regs, long ret) {
   __u64 syscall = BPF_CORE_READ(regs, orig_ax);
-  if (syscall != SYSCALL_MMAP && syscall != SYSCALL_MPROTECT && syscall != SYSCALL_PKEY_MPROTECT)
+  if (syscall == SYSCALL_MMAP || syscall == SYSCALL_MPROTECT || syscall == SYSCALL_PKEY_MPROTECT) {
+    if (!(BPF_CORE_READ(regs, dx) & PROT_EXEC)) return 0;
+  } else if (syscall != SYSCALL_MREMAP) { /* mremap: the VMA says whether it is code */
     return 0;
-  if (!(BPF_CORE_READ(regs, dx) & PROT_EXEC)) return 0;
+  }
   if ((unsigned long)ret >= (unsigned long)-4095) return 0; /* failed */
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   if (!is_target(pid_tgid >> 32)) return 0;
-  __u64 addr = syscall == SYSCALL_MMAP ? (__u64)ret : BPF_CORE_READ(regs, di);
-  __u64 end = addr + BPF_CORE_READ(regs, si);
+  __u64 addr, size;
+  if (syscall == SYSCALL_MREMAP) {
+    addr = ret; /* mremap(old, old_size, new_size, ...) */
+    size = BPF_CORE_READ(regs, dx);
+  } else {
+    addr = syscall == SYSCALL_MMAP ? (__u64)ret : BPF_CORE_READ(regs, di);
+    size = BPF_CORE_READ(regs, si);
+  }
+  __u64 end = addr + size;
   struct task_struct* task = bpf_get_current_task_btf();
   send_mappings_from(task, BPF_CORE_READ(task, mm), addr, end, false, pid_tgid);
   return 0;
@@ -408,6 +423,7 @@ int BPF_PROG(note_fork, struct task_struct* parent, struct task_struct* child) {
   } else if (!is_target(parent_tgid)) {
     return 0;
   }
+  if (BPF_CORE_READ(child, flags) & PF_KTHREAD) return 0; /* no image to share */
   struct profile_fork_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {
     count(PROFILE_COUNTER_SIDEBAND_LOST);
@@ -443,8 +459,9 @@ int BPF_PROG(note_exec, struct task_struct* task, pid_t old_pid, struct linux_bi
   bpf_ringbuf_submit(event, BPF_RB_FORCE_WAKEUP);
 
   task = bpf_get_current_task_btf();
+  /* The program's code may span several VMAs (node's does). */
   __u64 start_code = BPF_CORE_READ(mm, start_code);
-  send_mappings_from(task, mm, start_code, start_code + 1, false, pid_tgid);
+  send_mappings_from(task, mm, start_code, BPF_CORE_READ(mm, end_code), true, pid_tgid);
   __u64 interpreter = 0;
   for (int i = 0; i + 1 < 56; i += 2) {
     __u64 type = BPF_CORE_READ(mm, saved_auxv[i]);
@@ -466,7 +483,7 @@ int BPF_PROG(note_exec, struct task_struct* task, pid_t old_pid, struct linux_bi
  * image at its fork event. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(note_exit, struct task_struct* task, bool group_dead) {
-  if (!group_dead) return 0;
+  if (!group_dead || (BPF_CORE_READ(task, flags) & PF_KTHREAD)) return 0;
   __u32 tgid = BPF_CORE_READ(task, tgid);
   if (!is_target(tgid)) return 0;
   struct profile_exit_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);

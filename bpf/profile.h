@@ -119,6 +119,10 @@ struct profile_exec_event {
 #define PROFILE_MAP_SHARED 8u
 #define PROFILE_MAP_VDSO 16u          /* the kernel's vDSO (no file) */
 #define PROFILE_MAP_PATH_COMPLETE 32u /* path reached the root: every component is there */
+/* Mapped by the kernel's ELF loader at exec (the program, its interpreter):
+ * its other PF_X segments are mapped too, maybe past holes the VMA walk
+ * cannot cross, so user space adds them from the file's program headers. */
+#define PROFILE_MAP_ELF_LOADER 64u
 
 /* A mapping with PROT_EXEC made (mmap, or mprotect adding PROT_EXEC) by
  * header.tgid: start/end/file_offset as in /proc/PID/maps, the file's device,

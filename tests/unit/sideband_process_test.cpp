@@ -34,6 +34,11 @@ struct FakeFiles {
     ModuleIdentity id;
     id.build_id = BuildId(std::vector<uint8_t>{static_cast<uint8_t>(inode)});
     id.segments = {{0x1000, 0x1000, 0x1000, 0x1000, true}};
+    // Inode 20: node's layout, code in two PT_LOADs with a hole between.
+    if (inode == 20)
+      id.segments = {{0, 0x400000, 0x800, 0x800, false},
+                     {0x1000, 0x401000, 0x1000, 0x1000, true},
+                     {0x3000, 0x403000, 0x800, 0x800, true}};
     id.file = stamp_of(inode);
     return id;
   }
@@ -240,4 +245,28 @@ TEST_CASE("side-band: an unknown process is read from /proc at its first event")
   const uint32_t after = table.current_image(10);
   CHECK(after != id);
   CHECK(module_at(table, after, 0x400010) == 9);
+}
+
+TEST_CASE("side-band: the ELF loader's mapping brings the file's other code segments") {
+  FakeFiles files;
+  files.alive[10] = true;
+  ProcessTable table(files.source());
+  table.use_sideband([] { return uint64_t{0}; });
+  table.note_exec(10, 0xa);
+  MapEntry text = code(0x401000, 20, "/usr/bin/node");
+  text.file_offset = 0x1000;
+  table.note_mapping(10, 0xa, text, FakeFiles::stamp_of(20), true, /*elf_loader=*/true);
+  const uint32_t id = table.current_image(10);
+  const ProcessImage& image = table.image(id);
+  REQUIRE(image.maps.size() == 2);
+  CHECK(image.maps[1].start == 0x403000);
+  CHECK(image.maps[1].end == 0x404000);
+  CHECK(image.maps[1].file_offset == 0x3000);
+  CHECK(module_at(table, id, 0x403010) == 20);
+  CHECK(image.find_map(0x402010) < 0);  // the hole stays a hole
+  // A mapping made by a system call brings nothing more.
+  table.note_exec(11, 0xb);
+  files.alive[11] = true;
+  table.note_mapping(11, 0xb, text, FakeFiles::stamp_of(20), true);
+  CHECK(table.image(table.current_image(11)).maps.size() == 1);
 }

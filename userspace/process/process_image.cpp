@@ -283,8 +283,37 @@ gsym::Expected<ModuleIdentity> ProcessTable::load_mapped_module(uint32_t pid,
   return gsym::Error("process exited before its module could be read (" + why + ")");
 }
 
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+// The code segments of an ELF file the kernel's loader mapped, one of them
+// as `entry`: each PF_X PT_LOAD at the load bias `entry` shows, page
+// aligned, as binfmt_elf maps it. Empty when `entry` matches no segment.
+std::vector<MapEntry> loader_code_mappings(const ModuleIdentity& identity, const MapEntry& entry) {
+  std::vector<MapEntry> out;
+  const LoadSegment* own = nullptr;
+  for (const LoadSegment& seg : identity.segments)
+    if (seg.executable && seg.file_offset / kPage * kPage == entry.file_offset) own = &seg;
+  if (!own) return out;
+  const uint64_t bias = entry.start - own->vaddr / kPage * kPage;  // wraps as the kernel's does
+  for (const LoadSegment& seg : identity.segments) {
+    if (!seg.executable || &seg == own || seg.mem_size == 0 || seg.mem_size > (uint64_t{1} << 40) ||
+        seg.vaddr > (uint64_t{1} << 47))
+      continue;
+    MapEntry m = entry;
+    m.start = bias + seg.vaddr / kPage * kPage;
+    m.end = bias + (seg.vaddr + seg.mem_size + kPage - 1) / kPage * kPage;
+    m.file_offset = seg.file_offset / kPage * kPage;
+    if (m.start < m.end) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace
+
 void ProcessTable::note_mapping(uint32_t pid, uint64_t mm, MapEntry entry, const FileStamp& stamp,
-                                bool path_complete) {
+                                bool path_complete, bool elf_loader) {
   ++mapping_events_;
   uint32_t id = image_for_event(pid, mm);
   {
@@ -336,7 +365,14 @@ void ProcessTable::note_mapping(uint32_t pid, uint64_t mm, MapEntry entry, const
       image.modules.push_back(std::move(m));
     }
   }
+  std::vector<MapEntry> more;
+  if (elf_loader && module >= 0 && image.modules[static_cast<size_t>(module)].error.empty())
+    more = loader_code_mappings(image.modules[static_cast<size_t>(module)].identity, entry);
   image.add_mapping(std::move(entry), module);
+  for (MapEntry& m : more) {
+    auto [first, last] = overlapping(image.maps, m);
+    if (first == last) image.add_mapping(std::move(m), module);  // never over a known mapping
+  }
   if (image.error == "process exited") image.error.clear();
 }
 

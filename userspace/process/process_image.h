@@ -107,8 +107,10 @@ class ProcessTable {
   // entry.path is the whole path. The file is opened now, through
   // /proc/PID/map_files while the process lives, else from a module seen
   // before with the same stamp, else at entry.path if the stamp matches.
+  // `elf_loader`: the kernel's ELF loader mapped it at exec, and with it
+  // the file's other code segments (added from its program headers).
   void note_mapping(uint32_t pid, uint64_t mm, MapEntry entry, const FileStamp& stamp,
-                    bool path_complete);
+                    bool path_complete, bool elf_loader = false);
   // Makes sure each address lies in a known executable mapping of image
   // `id`; reads the maps again (at most once per `min_interval` per image)
   // if one does not. Returns whether all addresses are covered afterwards.

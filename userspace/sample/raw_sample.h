@@ -66,6 +66,9 @@ struct RawMapping {
   int64_t mtime_ns = 0, ctime_ns = 0;
   bool readable = false, writable = false, shared = false;
   bool vdso = false;
+  // Mapped by the kernel's ELF loader at exec: the file's other code
+  // segments were mapped with it (program headers).
+  bool elf_loader = false;
   // The file's path in the mapping process's mount tree; complete only when
   // path_complete (else "" or its last components).
   std::string_view path;

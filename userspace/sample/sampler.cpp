@@ -130,6 +130,7 @@ struct Sampler::State {
     mapping.writable = event.flags & PROFILE_MAP_WRITE;
     mapping.shared = event.flags & PROFILE_MAP_SHARED;
     mapping.vdso = event.flags & PROFILE_MAP_VDSO;
+    mapping.elf_loader = event.flags & PROFILE_MAP_ELF_LOADER;
     path_.clear();
     bool complete = (event.flags & PROFILE_MAP_PATH_COMPLETE) && event.path_size <= PROFILE_PATH_BYTES;
     if (event.inode) {

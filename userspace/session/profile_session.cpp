@@ -88,7 +88,7 @@ class AggregatingSink : public SampleSink {
     // A file mapping without a full path (an unreachable or very deep one)
     // is still opened through /proc/PID/map_files.
     processes_.note_mapping(mapping.pid, mapping.mm, std::move(entry), stamp,
-                            mapping.path_complete || mapping.vdso);
+                            mapping.path_complete || mapping.vdso, mapping.elf_loader);
   }
   void on_fork(uint32_t parent_tgid, uint32_t child_tgid, uint64_t child_mm) override {
     processes_.note_fork(parent_tgid, child_tgid, child_mm);
