@@ -95,10 +95,8 @@ bool same_mapping(const MapEntry& a, const MapEntry& b) {
          a.perms == b.perms;
 }
 
-}  // namespace
-
 // The entries [first, last) that overlap [entry.start, entry.end).
-static std::pair<size_t, size_t> overlapping(const std::vector<MapEntry>& maps,
+std::pair<size_t, size_t> overlapping(const std::vector<MapEntry>& maps,
                                              const MapEntry& entry) {
   auto last = std::lower_bound(maps.begin(), maps.end(), entry.end,
                                [](const MapEntry& m, uint64_t end) { return m.start < end; });
@@ -112,11 +110,13 @@ static std::pair<size_t, size_t> overlapping(const std::vector<MapEntry>& maps,
 // the same file (or anonymous memory) at the same offset, the same
 // permissions. A VMA that grew over its neighbour (adjacent JIT pages
 // merged, say) is such an entry.
-static bool extends(const MapEntry& entry, const MapEntry& old) {
+bool extends(const MapEntry& entry, const MapEntry& old) {
   return entry.dev_major == old.dev_major && entry.dev_minor == old.dev_minor &&
          entry.inode == old.inode && entry.path == old.path && entry.perms == old.perms &&
          entry.start - entry.file_offset == old.start - old.file_offset;
 }
+
+}  // namespace
 
 bool ProcessImage::replaces_mapping(const MapEntry& entry) const {
   auto [first, last] = overlapping(maps, entry);
@@ -373,7 +373,7 @@ void ProcessTable::note_mapping(uint32_t pid, uint64_t mm, MapEntry entry, const
     auto [first, last] = overlapping(image.maps, m);
     if (first == last) image.add_mapping(std::move(m), module);  // never over a known mapping
   }
-  if (image.error == "process exited") image.error.clear();
+  image.error.clear();  // a /proc read that failed (exited) no longer describes it
 }
 
 bool ProcessTable::cover(uint32_t id, std::span<const uint64_t> lookup_addrs) {
