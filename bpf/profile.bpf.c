@@ -380,9 +380,11 @@ static __always_inline void send_mappings_from(struct task_struct* task, struct 
  * kernel; the syscall exit tracepoint is). */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(note_mmap, struct pt_regs* regs, long ret) {
-  __u64 syscall = BPF_CORE_READ(regs, orig_ax);
+  /* Every system call of every process comes here: a direct load of the
+   * (trusted) registers, no helper call, before anything else. */
+  __u64 syscall = regs->orig_ax;
   if (syscall == SYSCALL_MMAP || syscall == SYSCALL_MPROTECT || syscall == SYSCALL_PKEY_MPROTECT) {
-    if (!(BPF_CORE_READ(regs, dx) & PROT_EXEC)) return 0;
+    if (!(regs->dx & PROT_EXEC)) return 0;
   } else if (syscall != SYSCALL_MREMAP) { /* mremap: the VMA says whether it is code */
     return 0;
   }
