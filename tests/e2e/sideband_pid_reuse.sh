@@ -40,7 +40,7 @@ for mode in dwarf fp; do
       if (index(line, ";" other) || index(line, other_file)) { wrong += n; print "  named from the other process: " $0 }
       else if (index(line, ";" own)) right[comm] += n }
     END { for (c in total) printf "  %s (%s): %d samples, %d in its own binary\n", c, mode, total[c], right[c]
-          exit !(wrong == 0 && total["reuse_one"] >= 100 && total["reuse_two"] >= 100 &&
+          exit !(wrong == 0 && total["reuse_one"] >= 50 && total["reuse_two"] >= 50 &&
                  right["reuse_one"] * 2 >= total["reuse_one"] &&
                  right["reuse_two"] * 2 >= total["reuse_two"]) }' "$WORK/$mode.stdout" "$WORK/$mode.folded" ||
     { grep -v "_spin" "$WORK/$mode.folded" | sed "s/-[0-9]*;/;/" | sort | uniq -c | sort -nr | head -8 >&2; fail "--call-graph $mode: samples not named from their own process's binary"; }
