@@ -80,7 +80,7 @@ bool StackAggregator::KeyEqual::operator()(const KeyView& a, const Key& b) const
 void StackAggregator::add(const RawSample& sample) {
   ++samples_;
   KeyView view;
-  view.image = processes_.current_image(sample.pid);
+  view.image = sample.image != RawSample::kNoImage ? sample.image : processes_.current_image(sample.pid);
   view.tid = sample.tid;
   view.truncated = sample.truncated;
   view.kernel_count = static_cast<uint32_t>(sample.kernel_ips.size());

@@ -48,6 +48,11 @@ class StackAggregator {
     processes_.note_exec(pid);
     if (perf_maps_) perf_maps_->note_exec(pid);
   }
+  // The same, from the side-band: the new image is built from its events.
+  void note_exec(uint32_t pid, uint64_t mm) {
+    processes_.note_exec(pid, mm);
+    if (perf_maps_) perf_maps_->note_exec(pid);
+  }
 
   // A module some stack uses: (image id, index into that image's modules).
   struct ModuleUse {

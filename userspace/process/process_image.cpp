@@ -2,6 +2,8 @@
 
 #include "userspace/process/vdso_file.h"
 
+#include "gsym/file_io.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -83,6 +85,68 @@ void ProcessImage::merge(
   }
 }
 
+namespace {
+
+// Same range, file and permissions: the mapping a side-band event reports
+// again (an exec mapping read from /proc and then announced, say).
+bool same_mapping(const MapEntry& a, const MapEntry& b) {
+  return a.start == b.start && a.end == b.end && a.file_offset == b.file_offset &&
+         a.dev_major == b.dev_major && a.dev_minor == b.dev_minor && a.inode == b.inode &&
+         a.perms == b.perms;
+}
+
+// The entries [first, last) that overlap [entry.start, entry.end).
+std::pair<size_t, size_t> overlapping(const std::vector<MapEntry>& maps,
+                                             const MapEntry& entry) {
+  auto last = std::lower_bound(maps.begin(), maps.end(), entry.end,
+                               [](const MapEntry& m, uint64_t end) { return m.start < end; });
+  auto first = std::upper_bound(maps.begin(), last, entry.start,
+                                [](uint64_t start, const MapEntry& m) { return start < m.start; });
+  if (first != maps.begin() && std::prev(first)->end > entry.start) --first;
+  return {static_cast<size_t>(first - maps.begin()), static_cast<size_t>(last - maps.begin())};
+}
+
+// Whether `entry` gives every address of `old` the meaning `old` gave it:
+// the same file (or anonymous memory) at the same offset, the same
+// permissions. A VMA that grew over its neighbour (adjacent JIT pages
+// merged, say) is such an entry.
+bool extends(const MapEntry& entry, const MapEntry& old) {
+  return entry.dev_major == old.dev_major && entry.dev_minor == old.dev_minor &&
+         entry.inode == old.inode && entry.path == old.path && entry.perms == old.perms &&
+         entry.start - entry.file_offset == old.start - old.file_offset;
+}
+
+}  // namespace
+
+bool ProcessImage::replaces_mapping(const MapEntry& entry) const {
+  auto [first, last] = overlapping(maps, entry);
+  for (size_t i = first; i < last; ++i)
+    if (!extends(entry, maps[i])) return true;
+  return false;
+}
+
+void ProcessImage::add_mapping(MapEntry entry, int32_t module) {
+  auto [first, last] = overlapping(maps, entry);
+  maps.erase(maps.begin() + static_cast<ptrdiff_t>(first), maps.begin() + static_cast<ptrdiff_t>(last));
+  map_module.erase(map_module.begin() + static_cast<ptrdiff_t>(first),
+                   map_module.begin() + static_cast<ptrdiff_t>(last));
+  maps.insert(maps.begin() + static_cast<ptrdiff_t>(first), std::move(entry));
+  map_module.insert(map_module.begin() + static_cast<ptrdiff_t>(first), module);
+}
+
+int32_t ProcessImage::find_module(uint32_t dev_major, uint32_t dev_minor, uint64_t inode) const {
+  for (size_t i = 0; i < modules.size(); ++i)
+    if (modules[i].inode == inode && modules[i].dev_major == dev_major &&
+        modules[i].dev_minor == dev_minor)
+      return static_cast<int32_t>(i);
+  return -1;
+}
+
+bool same_file_contents(const FileStamp& a, const FileStamp& b) {
+  return a.dev == b.dev && a.inode == b.inode && a.size == b.size && a.mtime_ns == b.mtime_ns &&
+         a.ctime_ns == b.ctime_ns;
+}
+
 ProcSource ProcSource::live(const std::string& proc_root) {
   ProcSource source;
   source.read_maps = [proc_root](uint32_t pid) -> gsym::Expected<std::string> {
@@ -96,6 +160,16 @@ ProcSource ProcSource::live(const std::string& proc_root) {
   };
   source.load_module = [proc_root](uint32_t pid, const MapEntry& entry) {
     return load_module_identity(pid, entry, proc_root, /*keep_open=*/true);
+  };
+  source.load_file = [](const std::string& path,
+                        const FileStamp& stamp) -> gsym::Expected<ModuleIdentity> {
+    gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(path);
+    if (!file) return file.error();
+    if (!same_file_contents(FileStamp::of(file->status), stamp))
+      return gsym::Error(path + " is not the file that was mapped (replaced since?)");
+    auto identity = read_module_identity_fd(file->fd.get());
+    if (identity) identity->local_file = keep_module_file_open(file->fd.get(), identity->file);
+    return identity;
   };
   return source;
 }
@@ -116,25 +190,191 @@ void ProcessTable::read_into(Entry& entry) {
       entry.image.error = "/proc/" + std::to_string(pid) + "/maps: " + maps.error().message;
     return;
   }
+  // With the side-band, only code mappings matter (a sample's address in
+  // any other is no mapping), and a process with 60,000 data mappings costs
+  // no more than its code.
+  if (sideband_lost_)
+    std::erase_if(*maps, [](const MapEntry& m) { return !m.executable(); });
   // An exited process has an empty maps file; keep what we had.
   if (maps->empty() && entry.image.maps.empty()) entry.image.error = "process exited";
   if (!maps->empty()) entry.image.error.clear();
   entry.image.merge(std::move(*maps), [&](const MapEntry& m) { return source_.load_module(pid, m); });
 }
 
-uint32_t ProcessTable::current_image(uint32_t pid) {
-  auto it = current_.find(pid);
-  if (it != current_.end()) return it->second;
-  Entry entry;
-  entry.image.pid = pid;
-  read_into(entry);
-  uint32_t id = static_cast<uint32_t>(images_.size());
+uint32_t ProcessTable::add_image(Entry entry) {
+  const uint32_t id = static_cast<uint32_t>(images_.size());
+  current_[entry.image.pid] = id;
   images_.push_back(std::move(entry));
-  current_[pid] = id;
   return id;
 }
 
+uint32_t ProcessTable::current_image(uint32_t pid) {
+  auto it = current_.find(pid);
+  if (it != current_.end()) {
+    images_[it->second].pinned = true;
+    return it->second;
+  }
+  Entry entry;
+  entry.image.pid = pid;
+  read_into(entry);
+  entry.pinned = true;
+  return add_image(std::move(entry));
+}
+
 void ProcessTable::note_exec(uint32_t pid) { current_.erase(pid); }
+
+uint32_t ProcessTable::image_for_event(uint32_t pid, uint64_t mm) {
+  auto it = current_.find(pid);
+  if (it != current_.end()) {
+    ProcessImage& image = images_[it->second].image;
+    if (!mm || !image.mm || image.mm == mm) {
+      if (!image.mm) image.mm = mm;
+      return it->second;
+    }
+    // Another address space without its exec event (lost): start anew.
+  }
+  // A process the side-band has not told of (it predates the session, or
+  // its exec event was lost): what /proc says now.
+  Entry entry;
+  entry.image.pid = pid;
+  entry.image.mm = mm;
+  read_into(entry);
+  return add_image(std::move(entry));
+}
+
+void ProcessTable::note_exec(uint32_t pid, uint64_t mm) {
+  Entry entry;
+  entry.image.pid = pid;
+  entry.image.mm = mm;
+  entry.last_read = std::chrono::steady_clock::now();
+  add_image(std::move(entry));
+}
+
+void ProcessTable::note_fork(uint32_t parent, uint32_t child, uint64_t child_mm) {
+  Entry entry;
+  entry.image = images_[image_for_event(parent, 0)].image;  // a copy: the child's own from now on
+  entry.image.pid = child;
+  entry.image.mm = child_mm;
+  entry.last_read = std::chrono::steady_clock::now();
+  add_image(std::move(entry));
+}
+
+void ProcessTable::note_exit(uint32_t pid) {
+  // Samples taken while it exits (exit_mmap) follow the event: they keep the
+  // image. A process that reuses the pid is announced by its fork event.
+  auto it = current_.find(pid);
+  if (it != current_.end()) images_[it->second].exited = true;
+}
+
+gsym::Expected<ModuleIdentity> ProcessTable::load_mapped_module(uint32_t pid,
+                                                               const MapEntry& entry,
+                                                               const FileStamp& stamp,
+                                                               bool path_complete) {
+  auto identity = source_.load_module(pid, entry);
+  if (identity || entry.path == kVdsoPath) return identity;
+  // Gone already (a process that lived a few ms): the file at the path the
+  // kernel reported, if it is still the very file that was mapped.
+  std::string why = identity.error().message;
+  if (path_complete && stamp.known() && source_.load_file) {
+    auto by_path = source_.load_file(entry.path, stamp);
+    if (by_path) return by_path;
+    why += "; " + by_path.error().message;
+  }
+  return gsym::Error("process exited before its module could be read (" + why + ")");
+}
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+// The code segments of an ELF file the kernel's loader mapped, one of them
+// as `entry`: each PF_X PT_LOAD at the load bias `entry` shows, page
+// aligned, as binfmt_elf maps it. Empty when `entry` matches no segment.
+std::vector<MapEntry> loader_code_mappings(const ModuleIdentity& identity, const MapEntry& entry) {
+  std::vector<MapEntry> out;
+  const LoadSegment* own = nullptr;
+  for (const LoadSegment& seg : identity.segments)
+    if (seg.executable && seg.file_offset / kPage * kPage == entry.file_offset) own = &seg;
+  if (!own) return out;
+  const uint64_t bias = entry.start - own->vaddr / kPage * kPage;  // wraps as the kernel's does
+  for (const LoadSegment& seg : identity.segments) {
+    if (!seg.executable || &seg == own || seg.mem_size == 0 || seg.mem_size > (uint64_t{1} << 40) ||
+        seg.vaddr > (uint64_t{1} << 47))
+      continue;
+    MapEntry m = entry;
+    m.start = bias + seg.vaddr / kPage * kPage;
+    m.end = bias + (seg.vaddr + seg.mem_size + kPage - 1) / kPage * kPage;
+    m.file_offset = seg.file_offset / kPage * kPage;
+    if (m.start < m.end) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace
+
+void ProcessTable::note_mapping(uint32_t pid, uint64_t mm, MapEntry entry, const FileStamp& stamp,
+                                bool path_complete, bool elf_loader) {
+  ++mapping_events_;
+  uint32_t id = image_for_event(pid, mm);
+  {
+    const ProcessImage& image = images_[id].image;
+    auto [first, last] = overlapping(image.maps, entry);
+    if (last == first + 1 && same_mapping(image.maps[first], entry)) return;  // known already
+    if (images_[id].pinned && image.replaces_mapping(entry)) {
+      // Samples were taken with the mappings this one replaces: they keep
+      // that version, later samples get a new one.
+      Entry version = images_[id];
+      version.pinned = false;
+      id = add_image(std::move(version));
+      ++versions_;
+    }
+  }
+  ProcessImage& image = images_[id].image;
+  int32_t module = -1;
+  const bool vdso = entry.path == kVdsoPath;
+  if (entry.file_backed() || vdso) {
+    module = vdso ? -1 : image.find_module(entry.dev_major, entry.dev_minor, entry.inode);
+    if (vdso)
+      for (size_t i = 0; i < image.modules.size() && module < 0; ++i)
+        if (image.modules[i].path == kVdsoPath) module = static_cast<int32_t>(i);
+    if (module < 0) {
+      const std::string stamp_key = vdso ? std::string(kVdsoPath) : stamp.known() ? stamp.key() : "";
+      auto cached = stamp_key.empty() ? modules_by_stamp_.end() : modules_by_stamp_.find(stamp_key);
+      ProcessModule m;
+      if (cached != modules_by_stamp_.end()) {
+        m = cached->second;
+        if (path_complete) m.path = entry.path;
+      } else {
+        m.path = entry.path;
+        m.deleted = entry.deleted;
+        m.dev_major = entry.dev_major;
+        m.dev_minor = entry.dev_minor;
+        m.inode = entry.inode;
+        auto identity = load_mapped_module(pid, entry, stamp, path_complete);
+        if (identity) {
+          // Shared with later processes only when it is the file the kernel
+          // stamped (not rewritten in between).
+          const bool same = vdso || same_file_contents(identity->file, stamp);
+          m.identity = std::move(*identity);
+          if (same && !stamp_key.empty()) modules_by_stamp_.emplace(stamp_key, m);
+        } else {
+          m.error = identity.error().message;
+        }
+      }
+      module = static_cast<int32_t>(image.modules.size());
+      image.modules.push_back(std::move(m));
+    }
+  }
+  std::vector<MapEntry> more;
+  if (elf_loader && module >= 0 && image.modules[static_cast<size_t>(module)].error.empty())
+    more = loader_code_mappings(image.modules[static_cast<size_t>(module)].identity, entry);
+  image.add_mapping(std::move(entry), module);
+  for (MapEntry& m : more) {
+    auto [first, last] = overlapping(image.maps, m);
+    if (first == last) image.add_mapping(std::move(m), module);  // never over a known mapping
+  }
+  image.error.clear();  // a /proc read that failed (exited) no longer describes it
+}
 
 bool ProcessTable::cover(uint32_t id, std::span<const uint64_t> lookup_addrs) {
   Entry& entry = images_[id];
@@ -148,6 +388,9 @@ bool ProcessTable::cover(uint32_t id, std::span<const uint64_t> lookup_addrs) {
     });
   };
   if (all_covered()) return true;
+  // The side-band keeps every image complete: an address outside all of
+  // them is no mapping (a bad return address), not a mapping missed.
+  if (!may_reread()) return false;
   if (std::chrono::steady_clock::now() - entry.last_read < min_interval) {
     entry.uncovered_since_read = true;
     return false;
@@ -158,6 +401,7 @@ bool ProcessTable::cover(uint32_t id, std::span<const uint64_t> lookup_addrs) {
 }
 
 void ProcessTable::refresh_stale() {
+  if (!may_reread()) return;
   for (uint32_t id = 0; id < images_.size(); ++id) {
     Entry& entry = images_[id];
     auto current = current_.find(entry.image.pid);

@@ -15,6 +15,8 @@ enum class CounterKind {
   Lost,   // samples that never reached user space: a Capture::lost entry
   Kept,   // samples kept, with a stack cut short (reported with the stacks)
   Info,   // samples kept whole, counted for the summary (kernel threads)
+  Sideband,  // side-band events (mmap/fork/exec/exit) lost: not samples, but
+             // mappings then learnt by re-reading /proc (summary line)
 };
 
 struct CounterInfo {
@@ -31,7 +33,7 @@ constexpr CounterInfo counter_info(enum profile_counter counter) {
     case PROFILE_COUNTER_STACK_ERROR: return {"stack_error", CounterKind::Lost};
     case PROFILE_COUNTER_NO_USER_STACK: return {"no_user_stack", CounterKind::Lost};
     case PROFILE_COUNTER_TRUNCATED: return {"truncated", CounterKind::Kept};
-    case PROFILE_COUNTER_EXEC_LOST: return {"exec_events", CounterKind::Lost};
+    case PROFILE_COUNTER_SIDEBAND_LOST: return {"sideband_events", CounterKind::Sideband};
     case PROFILE_COUNTER_STACK_COPY_SHORT: return {"stack_copy_short", CounterKind::Kept};
     case PROFILE_COUNTER_KERNEL_STACK_ERROR: return {"kernel_stack_error", CounterKind::Kept};
     case PROFILE_COUNTER_KERNEL_TRUNCATED: return {"kernel_stack_truncated", CounterKind::Kept};

@@ -18,6 +18,10 @@ struct RawSample {
   std::span<const uint64_t> ips;         // user frames, leaf first
   bool truncated = false;                // the unwinder stopped at its depth limit
   std::span<const uint64_t> kernel_ips;  // kernel frames, leaf first (leafward of ips)
+  // The process image (ProcessTable id) the IPs were unwound against;
+  // kNoImage: the pid's current one.
+  uint32_t image = kNoImage;
+  static constexpr uint32_t kNoImage = UINT32_MAX;
 };
 
 using SampleCallback = std::function<void(const RawSample&)>;
@@ -48,6 +52,29 @@ struct RawStackCopy {
   // size cap): the unwinder then reports unreadable memory, not a copy too small.
   bool copy_short = false;
   std::span<const uint64_t> kernel_ips;  // kernel frames, leaf first
+};
+
+// Side-band: a process mapped executable memory (mmap, or mprotect adding
+// PROT_EXEC), as the kernel reported it; views valid during the call.
+struct RawMapping {
+  uint32_t pid = 0;
+  uint64_t mm = 0;  // the address space, an opaque id (a new one: exec)
+  uint64_t start = 0, end = 0, file_offset = 0;
+  uint32_t dev_major = 0, dev_minor = 0;
+  uint64_t inode = 0;  // 0: anonymous memory (JIT code) or the vDSO
+  // The file's size, mtime and ctime when it was mapped, so a later open is
+  // checked to be the very file (nanoseconds since the epoch).
+  uint64_t file_size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  bool readable = false, writable = false, shared = false;
+  bool vdso = false;
+  // Mapped by the kernel's ELF loader at exec: the file's other code
+  // segments were mapped with it (program headers).
+  bool elf_loader = false;
+  // The file's path in the mapping process's mount tree; complete only when
+  // path_complete (else "" or its last components).
+  std::string_view path;
+  bool path_complete = false;
 };
 
 }  // namespace gsymprof

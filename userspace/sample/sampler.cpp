@@ -16,6 +16,8 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "bpf/profile.h"
 #include "bpf/profile.skel.h"
@@ -32,6 +34,13 @@ std::string& last_libbpf_message() {
 
 int libbpf_print(enum libbpf_print_level level, const char* format, va_list args) {
   if (level == LIBBPF_DEBUG) return 0;
+  // The verifier's log comes as one message: printed whole when debugging.
+  if (std::getenv("GSYMPROF_DEBUG_BPF")) {
+    va_list copy;
+    va_copy(copy, args);
+    std::vfprintf(stderr, format, copy);
+    va_end(copy);
+  }
   char buffer[512];
   int n = std::vsnprintf(buffer, sizeof(buffer), format, args);
   if (n > 0) {
@@ -39,7 +48,6 @@ int libbpf_print(enum libbpf_print_level level, const char* format, va_list args
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
     if (!text.empty()) last_libbpf_message() = text;
   }
-  if (std::getenv("GSYMPROF_DEBUG_BPF")) std::fputs(buffer, stderr);
   return 0;
 }
 
@@ -85,6 +93,7 @@ struct Sampler::State {
   size_t ring_buffer_bytes = 0;
   std::array<uint64_t, PROFILE_MAX_FRAMES> ips{};
   std::array<uint64_t, PROFILE_MAX_KERNEL_FRAMES> kernel_ips{};
+  std::string path_;
 
   ~State() {
     if (ring) ring_buffer__free(ring);
@@ -103,6 +112,50 @@ struct Sampler::State {
   std::span<const uint64_t> kernel_frames(const __u64* source, uint32_t count) {
     std::memcpy(kernel_ips.data(), source, count * sizeof(uint64_t));
     return std::span<const uint64_t>(kernel_ips.data(), count);
+  }
+
+  // The path's components come leaf first (profile.h): join them root first.
+  void deliver_mapping(const profile_mmap_event& event) {
+    RawMapping mapping;
+    mapping.pid = event.header.tgid;
+    mapping.mm = event.mm;
+    mapping.start = event.start;
+    mapping.end = event.end;
+    mapping.inode = event.inode;
+    mapping.file_offset = event.inode ? event.file_offset : 0;
+    mapping.dev_major = event.dev_major;
+    mapping.dev_minor = event.dev_minor;
+    mapping.file_size = event.file_size;
+    mapping.mtime_ns = event.mtime_sec * 1000000000 + event.mtime_nsec;
+    mapping.ctime_ns = event.ctime_sec * 1000000000 + event.ctime_nsec;
+    mapping.readable = event.flags & PROFILE_MAP_READ;
+    mapping.writable = event.flags & PROFILE_MAP_WRITE;
+    mapping.shared = event.flags & PROFILE_MAP_SHARED;
+    mapping.vdso = event.flags & PROFILE_MAP_VDSO;
+    mapping.elf_loader = event.flags & PROFILE_MAP_ELF_LOADER;
+    path_.clear();
+    bool complete = (event.flags & PROFILE_MAP_PATH_COMPLETE) && event.path_size <= PROFILE_PATH_BYTES;
+    if (event.inode) {
+      std::string_view blob(event.path, std::min<size_t>(event.path_size, PROFILE_PATH_BYTES));
+      std::vector<std::string_view> components;
+      while (!blob.empty()) {
+        size_t end = blob.find('\0');
+        if (end == std::string_view::npos) {
+          complete = false;  // cut inside a name
+          break;
+        }
+        components.push_back(blob.substr(0, end));
+        blob.remove_prefix(end + 1);
+      }
+      for (auto it = components.rbegin(); it != components.rend(); ++it) {
+        path_ += '/';
+        path_ += *it;
+      }
+      if (components.empty()) complete = false;
+    }
+    mapping.path = path_;
+    mapping.path_complete = complete;
+    sink->on_mapping(mapping);
   }
 
   void deliver(const uint8_t* data, size_t size) {
@@ -137,8 +190,30 @@ struct Sampler::State {
         sink->on_sample(sample);
         return;
       }
-      case PROFILE_EVENT_EXEC:
-        sink->on_exec(header.tgid);
+      case PROFILE_EVENT_EXEC: {
+        if (header.size < sizeof(profile_exec_event)) break;
+        profile_exec_event event;
+        std::memcpy(&event, data, sizeof(event));
+        sink->on_exec(header.tgid, event.mm);
+        return;
+      }
+      case PROFILE_EVENT_MMAP: {
+        if (header.size < sizeof(profile_mmap_event)) break;
+        profile_mmap_event event;
+        std::memcpy(&event, data, sizeof(event));
+        if (event.start >= event.end) break;
+        deliver_mapping(event);
+        return;
+      }
+      case PROFILE_EVENT_FORK: {
+        if (header.size < sizeof(profile_fork_event)) break;
+        profile_fork_event event;
+        std::memcpy(&event, data, sizeof(event));
+        sink->on_fork(header.tgid, event.child_tgid, event.child_mm);
+        return;
+      }
+      case PROFILE_EVENT_EXIT:
+        sink->on_exit(header.tgid);
         return;
       case PROFILE_EVENT_STACK_COPY: {
         const size_t fixed = offsetof(profile_stack_copy_event, stack);
@@ -209,8 +284,6 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
   int err = bpf_map__set_max_entries(state->skel->maps.events, static_cast<uint32_t>(ring_bytes));
   if (err) return bpf_error("cannot size the ring buffer", err);
   state->ring_buffer_bytes = ring_bytes;
-  if (!options.filter_by_tgid || !options.follow_forks)
-    bpf_program__set_autoload(state->skel->progs.follow_fork, false);
   err = profile_bpf__load(state->skel);
   if (err) return bpf_error("cannot load the BPF program", err);
 
@@ -225,13 +298,21 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
                                  state.get(), nullptr);
   if (!state->ring) return bpf_error("cannot create the ring buffer reader", errno);
 
-  // The exec (and fork) tracepoints first, so no sample can precede them.
-  state->skel->links.note_exec = bpf_program__attach(state->skel->progs.note_exec);
-  if (!state->skel->links.note_exec) return bpf_error("cannot attach the exec tracepoint", errno);
-  if (options.filter_by_tgid && options.follow_forks) {
-    state->skel->links.follow_fork = bpf_program__attach(state->skel->progs.follow_fork);
-    if (!state->skel->links.follow_fork)
-      return bpf_error("cannot attach the fork tracepoint", errno);
+  // The side-band (fork, exec, mmap, exit) first, so no sample can precede
+  // the events that explain its mappings.
+  struct {
+    bpf_program* program;
+    bpf_link** link;
+    const char* what;
+  } sideband[] = {
+      {state->skel->progs.note_fork, &state->skel->links.note_fork, "the fork tracepoint"},
+      {state->skel->progs.note_exec, &state->skel->links.note_exec, "the exec tracepoint"},
+      {state->skel->progs.note_mmap, &state->skel->links.note_mmap, "the system call exit tracepoint"},
+      {state->skel->progs.note_exit, &state->skel->links.note_exit, "the exit tracepoint"},
+  };
+  for (const auto& program : sideband) {
+    *program.link = bpf_program__attach(program.program);
+    if (!*program.link) return bpf_error(std::string("cannot attach ") + program.what, errno);
   }
 
   for (int cpu : *cpus) {
@@ -304,6 +385,19 @@ SamplerCounters Sampler::counters() const {
     for (uint64_t v : values) result.kernel[key] += v;
   }
   return result;
+}
+
+uint64_t Sampler::sideband_lost() const {
+  int ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0) return 0;
+  std::vector<uint64_t> values(static_cast<size_t>(ncpus));
+  uint32_t key = PROFILE_COUNTER_SIDEBAND_LOST;
+  if (bpf_map__lookup_elem(state_->skel->maps.counters, &key, sizeof(key), values.data(),
+                           values.size() * sizeof(uint64_t), 0))
+    return 1;  // unknown: assume lost, so /proc is read again
+  uint64_t lost = 0;
+  for (uint64_t v : values) lost += v;
+  return lost;
 }
 
 size_t Sampler::cpus_attached() const { return state_->perf_links.size(); }

@@ -38,8 +38,14 @@ class SampleSink {
  public:
   virtual ~SampleSink() = default;
   virtual void on_sample(const RawSample& sample) = 0;
-  virtual void on_exec(uint32_t tgid) = 0;
   virtual void on_stack_copy(const RawStackCopy& copy) = 0;  // stack-copy mode
+  // Side-band, in order with the samples: `tgid` exec'd into address space
+  // `mm` (its new mappings follow), mapped executable memory, forked a
+  // process, or exited.
+  virtual void on_exec(uint32_t tgid, uint64_t mm) = 0;
+  virtual void on_mapping(const RawMapping& mapping) = 0;
+  virtual void on_fork(uint32_t parent_tgid, uint32_t child_tgid, uint64_t child_mm) = 0;
+  virtual void on_exit(uint32_t tgid) = 0;
 };
 
 class Sampler {
@@ -59,6 +65,8 @@ class Sampler {
   // Delivers everything still queued without waiting.
   gsym::Expected<int> drain();
   SamplerCounters counters() const;
+  // Side-band events the kernel could not send (one counter of counters()).
+  uint64_t sideband_lost() const;
   size_t cpus_attached() const;
   size_t ring_buffer_bytes() const;
 

@@ -1,6 +1,7 @@
 #include "userspace/session/profile_session.h"
 
 #include <fcntl.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "userspace/process/kernel_symbols.h"
+#include "userspace/process/vdso_file.h"
 #include "userspace/process/process_image.h"
 #include "userspace/aggregate/stack_aggregator.h"
 #include "userspace/unwind/stack_copy_unwind.h"
@@ -51,12 +53,47 @@ class StopSignals {
   struct sigaction old_int_ {}, old_term_ {};
 };
 
+// The kernel's report of a mapping, as /proc/PID/maps would show it, and
+// the stamp of the file it maps.
+std::pair<MapEntry, FileStamp> mapping_entry(const RawMapping& mapping) {
+  MapEntry entry;
+  entry.start = mapping.start;
+  entry.end = mapping.end;
+  entry.file_offset = mapping.file_offset;
+  entry.dev_major = mapping.dev_major;
+  entry.dev_minor = mapping.dev_minor;
+  entry.inode = mapping.inode;
+  entry.perms = {mapping.readable ? 'r' : '-', mapping.writable ? 'w' : '-', 'x',
+                 mapping.shared ? 's' : 'p'};
+  entry.path = mapping.vdso ? std::string(kVdsoPath) : std::string(mapping.path);
+  FileStamp stamp;
+  if (mapping.inode) {
+    stamp.dev = makedev(mapping.dev_major, mapping.dev_minor);
+    stamp.inode = mapping.inode;
+    stamp.size = mapping.file_size;
+    stamp.mtime_ns = mapping.mtime_ns;
+    stamp.ctime_ns = mapping.ctime_ns;
+  }
+  return {std::move(entry), stamp};
+}
+
 class AggregatingSink : public SampleSink {
  public:
-  AggregatingSink(StackAggregator& aggregator, StackCopyUnwinder& unwinder)
-      : aggregator_(aggregator), unwinder_(unwinder) {}
+  AggregatingSink(StackAggregator& aggregator, StackCopyUnwinder& unwinder, ProcessTable& processes)
+      : aggregator_(aggregator), unwinder_(unwinder), processes_(processes) {}
   void on_sample(const RawSample& sample) override { aggregator_.add(sample); }
-  void on_exec(uint32_t tgid) override { aggregator_.note_exec(tgid); }
+  void on_exec(uint32_t tgid, uint64_t mm) override { aggregator_.note_exec(tgid, mm); }
+  void on_mapping(const RawMapping& mapping) override {
+    auto [entry, stamp] = mapping_entry(mapping);
+    // A file mapping without a full path (an unreachable or very deep one)
+    // is still opened through /proc/PID/map_files.
+    processes_.note_mapping(mapping.pid, mapping.mm, std::move(entry), stamp,
+                            mapping.path_complete || mapping.vdso, mapping.elf_loader);
+  }
+  void on_fork(uint32_t parent_tgid, uint32_t child_tgid, uint64_t child_mm) override {
+    processes_.note_fork(parent_tgid, child_tgid, child_mm);
+  }
+  void on_exit(uint32_t tgid) override { processes_.note_exit(tgid); }
   // --call-graph dwarf: unwind now, while the process's modules are known.
   void on_stack_copy(const RawStackCopy& copy) override { unwinder_.unwind(copy, add_); }
   // Walks held for a maps re-read, once sampling is over.
@@ -65,6 +102,7 @@ class AggregatingSink : public SampleSink {
  private:
   StackAggregator& aggregator_;
   StackCopyUnwinder& unwinder_;
+  ProcessTable& processes_;
   SampleCallback add_ = [this](const RawSample& sample) { aggregator_.add(sample); };
 };
 
@@ -283,12 +321,16 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   PerfMaps perf_maps;
   StackAggregator aggregator(processes, &perf_maps);
   StackCopyUnwinder stack_unwinder(processes);
-  AggregatingSink sink(aggregator, stack_unwinder);
+  AggregatingSink sink(aggregator, stack_unwinder, processes);
   Capture capture = new_capture(targets);
 
   StopSignals stop_signals;
   auto sampler = Sampler::start(sampler_options_for(options), sink);
   if (!sampler) return sampler.error();
+  // Mappings come from the kernel as they are made; /proc is read again only
+  // if some of those events were lost.
+  Sampler* sampler_ptr = sampler->get();
+  processes.use_sideband([sampler_ptr] { return sampler_ptr->sideband_lost(); });
 
   // Snapshot the named processes now, in case they exit before sampling.
   for (uint32_t pid : targets.pids) processes.current_image(pid);
@@ -319,6 +361,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   SamplerCounters counters = (*sampler)->counters();
   const size_t ring_buffer_bytes = (*sampler)->ring_buffer_bytes();
   sampler->reset();  // detach: stop sampling before the user-space work
+  processes.use_sideband([lost = counters[PROFILE_COUNTER_SIDEBAND_LOST]] { return lost; });
   // Images that missed an address since their last read, while alive.
   processes.refresh_stale();
   sink.flush();
@@ -455,6 +498,12 @@ void print_sampling_summary(const Capture& capture, const SessionStats& stats) {
     std::fprintf(stderr, "gsymprof: ring buffer: %zu KiB, %" PRIu64 " bytes per sample record\n",
                  stats.ring_buffer_bytes >> 10,
                  stats.counters.sample_record_bytes / stats.counters.sample_records);
+  if (const uint64_t lost = stats.counters[PROFILE_COUNTER_SIDEBAND_LOST])
+    std::fprintf(stderr,
+                 "gsymprof: side-band events lost: %" PRIu64
+                 " (ring buffer full); mappings were read from /proc/PID/maps instead, too late "
+                 "for processes that had exited (a larger -F interval or fewer targets help)\n",
+                 lost);
 }
 
 }  // namespace gsymprof

@@ -55,7 +55,7 @@ bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack, bool cop
   return false;
 }
 
-void StackCopyUnwinder::emit_result(uint32_t pid, uint32_t tid, std::string_view comm,
+void StackCopyUnwinder::emit_result(uint32_t image, uint32_t pid, uint32_t tid, std::string_view comm,
                                     std::span<const uint64_t> kernel_ips,
                                     const SampleCallback& emit) {
   ++stacks_;
@@ -69,6 +69,7 @@ void StackCopyUnwinder::emit_result(uint32_t pid, uint32_t tid, std::string_view
   sample.ips = result_.ips;
   sample.truncated = result_.truncated();
   sample.kernel_ips = kernel_ips;
+  sample.image = image;  // a held walk is emitted later: keep the image it was taken in
   emit(sample);
 }
 
@@ -84,7 +85,7 @@ void StackCopyUnwinder::retry_held(const SampleCallback& emit, bool final) {
       held_.push_back(std::move(h));  // still unmapped: wait for the next re-read
       continue;
     }
-    emit_result(h.pid, h.tid, h.comm, h.kernel_ips, emit);
+    emit_result(h.image, h.pid, h.tid, h.comm, h.kernel_ips, emit);
   }
   maps_reads_at_hold_ = processes_.map_reads();
 }
@@ -104,7 +105,7 @@ void StackCopyUnwinder::unwind(const RawStackCopy& copy, const SampleCallback& e
                      copy.copy_short});
     return;
   }
-  emit_result(copy.pid, copy.tid, copy.comm, copy.kernel_ips, emit);
+  emit_result(image_id, copy.pid, copy.tid, copy.comm, copy.kernel_ips, emit);
 }
 
 void StackCopyUnwinder::flush(const SampleCallback& emit) { retry_held(emit, true); }
