@@ -9,7 +9,6 @@
 
 #include "gsym/builder.h"
 #include "userspace/output/folded_output.h"
-#include "userspace/process/module_identity.h"
 #include "userspace/symbolize/gsym_locator.h"
 #include "userspace/symbolize/symbolize.h"
 

@@ -13,6 +13,7 @@
 #include "gsym/expected.h"
 #include "userspace/base/build_id.h"
 #include "userspace/base/file_stamp.h"
+#include "userspace/capture/capture.h"
 #include "userspace/process/proc_maps.h"
 
 namespace gsymprof {
@@ -25,10 +26,6 @@ struct LoadSegment {
   bool executable = false;   // PF_X
   bool operator==(const LoadSegment&) const = default;
 };
-
-// ProcessModule::error (and CaptureModule::error) when the process exited
-// before its module files could be opened, so nothing is known of them.
-inline constexpr const char* kProcessExitedError = "process exited before its modules could be read";
 
 // What is known of one module file, read while the process lives: the one
 // handle ProcSource::load_module returns for every way a mapping is learnt

@@ -52,6 +52,9 @@ struct LossSummary {
   uint64_t truncated = 0;  // samples whose stack the unwinder cut short
   std::string lost_reasons, truncation_reasons;  // "REASON N, ..."
   std::string kernel_problem;  // why the kernel frames have no names ("" = named, or none)
+  // Samples with a process-gone frame: their process exited before its
+  // maps could be read (the module-level case is a module report).
+  uint64_t exited_samples = 0, exited_processes = 0;
 };
 LossSummary summarize_losses(const Capture& capture);
 
@@ -61,6 +64,8 @@ LossSummary summarize_losses(const Capture& capture);
 //   gsymprof: truncated stacks: N (unwind_REASON N, ...)
 // and, when the kernel frames could not be named:
 //   gsymprof: kernel frames are not named: WHY
+// and, when some process was gone before its maps were read:
+//   gsymprof: N samples of P processes that exited before their maps could be read: frames [unknown]
 void print_losses(const LossSummary& losses);
 
 }  // namespace gsymprof

@@ -9,7 +9,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include "userspace/process/module_identity.h"
 #include "userspace/symbolize/demangle.h"
 
 namespace gsymprof {
