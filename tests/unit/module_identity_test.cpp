@@ -4,6 +4,7 @@
 #include <elf.h>
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -260,4 +261,38 @@ TEST_CASE("module identity: our own executable through /proc/self/map_files") {
   auto refused = load_module_identity(static_cast<uint32_t>(getpid()), wrong);
   REQUIRE(!refused.ok());
   CHECK(refused.error().message.find("is not the file that was mapped") != std::string::npos);
+}
+
+TEST_CASE("module identity: a process gone before its files were opened says so") {
+  MapEntry mapping;
+  mapping.start = 0x400000;
+  mapping.end = 0x401000;
+  mapping.perms = "r-xp";
+  mapping.path = "/usr/bin/true";
+  mapping.inode = 1;
+  // A child that has exited and been reaped: no /proc/PID at all.
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  auto gone = load_module_identity(static_cast<uint32_t>(child), mapping);
+  REQUIRE(!gone.ok());
+  CHECK(gone.error().message == kProcessExitedError);
+
+  // A zombie (exited, not yet reaped): its root link is gone too.
+  pid_t zombie = ::fork();
+  REQUIRE(zombie >= 0);
+  if (zombie == 0) ::_exit(0);
+  for (int i = 0; i < 200; ++i) {  // until the kernel shows it as a zombie
+    std::ifstream stat("/proc/" + std::to_string(zombie) + "/stat");
+    std::string pid, comm, state;
+    stat >> pid >> comm >> state;
+    if (state == "Z") break;
+    ::usleep(5000);
+  }
+  auto zombie_identity = load_module_identity(static_cast<uint32_t>(zombie), mapping);
+  REQUIRE(::waitpid(zombie, &status, 0) == zombie);
+  REQUIRE(!zombie_identity.ok());
+  CHECK(zombie_identity.error().message == kProcessExitedError);
 }

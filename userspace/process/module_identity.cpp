@@ -164,9 +164,10 @@ gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry
     if (mapping.deleted) return gsym::Error("file deleted and " + first_error);
     gsym::FileDescriptor root(::open((proc_pid + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!root.valid()) {
-      // Both views gone (a zombie's root link fails the same way): the
-      // process ended before its files could be opened.
-      if (errno == ENOENT && gsym::is_missing_file(file.error())) return gsym::Error(kProcessExitedError);
+      // The process's root is gone (ENOENT for a zombie's root link, or the
+      // whole /proc/PID; ESRCH while it is being reaped): it ended before
+      // its files could be opened.
+      if (errno == ENOENT || errno == ESRCH) return gsym::Error(kProcessExitedError);
       return gsym::Error(first_error + "; " + proc_pid + "/root: " + errno_text(errno));
     }
     file = gsym::open_regular_file_in_root(root.get(), mapping.path, mapping.path);
