@@ -110,7 +110,9 @@ std::vector<uint8_t> read_gnu_build_id(Elf* elf);
 // .note.go.buildid first, then PT_NOTE segments, as read_gnu_build_id; empty
 // when it has none.
 inline constexpr uint32_t kGoBuildIdNoteType = 4;
-inline constexpr size_t kMaxGoBuildIdBytes = 128;
+// Go writes 83 bytes; the bound keeps a file name of its hex (a GSYM cache
+// entry) under NAME_MAX.
+inline constexpr size_t kMaxGoBuildIdBytes = 112;
 std::vector<uint8_t> read_go_build_id(Elf* elf);
 
 class ElfImage {

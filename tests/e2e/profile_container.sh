@@ -60,15 +60,18 @@ grep -q "^  $BOX/app (build ID [0-9a-f]*): no symbols: .*build-ID mismatch" "$WO
   { cat "$WORK/nocache.err" >&2; fail "the host's file was not refused"; }
 if grep -q decoy "$WORK/nocache.folded"; then fail "frames named from the host's file"; fi
 
-echo "profile -p PID of the container's app, which exits mid-profile"
-unshare --mount sh -c "mount -t tmpfs none '$BOX' && cp '$WORK/container_app' '$BOX/app' && exec '$BOX/app' 1.5" &
+echo "profile -p PID of the container's app: while it runs, then as it exits mid-profile"
+unshare --mount sh -c "mount -t tmpfs none '$BOX' && cp '$WORK/container_app' '$BOX/app' && exec '$BOX/app' 4" &
 PID=$!
 for _ in $(seq 100); do
   [[ $(readlink "/proc/$PID/exe" 2>/dev/null) == "$BOX/app" ]] && break
   sleep 0.02
 done
 [[ $(readlink "/proc/$PID/exe" 2>/dev/null) == "$BOX/app" ]] || fail "the container's app did not start"
-profile_run "$WORK/pid.folded" "$WORK/pid.err" -F 499 -d 4 -p "$PID"
+profile_run "$WORK/alive.folded" "$WORK/alive.err" -F 499 -d 1 -p "$PID"
+[[ -d /proc/$PID ]] || fail "the app ended before the first profile did"
+check "$WORK/alive.folded"
+profile_run "$WORK/pid.folded" "$WORK/pid.err" -F 499 -d 6 -p "$PID"
 wait "$PID"
 check "$WORK/pid.folded"
 echo "ok"
