@@ -20,7 +20,7 @@ OPT        ?= -O2 -g
 SAN_FLAGS  :=
 CPPFLAGS   += -I. -I$(BUILD) -MMD -MP
 CXXFLAGS   += $(CXXSTD) $(WARN) $(OPT) $(SAN_FLAGS) -pthread
-LDLIBS     += -lbpf -ldw -lelf -lz -liberty -lprotobuf -ldebuginfod -lzstd -llzma -pthread
+LDLIBS     += -lbpf -ldw -lelf -lz -liberty -lprotobuf -ldebuginfod -lzstd -llzma -lcrypto -pthread
 
 GSYM_SRCS  := $(wildcard gsym/*.cpp)
 USER_SRCS  := $(wildcard userspace/*/*.cpp)

@@ -39,8 +39,11 @@ Elf_Scn* find_section(Elf* elf, size_t shstrndx, std::string_view name, GElf_Shd
   return nullptr;
 }
 
-// Scans ELF notes in `data` for a GNU build ID.
-std::vector<uint8_t> build_id_from_notes(Elf_Data* data) {
+// Scans ELF notes in `data` for the first note of `owner` (NUL-terminated,
+// up to `extra_nuls` more NULs of padding in its name size) and `type` whose
+// descriptor is 1 to `max_bytes` bytes.
+std::vector<uint8_t> note_from_notes(Elf_Data* data, std::string_view owner, size_t extra_nuls,
+                                     uint32_t type, size_t max_bytes) {
   if (!data || !data->d_buf) return {};
   size_t offset = 0;
   GElf_Nhdr nhdr;
@@ -49,15 +52,24 @@ std::vector<uint8_t> build_id_from_notes(Elf_Data* data) {
     size_t next = gelf_getnote(data, offset, &nhdr, &name_off, &desc_off);
     if (next == 0 || next <= offset) break;
     const char* base = static_cast<const char*>(data->d_buf);
-    if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
-        std::memcmp(base + name_off, "GNU", 4) == 0 && nhdr.n_descsz > 0 &&
-        nhdr.n_descsz <= kMaxBuildIdBytes && desc_off + nhdr.n_descsz <= data->d_size) {
+    const bool owner_matches =
+        nhdr.n_namesz > owner.size() && nhdr.n_namesz <= owner.size() + 1 + extra_nuls &&
+        name_off + nhdr.n_namesz <= data->d_size &&
+        std::memcmp(base + name_off, owner.data(), owner.size()) == 0 &&
+        std::all_of(base + name_off + owner.size(), base + name_off + nhdr.n_namesz,
+                    [](char c) { return c == 0; });
+    if (nhdr.n_type == type && owner_matches && nhdr.n_descsz > 0 && nhdr.n_descsz <= max_bytes &&
+        desc_off + nhdr.n_descsz <= data->d_size) {
       const uint8_t* d = reinterpret_cast<const uint8_t*>(base + desc_off);
       return std::vector<uint8_t>(d, d + nhdr.n_descsz);
     }
     offset = next;
   }
   return {};
+}
+
+std::vector<uint8_t> build_id_from_notes(Elf_Data* data) {
+  return note_from_notes(data, "GNU", 0, NT_GNU_BUILD_ID, kMaxBuildIdBytes);
 }
 
 uint64_t saturating_mul(uint64_t a, uint64_t b) {
@@ -379,29 +391,45 @@ Status ElfImage::check_section_sizes() const {
   return check_sizes(impl_->elf, impl_->file_size, impl_->limits, &names_refused);
 }
 
-std::vector<uint8_t> read_gnu_build_id(Elf* elf) {
+namespace {
+
+// The first note found by `from_notes`: in the section named `section`
+// first, then in PT_NOTE segments in program-header order.
+template <typename FromNotes>
+std::vector<uint8_t> read_note(Elf* elf, std::string_view section, FromNotes from_notes) {
   size_t shstrndx = 0;
   GElf_Shdr shdr;
   // Section names only from a plain name table: elf_strptr would inflate a
   // compressed one, unchecked (see check_section_sizes).
   Elf_Scn* names = elf_getshdrstrndx(elf, &shstrndx) == 0 ? elf_getscn(elf, shstrndx) : nullptr;
   if (names && gelf_getshdr(names, &shdr) && (shdr.sh_flags & SHF_COMPRESSED) == 0)
-    if (Elf_Scn* scn = find_section(elf, shstrndx, ".note.gnu.build-id", &shdr);
-        scn && shdr.sh_type == SHT_NOTE)
-      if (std::vector<uint8_t> id = build_id_from_notes(elf_getdata(scn, nullptr)); !id.empty())
-        return id;
+    if (Elf_Scn* scn = find_section(elf, shstrndx, section, &shdr); scn && shdr.sh_type == SHT_NOTE)
+      if (std::vector<uint8_t> id = from_notes(elf_getdata(scn, nullptr)); !id.empty()) return id;
   size_t phnum = 0;
   if (elf_getphdrnum(elf, &phnum) != 0) return {};
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr phdr;
     if (!gelf_getphdr(elf, static_cast<int>(i), &phdr) || phdr.p_type != PT_NOTE) continue;
     const Elf_Type type = phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
-    if (std::vector<uint8_t> id = build_id_from_notes(
+    if (std::vector<uint8_t> id = from_notes(
             elf_getdata_rawchunk(elf, static_cast<int64_t>(phdr.p_offset), phdr.p_filesz, type));
         !id.empty())
       return id;
   }
   return {};
+}
+
+}  // namespace
+
+std::vector<uint8_t> read_gnu_build_id(Elf* elf) {
+  return read_note(elf, ".note.gnu.build-id", build_id_from_notes);
+}
+
+std::vector<uint8_t> read_go_build_id(Elf* elf) {
+  return read_note(elf, ".note.go.buildid", [](Elf_Data* data) {
+    // The Go linker names its notes "Go\0\0" (name size 4).
+    return note_from_notes(data, "Go", 1, kGoBuildIdNoteType, kMaxGoBuildIdBytes);
+  });
 }
 
 std::vector<uint8_t> ElfImage::build_id() const { return read_gnu_build_id(impl_->elf); }

@@ -104,6 +104,17 @@ inline constexpr size_t kMaxBuildIdBytes = 64;
 // section headers). Nothing is decompressed.
 std::vector<uint8_t> read_gnu_build_id(Elf* elf);
 
+// The Go build ID of an ELF file written by the Go linker: the descriptor
+// of the note owned by "Go" of type 4 (an ASCII string such as
+// "actionID/contentID", 1 to kMaxGoBuildIdBytes bytes), from the section
+// .note.go.buildid first, then PT_NOTE segments, as read_gnu_build_id; empty
+// when it has none.
+inline constexpr uint32_t kGoBuildIdNoteType = 4;
+// Go writes 83 bytes; the bound keeps a file name of its hex (a GSYM cache
+// entry) under NAME_MAX.
+inline constexpr size_t kMaxGoBuildIdBytes = 112;
+std::vector<uint8_t> read_go_build_id(Elf* elf);
+
 class ElfImage {
  public:
   // Opens and validates the ELF header (class, byte order, type EXEC/DYN) and

@@ -9,7 +9,7 @@ clang llvm lld libclang-rt-14-dev
 libbpf-dev bpftool linux-libc-dev
 libelf-dev libdw-dev zlib1g-dev libzstd-dev liblzma-dev xz-utils libiberty-dev
 libprotobuf-dev protobuf-compiler golang-go
-libdebuginfod-dev debuginfod
+libdebuginfod-dev debuginfod libssl-dev
 nlohmann-json3-dev doctest-dev libcli11-dev
 llvm-22
 libc6-dbg

@@ -47,7 +47,7 @@ grep -q '^app-7;\[unknown\];libgone.so+0x1234 2$' "$tmp/out" || fail "--pid-in-c
 expect 0 "" symbolize "$tmp/good.json" --format json -o "$tmp/out.json"
 grep -qF '{"name":"libgone.so+0x1234","kind":"module-offset","file":"","line":0,"inlined":false,"module":"/nonexistent/libgone.so","build_id":"0102030405"}' "$tmp/out.json" ||
   { cat "$tmp/out.json"; fail "json output lacks the module-offset frame"; }
-grep -qF '{"path":"/nonexistent/libgone.so","build_id":"0102030405","resolved":false,"source":"none","gsym":"","reason":"no GSYM for build ID 0102030405; file missing"}' "$tmp/out.json" ||
+grep -qF '{"path":"/nonexistent/libgone.so","build_id":"0102030405","build_id_kind":"gnu","resolved":false,"source":"none","gsym":"","reason":"no GSYM for build ID 0102030405; file missing"}' "$tmp/out.json" ||
   { cat "$tmp/out.json"; fail "json output lacks the module report"; }
 
 # Usage errors: exit 2.
@@ -74,7 +74,7 @@ bad empty '' "not valid JSON: parse error at line 1, column 1: syntax error whil
 bad text 'hello' "not valid JSON: parse error at line 1, column 1: syntax error while parsing value - invalid literal; last read: 'h'"
 bad array '[1,2]' "capture: expected a JSON object at top level"
 bad perf '{"format":"perf-script"}' 'format: not a gsymprof capture (format is "perf-script")'
-bad v3 "${good/\"version\":1/\"version\":3}" "version: unsupported capture version 3 (this gsymprof reads versions 1 to 2)"
+bad v4 "${good/\"version\":1/\"version\":4}" "version: unsupported capture version 4 (this gsymprof reads versions 1 to 3)"
 bad type "${good/\"frequency_hz\":99/\"frequency_hz\":\"99\"}" "frequency_hz: expected an unsigned integer, got a string"
 bad index "${good/\"module\":0,\"address\":\"0x1010\"/\"module\":3,\"address\":\"0x1010\"}" \
   "stacks[1].frames[0].module: module index 3 out of range (1 modules)"

@@ -25,7 +25,7 @@ for kind in nopie pie; do
     main_stacks "$WORK/$kind-$mode.folded" > "$WORK/$kind-$mode.main"
   done
   # Load bias: zero for the non-PIE executable, non-zero for the PIE one.
-  bias=$(grep -o "\"path\":\"$WORK/$kind/profile_fixture\",\"build_id\":\"[0-9a-f]*\",\"load_bias\":\"0x[0-9a-f]*\"" \
+  bias=$(grep -o "\"path\":\"$WORK/$kind/profile_fixture\",\"build_id\":\"[0-9a-f]*\",\"build_id_kind\":\"[a-z0-9]*\",\"load_bias\":\"0x[0-9a-f]*\"" \
     "$WORK/$kind-exec.json" | head -1 | sed 's/.*"load_bias":"//; s/"$//')
   case $kind in
     nopie) [[ $bias == 0x0 ]] || fail "non-PIE executable has load bias '$bias'" ;;

@@ -40,6 +40,7 @@ Capture sample_capture() {
   c.modules.push_back(make_module("/usr/lib/libz.so", "bbbb", 0x7f0000000000, 0x7f0000000000));  // 0
   c.modules.push_back(make_module("/bin/app", "aaaa", 0x555500000000, 0x555500000000));          // 1
   c.modules.push_back(make_module("/bin/other", "", 0, 0x400000));                              // 2
+  c.modules[0].build_id = *BuildId::from_hex("bbbb", BuildId::Kind::Go);  // version 3: identity kinds
   c.processes.push_back({20, "other", {2}});
   c.processes.push_back({10, "app", {1, 0}});
   CaptureStack s1{10, "app", {{1, 0x1234, UnresolvedReason::None}, {0, 0x99, UnresolvedReason::None}}, false, 5};
@@ -67,7 +68,7 @@ Capture sample_capture() {
 const char* kSampleJson =
     "{\n"
     "\"format\": \"gsymprof-capture\",\n"
-    "\"version\": 2,\n"
+    "\"version\": 3,\n"
     "\"host\": \"box\",\n"
     "\"kernel_release\": \"6.18.0\",\n"
     "\"frequency_hz\": 999,\n"
@@ -85,15 +86,15 @@ const char* kSampleJson =
     "  {\"start\":\"0x7e0000002000\",\"end\":\"0x7e0000002100\",\"name\":\"JS:*fib /x.js:1\"}\n"
     "],\n"
     "\"modules\": [\n"
-    "  {\"path\":\"/bin/app\",\"build_id\":\"aaaa\",\"load_bias\":\"0x555500000000\",\"mappings\":["
+    "  {\"path\":\"/bin/app\",\"build_id\":\"aaaa\",\"build_id_kind\":\"gnu\",\"load_bias\":\"0x555500000000\",\"mappings\":["
     "{\"start\":\"0x555500000000\",\"end\":\"0x555500001000\",\"file_offset\":\"0x0\",\"perms\":\"r--p\"},"
     "{\"start\":\"0x555500001000\",\"end\":\"0x555500003000\",\"file_offset\":\"0x1000\",\"perms\":\"r-xp\"}],"
     "\"error\":\"\"},\n"
-    "  {\"path\":\"/bin/other\",\"build_id\":\"\",\"load_bias\":\"0x0\",\"mappings\":["
+    "  {\"path\":\"/bin/other\",\"build_id\":\"\",\"build_id_kind\":\"gnu\",\"load_bias\":\"0x0\",\"mappings\":["
     "{\"start\":\"0x400000\",\"end\":\"0x401000\",\"file_offset\":\"0x0\",\"perms\":\"r--p\"},"
     "{\"start\":\"0x401000\",\"end\":\"0x403000\",\"file_offset\":\"0x1000\",\"perms\":\"r-xp\"}],"
     "\"error\":\"\"},\n"
-    "  {\"path\":\"/usr/lib/libz.so\",\"build_id\":\"bbbb\",\"load_bias\":\"0x7f0000000000\",\"mappings\":["
+    "  {\"path\":\"/usr/lib/libz.so\",\"build_id\":\"bbbb\",\"build_id_kind\":\"go\",\"load_bias\":\"0x7f0000000000\",\"mappings\":["
     "{\"start\":\"0x7f0000000000\",\"end\":\"0x7f0000001000\",\"file_offset\":\"0x0\",\"perms\":\"r--p\"},"
     "{\"start\":\"0x7f0000001000\",\"end\":\"0x7f0000003000\",\"file_offset\":\"0x1000\",\"perms\":\"r-xp\"}],"
     "\"error\":\"\"}\n"
@@ -238,8 +239,8 @@ TEST_CASE("capture JSON: strict parser, one-line errors naming the field") {
   CHECK(error_of(edited([](json& d) { d["format"] = "perf"; })) ==
         "format: not a gsymprof capture (format is \"perf\")");
   CHECK(error_of(edited([](json& d) { d.erase("format"); })) == "format: missing field");
-  CHECK(error_of(edited([](json& d) { d["version"] = 3; })) ==
-        "version: unsupported capture version 3 (this gsymprof reads versions 1 to 2)");
+  CHECK(error_of(edited([](json& d) { d["version"] = 4; })) ==
+        "version: unsupported capture version 4 (this gsymprof reads versions 1 to 3)");
   CHECK(error_of(edited([](json& d) { d["version"] = "1"; })) ==
         "version: expected an unsigned integer, got a string");
   CHECK(error_of(edited([](json& d) { d.erase("host"); })) == "host: missing field");
@@ -374,6 +375,34 @@ TEST_CASE("capture JSON: strict parser, one-line errors naming the field") {
     CHECK(parsed->kernel.symbols.empty());
     CHECK(parsed->stacks[1].tid == 0);
   }
+  // Version 2 (no build_id_kind): every build ID is a GNU build ID.
+  {
+    json doc = json::parse(capture_to_json(sample_capture()));
+    doc["version"] = 2;
+    for (json& module : doc["modules"]) module.erase("build_id_kind");
+    auto parsed = capture_from_json(doc.dump());
+    REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
+    CHECK(parsed->modules[2].build_id == *BuildId::from_hex("bbbb"));
+    CHECK(parsed->modules[2].build_id.kind() == BuildId::Kind::Gnu);
+  }
+  // Version 3: the kind is read whatever the field order; unknown kinds and
+  // identities longer than 128 bytes are refused.
+  {
+    json doc = json::parse(capture_to_json(sample_capture()));
+    json kind = doc["modules"][0]["build_id_kind"];
+    doc["modules"][0].erase("build_id_kind");
+    json reordered = {{"build_id_kind", "sha256"}};
+    for (auto& [key, value] : doc["modules"][0].items()) reordered[key] = value;
+    doc["modules"][0] = reordered;
+    auto parsed = capture_from_json(doc.dump());
+    REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
+    CHECK(parsed->modules[0].build_id == *BuildId::from_hex("aaaa", BuildId::Kind::ContentSha256));
+  }
+  CHECK(error_of(edited([](json& d) { d["modules"][0]["build_id_kind"] = "md5"; })) ==
+        "modules[0].build_id_kind: unknown build ID kind \"md5\" (known: gnu, go, sha256)");
+  CHECK(error_of(edited([](json& d) { d["modules"][0]["build_id"] = std::string(258, 'a'); })) ==
+        "modules[0].build_id: longer than 128 bytes");
+  CHECK(error_of(edited([](json& d) { d["modules"][0]["build_id"] = std::string(256, 'a'); })) == "");
   // Unknown fields are ignored (compatible additions need no new version).
   CHECK(error_of(edited([](json& d) {
           d["future"] = {1, 2};
@@ -421,7 +450,7 @@ TEST_CASE("capture files: atomic write, read back, errors name the file") {
   }
   auto bad = read_capture_file(path);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.error().message == path + ": version: unsupported capture version 9 (this gsymprof reads versions 1 to 2)");
+  CHECK(bad.error().message == path + ": version: unsupported capture version 9 (this gsymprof reads versions 1 to 3)");
 
   auto unwritable = write_capture_file(sample_capture(), (dir / "no/such/dir.json").string());
   CHECK_FALSE(unwritable.ok());
@@ -538,13 +567,13 @@ TEST_CASE("capture JSON: duplicate fields are rejected") {
     text.replace(text.find(from), from.size(), to);
     return text;
   };
-  CHECK(error_of(with("\"version\": 2,", "\"version\": 2, \"version\": 2,")) == "version: duplicate field");
+  CHECK(error_of(with("\"version\": 3,", "\"version\": 3, \"version\": 3,")) == "version: duplicate field");
   CHECK(error_of(with("\"count\":1,", "\"count\":1,\"count\":1,")) == "stacks[0].count: duplicate field");
   CHECK(error_of(with("{\"ringbuf_full\":0,", "{\"ringbuf_full\":0,\"ringbuf_full\":0,")) ==
         "lost.\"ringbuf_full\": duplicate field");
   CHECK(error_of(with("\"stacks\": [", "\"stacks\": [], \"stacks\": [")) == "stacks: duplicate field");
   // Unknown fields are not interpreted, so they may repeat.
-  CHECK(error_of(with("\"version\": 2,", "\"version\": 2, \"x\": 1, \"x\": [],")) == "");
+  CHECK(error_of(with("\"version\": 3,", "\"version\": 3, \"x\": 1, \"x\": [],")) == "");
 }
 
 TEST_CASE("capture JSON: bounded memory for hostile shapes") {

@@ -319,7 +319,7 @@ TEST_CASE("cfi unwinder: missing module, missing CFI, wrong build ID") {
   wrong_id.build_id = gsymprof::BuildId(id);
   r = unwinder.unwind(view, [&](uint64_t) { return &wrong_id; });
   CHECK(r.stop == UnwindStop::NoCfi);
-  CHECK(unwinder.module_error(wrong_id).find("build ID differs") != std::string::npos);
+  CHECK(unwinder.module_error(wrong_id).find("identity differs") != std::string::npos);
 
   gsymprof::UnwindModule missing{"/nonexistent/libnothing.so", {}, 0, {}};
   r = unwinder.unwind(view, [&](uint64_t) { return &missing; });

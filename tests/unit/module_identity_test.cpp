@@ -4,6 +4,7 @@
 #include <elf.h>
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <vector>
 
+#include "userspace/base/content_hash.h"
 #include "userspace/process/module_identity.h"
 #include "userspace/process/proc_maps.h"
 
@@ -109,10 +111,70 @@ TEST_CASE("module identity: build ID from PT_NOTE and every PT_LOAD in order") {
 TEST_CASE("module identity: a file without a build ID has an empty one") {
   SyntheticElf elf;
   elf.phdrs = {load(0x0, 0x0, 0x300, PF_R | PF_X)};
+  const std::vector<uint8_t> bytes = elf.bytes();
+  auto identity = read_module_identity(bytes);
+  REQUIRE(identity.ok());
+  // The fallback identity: the SHA-256 of the whole file.
+  CHECK(identity->build_id.kind() == BuildId::Kind::ContentSha256);
+  CHECK(identity->build_id == BuildId(gsymprof::sha256_of(bytes), BuildId::Kind::ContentSha256));
+  CHECK(identity->segments.size() == 1);
+}
+
+TEST_CASE("module identity: a Go build ID note when there is no GNU build ID") {
+  const std::string go_id = "abcdefghij/klmnopqrst/uvwxyzABCD/EFGHIJKLMN";
+  const std::vector<uint8_t> go_bytes(go_id.begin(), go_id.end());
+  SyntheticElf elf;
+  elf.note = gnu_note(4, go_bytes, "Go");
+  elf.phdrs = {load(0x0, 0x0, 0x300, PF_R | PF_X), note_phdr(0x200, elf.note.size())};
   auto identity = read_module_identity(elf.bytes());
   REQUIRE(identity.ok());
-  CHECK(identity->build_id.empty());
-  CHECK(identity->segments.size() == 1);
+  CHECK(identity->build_id.kind() == BuildId::Kind::Go);
+  CHECK(identity->build_id == BuildId(go_bytes, BuildId::Kind::Go));
+  CHECK(describe_identity(identity->build_id) == "Go build ID " + identity->build_id.hex());
+  // Equal bytes of another kind are another identity.
+  CHECK(identity->build_id != BuildId(go_bytes));
+
+  // A GNU build ID wins over a Go one (go build -ldflags=-B adds one).
+  SyntheticElf both;
+  both.note = gnu_note(4, go_bytes, "Go");
+  std::vector<uint8_t> gnu = gnu_note(NT_GNU_BUILD_ID, twenty_bytes());
+  both.note.insert(both.note.end(), gnu.begin(), gnu.end());
+  both.phdrs = {load(0x0, 0x0, 0x300, PF_R | PF_X), note_phdr(0x200, both.note.size())};
+  auto with_gnu = read_module_identity(both.bytes());
+  REQUIRE(with_gnu.ok());
+  CHECK(with_gnu->build_id == BuildId(twenty_bytes()));
+  CHECK(describe_identity(with_gnu->build_id) == "build ID a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3");
+
+  // A Go note of another type, or longer than kMaxGoBuildIdBytes: content hash.
+  SyntheticElf other;
+  other.note = gnu_note(3, go_bytes, "Go");
+  other.phdrs = {load(0x0, 0x0, 0x300, PF_R | PF_X), note_phdr(0x200, other.note.size())};
+  auto other_identity = read_module_identity(other.bytes());
+  REQUIRE(other_identity.ok());
+  CHECK(other_identity->build_id.kind() == BuildId::Kind::ContentSha256);
+}
+
+TEST_CASE("module identity: the content hash is the file's, read through a descriptor") {
+  SyntheticElf elf;
+  elf.phdrs = {load(0x0, 0x0, 0x300, PF_R | PF_X)};
+  const std::vector<uint8_t> bytes = elf.bytes();
+  char path[] = "/tmp/gsymprof-identity-XXXXXX";
+  int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  auto from_fd = read_module_identity_fd(fd);
+  auto again = read_elf_identity_fd(fd, path);  // memoized by file version
+  ::close(fd);
+  ::unlink(path);
+  REQUIRE(from_fd.ok());
+  REQUIRE(again.ok());
+  CHECK(from_fd->build_id == BuildId(sha256_of(bytes), BuildId::Kind::ContentSha256));
+  CHECK(*again == from_fd->build_id);
+  CHECK(describe_identity(*again) == "SHA-256 " + again->hex());
+  // The digest itself: SHA-256 of "abc" (FIPS 180-2 example).
+  const uint8_t abc[] = {'a', 'b', 'c'};
+  CHECK(BuildId(sha256_of(abc)).hex() ==
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST_CASE("module identity: notes with another owner or an absurd size are not build IDs") {
@@ -121,14 +183,14 @@ TEST_CASE("module identity: notes with another owner or an absurd size are not b
   elf.phdrs = {load(0x0, 0x0, 0x300, PF_R | PF_X), note_phdr(0x200, elf.note.size())};
   auto identity = read_module_identity(elf.bytes());
   REQUIRE(identity.ok());
-  CHECK(identity->build_id.empty());
+  CHECK(identity->build_id.kind() == BuildId::Kind::ContentSha256);
 
   SyntheticElf big;
   big.note = gnu_note(NT_GNU_BUILD_ID, std::vector<uint8_t>(100, 7));
   big.phdrs = {load(0x0, 0x0, 0x300, PF_R | PF_X), note_phdr(0x200, big.note.size())};
   auto big_identity = read_module_identity(big.bytes());
   REQUIRE(big_identity.ok());
-  CHECK(big_identity->build_id.empty());
+  CHECK(big_identity->build_id.kind() == BuildId::Kind::ContentSha256);
 }
 
 TEST_CASE("module identity: bad input is an error, never a crash") {
@@ -160,7 +222,8 @@ TEST_CASE("module identity: bad input is an error, never a crash") {
     auto r = read_module_identity(std::span<const uint8_t>(full.data(), n));
     if (n < sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr) * 2) CHECK(!r.ok());
     // A note cut short must not yield a partial build ID.
-    if (r.ok() && !r->build_id.empty()) CHECK(r->build_id.bytes().size() == 20);
+    if (r.ok() && r->build_id.kind() == BuildId::Kind::Gnu) CHECK(r->build_id.bytes().size() == 20);
+    if (r.ok()) CHECK(!r->build_id.empty());
   }
 }
 
@@ -198,4 +261,38 @@ TEST_CASE("module identity: our own executable through /proc/self/map_files") {
   auto refused = load_module_identity(static_cast<uint32_t>(getpid()), wrong);
   REQUIRE(!refused.ok());
   CHECK(refused.error().message.find("is not the file that was mapped") != std::string::npos);
+}
+
+TEST_CASE("module identity: a process gone before its files were opened says so") {
+  MapEntry mapping;
+  mapping.start = 0x400000;
+  mapping.end = 0x401000;
+  mapping.perms = "r-xp";
+  mapping.path = "/usr/bin/true";
+  mapping.inode = 1;
+  // A child that has exited and been reaped: no /proc/PID at all.
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  auto gone = load_module_identity(static_cast<uint32_t>(child), mapping);
+  REQUIRE(!gone.ok());
+  CHECK(gone.error().message == kProcessExitedError);
+
+  // A zombie (exited, not yet reaped): its root link is gone too.
+  pid_t zombie = ::fork();
+  REQUIRE(zombie >= 0);
+  if (zombie == 0) ::_exit(0);
+  for (int i = 0; i < 200; ++i) {  // until the kernel shows it as a zombie
+    std::ifstream stat("/proc/" + std::to_string(zombie) + "/stat");
+    std::string pid, comm, state;
+    stat >> pid >> comm >> state;
+    if (state == "Z") break;
+    ::usleep(5000);
+  }
+  auto zombie_identity = load_module_identity(static_cast<uint32_t>(zombie), mapping);
+  REQUIRE(::waitpid(zombie, &status, 0) == zombie);
+  REQUIRE(!zombie_identity.ok());
+  CHECK(zombie_identity.error().message == kProcessExitedError);
 }

@@ -330,9 +330,44 @@ TEST_CASE("symbolize: a module never read says why, not \"no build ID\"") {
   REQUIRE(result.ok());
   REQUIRE(result->modules.size() == 1);
   CHECK(describe(result->modules[0]) ==
-        "/usr/lib/x86_64-linux-gnu/libc.so.6 (no build ID): no symbols: not identified while the process "
-        "ran: map_files: No such file or directory");
+        "/usr/lib/x86_64-linux-gnu/libc.so.6 (not identified): no symbols: not identified while the "
+        "process ran (3 samples): map_files: No such file or directory");
   CHECK(folded_text(*result) == "sh;libc.so.6+0x123 3\n");
+}
+
+TEST_CASE("symbolize: modules of processes that exited before they were read say so, with samples") {
+  LocatorOptions locator_options;
+  locator_options.convert_missing = false;
+  GsymLocator locator(locator_options);
+  Capture capture;
+  CaptureModule unread;
+  unread.path = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  unread.load_bias = 0x7f0000000000;
+  unread.mappings = {{0x7f0000000000, 0x7f0000001000, 0, "r-xp"}};
+  unread.error = kProcessExitedError;
+  // The same file in a second process (another load bias): one report.
+  CaptureModule second = unread;
+  second.load_bias = 0x7f1000000000;
+  second.mappings = {{0x7f1000000000, 0x7f1000001000, 0, "r-xp"}};
+  capture.modules = {unread, second};
+  // Two frames of one module in one stack count the stack's samples once.
+  capture.stacks.push_back({7, "sha1sum", {in(0, 0x123), in(0, 0x456)}, false, 3});
+  capture.stacks.push_back({8, "cut", {in(1, 0x123)}, false, 2});
+  capture.stacks.push_back({8, "cut", {in(1, 0x124)}, false, 0});  // not counted
+  auto result = symbolize(capture, locator);
+  REQUIRE(result.ok());
+  REQUIRE(result->modules.size() == 1);
+  CHECK(!result->modules[0].identified);
+  CHECK(describe(result->modules[0]) ==
+        "/usr/lib/x86_64-linux-gnu/libc.so.6 (not identified): no symbols: 5 samples of 2 processes "
+        "that exited before their modules could be read");
+
+  capture.stacks.resize(1);
+  capture.modules.resize(1);
+  auto one = symbolize(capture, locator);
+  REQUIRE(one.ok());
+  REQUIRE(one->modules.size() == 1);
+  CHECK(one->modules[0].reason == "3 samples of 1 process that exited before their modules could be read");
 }
 
 TEST_CASE("symbolize: one sorted table of distinct frames, stacks hold ids") {

@@ -34,10 +34,15 @@ struct ModuleMapping {
   std::string perms;            // "r-xp"
 };
 
+// CaptureModule::error (and ProcessModule::error) when the process exited
+// before its module files could be opened, so nothing is known of them:
+// symbolize reports such modules with the samples that needed them.
+inline constexpr const char* kProcessExitedError = "process exited before its modules could be read";
+
 // One module (ELF file) of one process.
 struct CaptureModule {
   std::string path;             // as in /proc/PID/maps ("(deleted)" stripped)
-  BuildId build_id;             // empty = none found
+  BuildId build_id;             // identity (build_id.h: GNU, Go or SHA-256); empty = none
   uint64_t load_bias = 0;       // runtime_addr - unslid_addr
   std::vector<ModuleMapping> mappings;
   std::string error;            // why identity could not be read ("" = fine)

@@ -234,6 +234,7 @@ enum Field : uint8_t {
   kModule, kUnresolved, kAddress,
   kKernel, kSymbols, kName, kTid,  // version 2
   kJitSymbols, kJit,               // version 2, JIT frames
+  kBuildIdKind,                    // version 3
   kElement,    // an array element
   kLostEntry,  // a value in `lost`
   kFieldCount
@@ -247,13 +248,13 @@ constexpr const char* kFieldNames[kFieldCount] = {
     "start", "end", "file_offset", "perms",
     "pid", "comm", "count", "truncated", "frames",
     "module", "unresolved", "address", "kernel", "symbols", "name", "tid", "jit_symbols", "jit",
-    "", ""};
+    "build_id_kind", "", ""};
 
 // Each object's fields, in the order missing ones are reported.
 constexpr Field kRootFields[] = {kFormat, kVersion, kHost, kKernelRelease, kFrequencyHz,
                                  kStartTime, kDuration, kCallGraph, kSamples, kLost,
                                  kModules, kProcesses, kStacks, kKernel, kJitSymbols};
-constexpr Field kModuleFields[] = {kPath, kBuildId, kLoadBias, kError, kMappings};
+constexpr Field kModuleFields[] = {kPath, kBuildId, kBuildIdKind, kLoadBias, kError, kMappings};
 constexpr Field kMappingFields[] = {kStart, kEnd, kFileOffset, kPerms};
 constexpr Field kProcessFields[] = {kPid, kComm, kModules};
 constexpr Field kStackFields[] = {kPid, kComm, kCount, kTruncated, kFrames, kTid};
@@ -282,8 +283,9 @@ std::span<const Field> fields_of(Node node) {
 // writer writes them all).
 bool is_optional(Node node, Field field) {
   // jit_symbols: also absent from version-2 captures of the first writers.
+  // build_id_kind: absent (versions 1 and 2) means "gnu".
   return (node == Node::Root && (field == kKernel || field == kJitSymbols)) ||
-         (node == Node::Stack && field == kTid);
+         (node == Node::Stack && field == kTid) || (node == Node::Module && field == kBuildIdKind);
 }
 
 uint64_t bit(Field field) { return uint64_t{1} << (field - 1); }
@@ -337,7 +339,7 @@ Slot slot_for(Node parent, Field field) {
     case Node::Modules: return s(Want::Object, Node::Module);
     case Node::Module:
       switch (field) {
-        case kPath: case kBuildId: case kError: return s(Want::String);
+        case kPath: case kBuildId: case kBuildIdKind: case kError: return s(Want::String);
         case kLoadBias: return s(Want::Hex);
         case kMappings: return s(Want::Array, Node::Mappings);
         default: return {};
@@ -595,6 +597,7 @@ class CaptureBuilder {
   // reused buffer, so each stack's vector is allocated once at its size).
   const CaptureProcess* stack_process_ = nullptr;
   bool frames_unchecked_ = false;
+  BuildId::Kind module_kind_ = BuildId::Kind::Gnu;  // the open module's build_id_kind
   std::vector<CaptureFrame> frames_;
 
   // ---- paths for error messages, built only on error ----
@@ -694,7 +697,10 @@ class CaptureBuilder {
       case Node::Modules: c_.modules.reserve(counts_.count(kModulesSection, total_bytes_)); break;
       case Node::Processes: c_.processes.reserve(counts_.count(kProcessesSection, total_bytes_)); break;
       case Node::Stacks: c_.stacks.reserve(counts_.count(kStacksSection, total_bytes_)); break;
-      case Node::Module: c_.modules.emplace_back(); break;
+      case Node::Module:
+        c_.modules.emplace_back();
+        module_kind_ = BuildId::Kind::Gnu;
+        break;
       case Node::Mapping: c_.modules.back().mappings.emplace_back(); break;
       case Node::Process: c_.processes.emplace_back(); break;
       case Node::Stack:
@@ -803,7 +809,12 @@ void CaptureBuilder::end(const Level& level) {
         if (!(level.seen & bit(f)) && !is_optional(Node::Root, f))
           fail(rank_of(f), kFieldNames[f], "missing field");
       return;
-    case Node::Module: missing_fields(level); return;
+    case Node::Module: {
+      if (missing_fields(level)) return;
+      CaptureModule& m = c_.modules.back();
+      m.build_id = BuildId(m.build_id.bytes(), module_kind_);
+      return;
+    }
     case Node::Mapping: {
       if (missing_fields(level)) return;
       const ModuleMapping& m = c_.modules.back().mappings.back();
@@ -960,10 +971,16 @@ bool CaptureBuilder::store_string(const Slot& slot, std::string& value) {
           // Checked before decoding, so a huge string is never decoded.
           if (value.size() % 2 != 0 || !is_hex_text(value))
             return fail(value_path(), "not an even-length hex string");
-          if (value.size() > 128) return fail(value_path(), "longer than 64 bytes");
+          if (value.size() > 2 * kMaxModuleIdBytes)
+            return fail(value_path(), "longer than " + std::to_string(kMaxModuleIdBytes) + " bytes");
           m.build_id = *BuildId::from_hex(value);
           return true;
         }
+        case kBuildIdKind:
+          if (!parse_kind_name(value, &module_kind_))
+            return fail(value_path(), "unknown build ID kind " + shown_value(value) +
+                                          " (known: gnu, go, sha256)");
+          return true;
         default: return true;
       }
     }
@@ -1198,6 +1215,8 @@ void put_module(std::string& out, const CaptureModule& m) {
   put_string(out, m.path);
   out += ",\"build_id\":";
   put_string(out, m.build_id.hex());
+  out += ",\"build_id_kind\":";
+  put_string(out, kind_name(m.build_id.kind()));
   out += ",\"load_bias\":\"";
   put_hex(out, m.load_bias);
   out += "\",\"mappings\":[";

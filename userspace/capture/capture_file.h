@@ -17,8 +17,10 @@
 namespace gsymprof {
 
 inline constexpr const char* kCaptureFormatName = "gsymprof-capture";
-inline constexpr int kCaptureFormatVersion = 2;  // the version this code writes
+inline constexpr int kCaptureFormatVersion = 3;  // the version this code writes
 inline constexpr int kOldestCaptureFormatVersion = 1;  // the oldest it reads
+// Longest module identity a capture holds (a Go build ID is about 83 bytes).
+inline constexpr size_t kMaxModuleIdBytes = 128;
 
 // Canonical JSON text (a copy of `capture` is canonicalized first), ending in
 // a newline.

@@ -49,6 +49,18 @@ void print_module_report(const ModuleReport& report) {
   std::fprintf(stderr, "  %s\n", escape_control(describe(report)).c_str());
 }
 
+void print_fallback_identities(const std::vector<ModuleReport>& reports) {
+  size_t count = 0;
+  for (const ModuleReport& report : reports)
+    if (report.resolved() && !report.build_id.empty() && report.build_id.kind() != BuildId::Kind::Gnu)
+      ++count;
+  if (count == 0) return;
+  std::fprintf(stderr, "gsymprof: modules identified without a GNU build ID: %zu\n", count);
+  for (const ModuleReport& report : reports)
+    if (report.resolved() && !report.build_id.empty() && report.build_id.kind() != BuildId::Kind::Gnu)
+      print_module_report(report);
+}
+
 void print_locator_notes(const GsymLocator& locator) {
   for (const std::string& note : locator.notes())
     std::fprintf(stderr, "gsymprof: note: %s\n", escape_control(note).c_str());

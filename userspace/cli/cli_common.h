@@ -34,6 +34,10 @@ gsym::Expected<GsymLocator> open_locator(const std::vector<std::string>& gsym_di
 
 // "  " + describe(report) on stderr.
 void print_module_report(const ModuleReport& report);
+// The resolved modules identified by a Go build ID or a content hash (the
+// unresolved ones are listed with their reasons anyway): a count line, then
+// print_module_report of each, so the summary says which identity served.
+void print_fallback_identities(const std::vector<ModuleReport>& reports);
 
 // The locator's notes, one "gsymprof: note: ..." line each on stderr.
 void print_locator_notes(const GsymLocator& locator);

@@ -35,6 +35,7 @@ void print_summary(const Capture& capture, const SessionStats& stats, const Rend
                output.modules.size());
   for (const ModuleReport& report : output.modules)
     if (!report.resolved()) print_module_report(report);
+  print_fallback_identities(output.modules);
 }
 
 }  // namespace

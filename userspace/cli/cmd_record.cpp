@@ -9,6 +9,7 @@
 #include "userspace/cli/cli_common.h"
 #include "userspace/cli/commands.h"
 #include "userspace/session/profile_session.h"
+#include "userspace/symbolize/keep_module_gsyms.h"
 #include "userspace/base/text_escape.h"
 
 namespace gsymprof {
@@ -68,12 +69,24 @@ int cmd_record(int argc, char** argv) {
   SessionStats stats;
   auto capture = run_sampling_session(session, &stats);
   if (!capture) return cli.failure(capture.error().to_string());
+  // Files only this process can still open (another mount namespace,
+  // deleted, replaced): their GSYMs go to the cache now, for `symbolize`.
+  KeptModuleGsyms kept;
+  if (auto locator = open_locator({})) {
+    kept = keep_module_gsyms(*capture, *locator);
+    print_locator_notes(*locator);
+  }
   {
     SignalsHeld held;
     if (auto status = write_capture_file(*capture, output_path); !status)
       return cli.failure(status.error().message);
   }
   print_summary(*capture, stats, output_path);
+  if (!kept.reports.empty())
+    std::fprintf(stderr,
+                 "gsymprof: modules whose path on this host is not the file mapped (container, "
+                 "deleted or replaced), made ready for symbolize now:\n");
+  for (const ModuleReport& report : kept.reports) print_module_report(report);
   return 0;
 }
 

@@ -66,6 +66,7 @@ std::string symbolized_json(const SymbolizeResult& result) {
   for (const ModuleReport& report : result.modules) {
     ojson module = {{"path", report.path},
                     {"build_id", report.build_id.hex()},
+                    {"build_id_kind", kind_name(report.build_id.kind())},
                     {"resolved", report.resolved()},
                     {"source", to_string(report.origin)},
                     {"gsym", report.gsym_path},

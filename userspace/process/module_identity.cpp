@@ -62,7 +62,6 @@ gsym::Expected<ModuleIdentity> read_identity(Elf* elf) {
     }
   }
   if (identity.segments.empty()) return gsym::Error("no PT_LOAD segments");
-  identity.build_id = BuildId(gsym::read_gnu_build_id(elf));
   return identity;
 }
 
@@ -76,7 +75,10 @@ gsym::Expected<ModuleIdentity> read_module_identity(std::span<const uint8_t> elf
   ElfHandle elf(elf_memory(const_cast<char*>(reinterpret_cast<const char*>(elf_bytes.data())),
                            elf_bytes.size()));
   if (!elf) return elf_error("not an ELF file");
-  return read_identity(elf.get());
+  gsym::Expected<ModuleIdentity> identity = read_identity(elf.get());
+  if (!identity) return identity;
+  if (gsym::Expected<BuildId> id = read_elf_identity(elf_bytes); id) identity->build_id = std::move(*id);
+  return identity;
 }
 
 gsym::Expected<ModuleIdentity> read_module_identity_fd(int fd) {
@@ -88,7 +90,12 @@ gsym::Expected<ModuleIdentity> read_module_identity_fd(int fd) {
   ElfHandle elf(elf_begin(fd, gsym::writable_only_by_us(st) ? ELF_C_READ_MMAP : ELF_C_READ, nullptr));
   if (!elf) return elf_error("not an ELF file");
   gsym::Expected<ModuleIdentity> identity = read_identity(elf.get());
-  if (identity) identity->file = FileStamp::of(st);
+  if (!identity) return identity;
+  identity->file = FileStamp::of(st);
+  // The one identity rule (build_id.h); a file too large to hash keeps an
+  // empty identity, said where it is used ("no build ID").
+  gsym::Expected<BuildId> id = read_elf_identity_fd(fd, "module");
+  if (id) identity->build_id = std::move(*id);
   return identity;
 }
 
@@ -151,11 +158,18 @@ gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry
   const std::string proc_pid = proc_root + "/" + std::to_string(pid);
   // map_files entries are magic links to the mapped file itself: followed.
   gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(map_files_path(proc_root, pid, mapping));
+  const bool through_map_files = static_cast<bool>(file);
   if (!file) {
     std::string first_error = "map_files: " + file.error().message;
     if (mapping.deleted) return gsym::Error("file deleted and " + first_error);
     gsym::FileDescriptor root(::open((proc_pid + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!root.valid()) return gsym::Error(first_error + "; " + proc_pid + "/root: " + errno_text(errno));
+    if (!root.valid()) {
+      // The process's root is gone (ENOENT for a zombie's root link, or the
+      // whole /proc/PID; ESRCH while it is being reaped): it ended before
+      // its files could be opened.
+      if (errno == ENOENT || errno == ESRCH) return gsym::Error(kProcessExitedError);
+      return gsym::Error(first_error + "; " + proc_pid + "/root: " + errno_text(errno));
+    }
     file = gsym::open_regular_file_in_root(root.get(), mapping.path, mapping.path);
     if (!file) return gsym::Error(first_error + "; " + file.error().message);
     const struct stat& st = file->status;
@@ -164,7 +178,13 @@ gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry
       return gsym::Error(mapping.path + " is not the file that was mapped (replaced since?)");
   }
   auto identity = read_module_identity_fd(file->fd.get());
-  if (identity && keep_open) identity->local_file = keep_module_file_open(file->fd.get(), identity->file);
+  if (identity && keep_open) {
+    identity->local_file = keep_module_file_open(file->fd.get(), identity->file);
+    // Past the limit on kept files, map_files still reaches the very file
+    // while the process lives (never the host's path, which may be another).
+    if (identity->local_file.empty() && through_map_files)
+      identity->local_file = map_files_path(proc_root, pid, mapping);
+  }
   return identity;
 }
 

@@ -13,6 +13,7 @@
 #include "gsym/expected.h"
 #include "userspace/base/build_id.h"
 #include "userspace/base/file_stamp.h"
+#include "userspace/capture/capture.h"
 #include "userspace/process/proc_maps.h"
 
 namespace gsymprof {
@@ -26,8 +27,13 @@ struct LoadSegment {
   bool operator==(const LoadSegment&) const = default;
 };
 
+// What is known of one module file, read while the process lives: the one
+// handle ProcSource::load_module returns for every way a mapping is learnt
+// (maps read at first sight, later mapping events).
 struct ModuleIdentity {
-  BuildId build_id;                   // empty: the file has no GNU build ID
+  // The file's identity by the rule in build_id.h: GNU build ID, else Go
+  // build ID, else SHA-256 of the file (empty: the file was too large to hash).
+  BuildId build_id;
   std::vector<LoadSegment> segments;  // PT_LOAD, in program-header order
   FileStamp file;                     // the file it was read from (unknown for bytes)
   // "/proc/self/fd/N": the very file, kept open for symbolization after the
@@ -51,7 +57,8 @@ std::string keep_module_file_open(int fd, const FileStamp& stamp);
 // leave it), accepted only if its device and inode still match the mapping.
 // Only regular files are read, never blocking (a FIFO put at the path).
 // `proc_root` is "/proc" except in tests. The file is kept open
-// (ModuleIdentity::local_file) when `keep_open` is set.
+// (ModuleIdentity::local_file) when `keep_open` is set. When neither view
+// exists any more the error is exactly kProcessExitedError.
 gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry& mapping,
                                                     const std::string& proc_root = "/proc",
                                                     bool keep_open = false);

@@ -63,6 +63,11 @@ struct ProcessImage {
 };
 
 // Where process information comes from; the default reads /proc.
+// load_module is the one way a module is opened and identified, for every
+// way a mapping is learnt (maps at first sight, mapping events later): the
+// live one opens the file through the process's own view (map_files, then
+// its root), keeps it open (ModuleIdentity::local_file) and returns its
+// identity (build_id.h), or kProcessExitedError once the process is gone.
 struct ProcSource {
   std::function<gsym::Expected<std::string>(uint32_t pid)> read_maps;
   std::function<gsym::Expected<ModuleIdentity>(uint32_t pid, const MapEntry&)> load_module;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <set>
 #include <fstream>
 #include <algorithm>
 #include <memory>
@@ -447,8 +448,17 @@ LossSummary summarize_losses(const Capture& capture) {
     list += (list.empty() ? "" : ", ") + reason + " " + std::to_string(count);
     if (!truncation) losses.lost += count;  // unwind_*: kept
   }
-  for (const CaptureStack& stack : capture.stacks)
+  std::set<uint32_t> exited;
+  for (const CaptureStack& stack : capture.stacks) {
     if (stack.truncated) losses.truncated += stack.count;
+    if (stack.count != 0 &&
+        std::any_of(stack.frames.begin(), stack.frames.end(),
+                    [](const CaptureFrame& f) { return f.reason == UnresolvedReason::ProcessGone; })) {
+      losses.exited_samples += stack.count;
+      exited.insert(stack.pid);
+    }
+  }
+  losses.exited_processes = exited.size();
   // The truncations a flag can fix, with that flag.
   auto count_of = [&](const std::string& reason) {
     auto it = capture.lost.find(reason);
@@ -476,6 +486,11 @@ void print_losses(const LossSummary& losses) {
   if (!losses.kernel_problem.empty())
     std::fprintf(stderr, "gsymprof: kernel frames are not named: %s\n",
                  escape_control(losses.kernel_problem).c_str());
+  if (losses.exited_samples)
+    std::fprintf(stderr,
+                 "gsymprof: %" PRIu64 " samples of %" PRIu64
+                 " processes that exited before their maps could be read: frames [unknown]\n",
+                 losses.exited_samples, losses.exited_processes);
 }
 
 void print_sampling_summary(const Capture& capture, const SessionStats& stats) {

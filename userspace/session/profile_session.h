@@ -59,6 +59,9 @@ struct LossSummary {
   std::string lost_reasons, truncation_reasons;  // "REASON N, ..."
   std::string kernel_problem;  // why the kernel frames have no names ("" = named, or none)
   std::string fixes;  // truncations a flag fixes, with the flag ("" = none)
+  // Samples with a process-gone frame: their process exited before its
+  // maps could be read (the module-level case is a module report).
+  uint64_t exited_samples = 0, exited_processes = 0;
 };
 LossSummary summarize_losses(const Capture& capture);
 
@@ -69,6 +72,8 @@ LossSummary summarize_losses(const Capture& capture);
 //   gsymprof: to unwind them further: N stacks are deeper than ...: FLAG
 // and, when the kernel frames could not be named:
 //   gsymprof: kernel frames are not named: WHY
+// and, when some process was gone before its maps were read:
+//   gsymprof: N samples of P processes that exited before their maps could be read: frames [unknown]
 void print_losses(const LossSummary& losses);
 
 }  // namespace gsymprof

@@ -87,9 +87,25 @@ std::string why_untrusted(const struct stat& st) {
 
 // <buildid-hex>.<converter version><suffix>: a file of another converter
 // version is never taken for this one's.
+// Identities other than GNU build IDs are named by kind ("go-HEX...",
+// "sha256-HEX..."), so no two kinds share a file.
 std::string cache_name(const BuildId& id, const char* suffix) {
-  return id.hex() + "." + gsym::kConverterVersion + suffix;
+  const std::string prefix =
+      id.kind() == BuildId::Kind::Gnu ? std::string() : std::string(kind_name(id.kind())) + "-";
+  return prefix + id.hex() + "." + gsym::kConverterVersion + suffix;
 }
+
+// The header build ID a GSYM of module `id` carries: the GNU build ID
+// itself; none for the other kinds (the converter writes the file's GNU build
+// ID, which such a file lacks). Only a GSYM found by identity (cache names,
+// conversions of the very file) serves those kinds, never a header alone.
+BuildId header_id_for(const BuildId& id) {
+  return id.kind() == BuildId::Kind::Gnu ? id : BuildId();
+}
+
+// The miss that starts every reason: "no GSYM for build ID X" (or "Go
+// build ID", "SHA-256").
+std::string no_gsym_for(const BuildId& id) { return "no GSYM for " + describe_identity(id); }
 
 
 
@@ -114,7 +130,7 @@ const char* to_string(GsymOrigin origin) {
 
 std::string describe(const ModuleReport& report) {
   std::string line = report.path.empty() ? std::string("(no path)") : report.path;
-  line += report.build_id.empty() ? " (no build ID): " : " (build ID " + report.build_id.hex() + "): ";
+  line += report.identified ? " (" + describe_identity(report.build_id) + "): " : " (not identified): ";
   if (report.resolved()) {
     line += to_string(report.origin);
     if (!report.gsym_path.empty()) line += " " + report.gsym_path;
@@ -222,7 +238,7 @@ struct GsymLocator::State {
       return nullptr;
     }
     BuildId found = build_id_of(*reader);
-    if (found != id) {
+    if (found != header_id_for(id)) {
       problem = path + ": build-ID mismatch (file has " +
                 (found.empty() ? std::string("none") : found.hex()) + ")";
       return nullptr;
@@ -330,14 +346,16 @@ struct GsymLocator::State {
   Outcome convert(const BuildId& id, const gsym::OpenFile* local, const std::string& local_path,
                   const std::string& module_path, const std::string& local_problem) {
     Outcome out;
-    std::string miss = "no GSYM for build ID " + id.hex();
+    std::string miss = no_gsym_for(id);
+    // debuginfod serves GNU build IDs only.
+    const bool debuginfod_for_id = debuginfod_enabled() && id.kind() == BuildId::Kind::Gnu;
     if (!options.convert_missing || local_path.empty()) {
       out.reason = miss;
       return out;
     }
     std::optional<DebuginfodClient::Found> fetched_executable;
     std::string debuginfod_note;
-    if (!local && debuginfod_enabled()) {
+    if (!local && debuginfod_for_id) {
       auto found = ask_debuginfod(DebuginfodClient::Kind::Executable, id);
       if (!found) {
         out.reason = miss + "; " + local_problem + "; " + found.error().message;
@@ -351,14 +369,20 @@ struct GsymLocator::State {
       out.reason = miss + "; " + local_problem;
       return out;
     }
-    gsym::Expected<BuildId> elf_id = read_elf_build_id_fd(local->fd.get(), local_path);
+    // The file's identity by the same rule as the module's (build_id.h); a
+    // GNU build ID is compared without hashing the file.
+    gsym::Expected<BuildId> elf_id = id.kind() == BuildId::Kind::Gnu
+                                         ? read_elf_build_id_fd(local->fd.get(), local_path)
+                                         : read_elf_identity_fd(local->fd.get(), local_path);
     if (!elf_id) {
       out.reason = miss + "; " + elf_id.error().to_string();
       return out;
     }
     if (*elf_id != id) {
-      out.reason = miss + "; build-ID mismatch (file has " +
-                   (elf_id->empty() ? std::string("none") : elf_id->hex()) + ")";
+      out.reason = miss + (id.kind() == BuildId::Kind::Gnu
+                               ? "; build-ID mismatch (file has " +
+                                     (elf_id->empty() ? std::string("none") : elf_id->hex()) + ")"
+                               : "; identity mismatch (file has " + describe_identity(*elf_id) + ")");
       return out;
     }
     bool shareable = gsym::writable_only_by_us(local->status);
@@ -370,7 +394,7 @@ struct GsymLocator::State {
     convert_options.known_as = module_path.empty() || module_path.starts_with("[") ? local_path : module_path;
     // debuginfod may have what the local search lacks, also for a failure
     // remembered from a run without it.
-    const bool ask_for_debuginfo = debuginfod_enabled() && convert_options.debug_file.empty() &&
+    const bool ask_for_debuginfo = debuginfod_for_id && convert_options.debug_file.empty() &&
                                    !has_local_debug_info(*local, convert_options);
     if (shareable && !ask_for_debuginfo) {
       if (std::string earlier = remembered_failure(id); !earlier.empty()) {
@@ -407,7 +431,7 @@ struct GsymLocator::State {
                    reader.error().to_string();
       return out;
     }
-    if (BuildId converted(reader->build_id()); converted != id) {
+    if (BuildId converted(reader->build_id()); converted != header_id_for(id)) {
       out.reason = miss + "; conversion failed: output has build ID " +
                    (converted.empty() ? std::string("none") : converted.hex());
       return out;

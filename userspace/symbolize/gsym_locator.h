@@ -1,6 +1,7 @@
 // userspace/symbolize/gsym_locator.h - build ID -> GSYM reader.
 //
-// Input: a module's GNU build ID and (optionally) a local ELF path.
+// Input: a module's identity (build_id.h: a GNU build ID, else a Go build ID,
+// else the SHA-256 of its file) and (optionally) a local ELF path.
 // Output: a const gsym::Reader* whose header build ID equals the module's,
 // or nullptr, plus a ModuleReport saying where it came from or why not.
 //
@@ -15,11 +16,13 @@
 //   2. readers added in memory with add_gsym_bytes() (tests, conversions that
 //      could not be cached);
 //   3. the cache directory (LocatorOptions::cache_dir):
-//      <buildid-hex>.<gsym::kConverterVersion>.gsym (e.g. 1a2b.c4.gsym),
+//      <buildid-hex>.<gsym::kConverterVersion>.gsym (e.g. 1a2b.c4.gsym), or
+//      go-<hex>.<version>.gsym / sha256-<hex>.<version>.gsym for the other
+//      identity kinds,
 //      private (0700, files 0600), owned by the effective user and writable
 //      by nobody else, for reading as for writing; a refused cache is a note;
 //   4. when LocatorOptions::convert_missing is set and a local ELF path is
-//      given whose own build ID (read from its notes) equals the module's:
+//      given whose own identity (same rule, same kind) equals the module's:
 //      gsym::convert_elf() (which finds a separate debug file itself), always
 //      with the profiler names (ConvertOptions::plt_names, code_labels:
 //      `strlen@plt`, ld.so's `_start`), whatever LocatorOptions::convert says,
@@ -40,8 +43,12 @@
 // file (dev, inode, size, mtime, ctime) only, so it can neither poison nor
 // borrow the names of another file with the same build ID.
 // A GSYM whose header build ID differs from the module's is never used.
-// Outcomes (hits and misses) are memoized per run. Modules without a build
-// ID are never matched (nothing could prove a GSYM belongs to them).
+// Modules identified by a Go build ID or a content hash are served only by
+// their cache file and by conversions of a file with the same identity
+// (a GSYM header holds a GNU build ID, which they lack, so --gsym-dir files
+// and add_gsym_bytes() never match them; debuginfod is not asked).
+// Outcomes (hits and misses) are memoized per run. Modules without any
+// identity are never matched (nothing could prove a GSYM belongs to them).
 //
 // Not thread-safe: one locator per symbolization run.
 #pragma once
@@ -82,12 +89,17 @@ const char* to_string(GsymOrigin origin);  // "none", "gsym-dir", "memory", "cac
 // Per module: resolved (from where) or why not.
 struct ModuleReport {
   std::string path;         // the module's path as captured
-  BuildId build_id;         // the module's build ID (may be empty)
+  BuildId build_id;         // the module's identity (may be empty)
+  // false: the module's file was never read (CaptureModule::error), so it
+  // has no identity at all; described "(not identified)", not "(no build ID)".
+  bool identified = true;
   GsymOrigin origin = GsymOrigin::None;
   std::string gsym_path;    // the GSYM file used ("" for in-memory)
   // Why unresolved, "" when resolved. One of:
   //   "no build ID"
-  //   "no GSYM for build ID X"
+  //   "N samples of P processes that exited before their modules could be
+  //   read" / "not identified while the process ran: ERROR" (symbolize.cpp)
+  //   "no GSYM for build ID X" ("Go build ID X", "SHA-256 X": other kinds)
   //   "no GSYM for build ID X; file missing"
   //   "no GSYM for build ID X; file missing; debuginfod: ..." (when asked)
   //   "no GSYM for build ID X; build-ID mismatch (file has Y)"
@@ -103,6 +115,8 @@ struct ModuleReport {
 //   "/usr/bin/app (build ID 1a2b...): gsym-dir /gsyms/app.gsym"
 //   "/usr/lib/libx.so (build ID 3c4d...): no symbols: no GSYM for build ID 3c4d...; file missing"
 //   "/opt/y (no build ID): no symbols: no build ID"
+//   "/usr/bin/go-app (Go build ID 6a...): converted /cache/go-6a....c4.gsym"
+//   "/usr/lib/libc.so.6 (not identified): no symbols: 12 samples of 3 processes that exited before ..."
 // A note, when present, is appended as " (NOTE)".
 std::string describe(const ModuleReport& report);
 

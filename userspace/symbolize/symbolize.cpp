@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -118,6 +119,7 @@ class Symbolizer {
     module_reader_.assign(capture_.modules.size(), kNoReader);
     module_identity_.assign(capture_.modules.size(), 0);
     std::map<ReportKey, uint32_t> identities;
+    std::map<ReportKey, Unidentified> unidentified;
     for (size_t m = 0; m < capture_.modules.size(); ++m) {
       if (!used[m]) continue;
       const CaptureModule& module = capture_.modules[m];
@@ -132,7 +134,10 @@ class Symbolizer {
       if (module.build_id.empty() && !module.error.empty()) {
         // Not "no build ID": the file was never read (the process was gone,
         // or its file could not be opened), so nothing is known of it.
-        report.reason = "not identified while the process ran: " + module.error;
+        report.identified = false;
+        Unidentified& why = unidentified[key];
+        if (why.error.empty()) why.error = module.error;
+        why.modules.push_back(m);
         reports_.try_emplace(key, std::move(report));
         continue;
       }
@@ -147,6 +152,49 @@ class Symbolizer {
       module_reader_[m] = it->second;
       auto& keys = reader_reports_[it->second];
       if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    }
+    explain_unidentified(unidentified);
+  }
+
+  struct Unidentified {
+    std::string error;            // the first module's error
+    std::vector<size_t> modules;  // capture module indexes
+  };
+
+  // Why modules whose file was never read have no names, with the samples
+  // (and processes) that needed them: an exited process is said as such.
+  void explain_unidentified(std::map<std::pair<std::string, BuildId>, Unidentified>& unidentified) {
+    if (unidentified.empty()) return;
+    std::vector<const ReportKey*> key_of(capture_.modules.size(), nullptr);
+    for (const auto& [key, why] : unidentified)
+      for (size_t m : why.modules) key_of[m] = &key;
+    std::map<ReportKey, std::pair<uint64_t, std::set<uint32_t>>> seen;  // samples, pids
+    std::vector<const ReportKey*> in_stack;
+    for (const CaptureStack& stack : capture_.stacks) {
+      if (stack.count == 0) continue;
+      in_stack.clear();
+      for (const CaptureFrame& frame : stack.frames)
+        if (frame.module >= 0 && !frame.kernel)
+          if (const ReportKey* key = key_of[static_cast<size_t>(frame.module)];
+              key && std::find(in_stack.begin(), in_stack.end(), key) == in_stack.end())
+            in_stack.push_back(key);
+      for (const ReportKey* key : in_stack) {
+        auto& [samples, pids] = seen[*key];
+        samples += stack.count;
+        pids.insert(stack.pid);
+      }
+    }
+    for (const auto& [key, why] : unidentified) {
+      const auto& [samples, pids] = seen[key];
+      std::string count = std::to_string(samples) + (samples == 1 ? " sample" : " samples");
+      ModuleReport& report = reports_.at(key);
+      if (why.error == kProcessExitedError) {
+        report.reason = count + " of " + std::to_string(pids.size()) +
+                        (pids.size() == 1 ? " process that" : " processes that") +
+                        " exited before their modules could be read";
+      } else {
+        report.reason = "not identified while the process ran (" + count + "): " + why.error;
+      }
     }
   }
 

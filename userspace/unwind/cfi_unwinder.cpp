@@ -499,8 +499,16 @@ struct CfiUnwinder::ModuleCfi {
     }
     entry = ehdr.e_entry;
     if (!module.build_id.empty()) {
-      if (BuildId(gsym::read_gnu_build_id(elf)) != module.build_id) {
-        error = module.elf_path + ": build ID differs from the module's " + module.build_id.hex();
+      // The file's identity of the module's kind (build_id.h); a content
+      // hash is computed once per file version.
+      BuildId file_id;
+      if (module.build_id.kind() == BuildId::Kind::Gnu) {
+        file_id = BuildId(gsym::read_gnu_build_id(elf));
+      } else if (gsym::Expected<BuildId> id = read_elf_identity_fd(fd, module.elf_path); id) {
+        file_id = std::move(*id);
+      }
+      if (file_id != module.build_id) {
+        error = module.elf_path + ": identity differs from the module's " + describe_identity(module.build_id);
         return;
       }
     }
@@ -580,12 +588,14 @@ namespace {
 std::string success_key(const UnwindModule& module) {
   if (module.file.known() && !module.file.trusted)
     return "file:" + module.file.key() + ":" + module.build_id.hex();
-  return module.build_id.empty() ? "path:" + module.elf_path
-                                 : std::string(module.build_id.bytes().begin(),
-                                               module.build_id.bytes().end());
+  if (module.build_id.empty()) return "path:" + module.elf_path;
+  const std::string bytes(module.build_id.bytes().begin(), module.build_id.bytes().end());
+  return module.build_id.kind() == BuildId::Kind::Gnu ? bytes
+                                                      : std::string(kind_name(module.build_id.kind())) + ":" + bytes;
 }
 std::string failure_key(const UnwindModule& module) {
-  return "failed:" + module.build_id.hex() + ":" + module.elf_path;
+  return std::string("failed:") + kind_name(module.build_id.kind()) + ":" + module.build_id.hex() + ":" +
+         module.elf_path;
 }
 
 }  // namespace

@@ -32,11 +32,14 @@ const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t a
   const MapEntry& entry = image.maps[map];
   std::optional<uint64_t> bias = load_bias(module.identity.segments, entry);
   if (!bias) return nullptr;
-  // map_files reaches the very file mapped, also when deleted or in another
-  // mount namespace; the CFI cache is keyed by build ID, so this path is
+  // The descriptor kept when the module was identified (module_identity.h)
+  // is the very file mapped, also after the process exited; else map_files
+  // reaches it while the process lives (also when deleted or in another
+  // mount namespace). The CFI cache is keyed by identity, so this path is
   // opened once per build, not once per process.
-  const std::string file = module.path == kVdsoPath ? openable_module_path(module.path)
-                                                    : map_files_path("/proc", image.pid, entry);
+  const std::string file = module.path == kVdsoPath               ? openable_module_path(module.path)
+                           : !module.identity.local_file.empty() ? module.identity.local_file
+                                                                  : map_files_path("/proc", image.pid, entry);
   return &modules_.emplace(key, UnwindModule{file, module.identity.build_id, *bias, module.identity.file}).first->second;
 }
 
