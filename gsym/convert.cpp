@@ -782,7 +782,7 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
 
   if (builder.function_count() == 0 && !stats.dwarf_error.empty()) return Error(stats.dwarf_error);
   if (builder.function_count() == 0)
-    return Error(name + ": no functions found (" +
+    return Error(name + ": " + kNoFunctionsFound + " (" +
                  (dwarf_image ? std::string("DWARF and symbol tables describe no code")
                               : std::string("no DWARF, no debug file and no function symbols")) +
                  ")");

@@ -29,6 +29,10 @@
 
 namespace gsym {
 
+// The start of convert_elf's error when the input describes no code at all
+// (a stripped file without a debug file): callers tell it from real errors.
+inline constexpr const char* kNoFunctionsFound = "no functions found";
+
 struct ConvertOptions {
   unsigned threads = 0;            // 0 = number of online CPUs
   // Explicit separate debug file ("" = search). Its build ID must equal the

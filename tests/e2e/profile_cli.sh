@@ -63,4 +63,17 @@ grep -q '^gsymprof: processes seen: ' "$WORK/stderr" || fail "no process count"
 grep -q '^gsymprof: modules with no symbols: ' "$WORK/stderr" || fail "no module report"
 ls "$WORK" | grep -q '^out.folded.' && fail "temporary file left behind"
 expect 1 "$WORK/no/such/dir/out" -d 0.2 -o "$WORK/no/such/dir/out" -- sleep 1
+
+# A stripped distribution binary (Debian's dd): frames it cannot name get one
+# grouped line with the remedy, never a "conversion failed" error.
+mkdir -m 700 "$WORK/cache-dd"
+GSYMPROF_CACHE=$WORK/cache-dd "$GSYMPROF" profile -F 999 -o "$WORK/dd.folded" -- \
+  dd if=/dev/zero of=/dev/null bs=1 count=1500000 2> "$WORK/dd.err" || { cat "$WORK/dd.err" >&2; fail "profile dd failed"; }
+grep -q "conversion failed" "$WORK/dd.err" && { cat "$WORK/dd.err" >&2; fail "a stripped binary reported as a failed conversion"; }
+if grep -q '^dd;.*;dd+0x' "$WORK/dd.folded"; then
+  grep -qE '^  stripped, no debug file: frames without names \([0-9]+: (.*, )?dd(, .*)?\): install their debug symbols .*DEBUGINFOD_URLS' \
+    "$WORK/dd.err" || { cat "$WORK/dd.err" >&2; fail "no grouped remedy line for dd's unnamed frames"; }
+else
+  echo "  dd has names here (debug symbols installed?): remedy line not expected"
+fi
 echo "ok"

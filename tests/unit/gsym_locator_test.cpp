@@ -253,7 +253,9 @@ TEST_CASE("locator: failed conversions are not retried") {
   BuildId id = *BuildId::from_hex("e0e0e0e0");
   ModuleReport first, second;
   CHECK(locator.locate(id, tmp / "empty.so", first) == nullptr);
-  CHECK(first.reason.starts_with("no GSYM for build ID e0e0e0e0; conversion failed: "));
+  // No symbols, no DWARF, no debug file: a stripped file, not a failure.
+  CHECK(first.reason == "no GSYM for build ID e0e0e0e0; stripped: no function symbols, no DWARF, no debug file found");
+  CHECK(first.problem == ModuleProblem::Stripped);
   CHECK(locator.locate(id, tmp / "empty.so", second) == nullptr);
   CHECK(second == first);
   CHECK(locator.conversions_attempted() == 1);
@@ -339,6 +341,24 @@ TEST_CASE("prefetcher: converts in the background what symbolize then finds memo
   CHECK(report.origin == GsymOrigin::Converted);
   CHECK(locator.conversions_attempted() == 1);  // the worker's outcome, memoized
   CHECK(fs::exists(tmp / ("cache/feedbeef." + std::string(gsym::kConverterVersion) + ".gsym")));
+}
+
+TEST_CASE("locator: modules converted from symbol tables alone say so, fresh and cached") {
+  TempDir tmp;
+  compile_fixture(tmp / "lib.so", "0x5b5b5b5b", "int exported(int x) { return x + 1; }\n", "-shared -s");
+  compile_fixture(tmp / "dbg.so", "0x6b6b6b6b", "int exported(int x) { return x + 1; }\n", "-shared");
+  LocatorOptions options;
+  options.cache_dir = tmp / "cache";
+  for (int run = 0; run < 2; ++run) {  // converted, then a cache hit
+    GsymLocator locator(options);
+    ModuleReport stripped, full;
+    REQUIRE(locator.locate(*BuildId::from_hex("5b5b5b5b"), tmp / "lib.so", stripped) != nullptr);
+    REQUIRE(locator.locate(*BuildId::from_hex("6b6b6b6b"), tmp / "dbg.so", full) != nullptr);
+    CHECK(stripped.origin == (run == 0 ? GsymOrigin::Converted : GsymOrigin::Cache));
+    CHECK(stripped.symbols_only);
+    CHECK_FALSE(full.symbols_only);
+    CHECK(stripped.problem == ModuleProblem::None);
+  }
 }
 
 TEST_CASE("prefetcher: finish() drops the queue, which symbolize converts later") {

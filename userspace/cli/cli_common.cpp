@@ -49,6 +49,55 @@ void print_module_report(const ModuleReport& report) {
   std::fprintf(stderr, "  %s\n", escape_control(describe(report)).c_str());
 }
 
+void print_unresolved_modules(const std::vector<ModuleReport>& reports, bool and_the_rest) {
+  if (and_the_rest)
+    for (const ModuleReport& report : reports)
+      if (!report.resolved() && (report.problem == ModuleProblem::Other ||
+                                 report.problem == ModuleProblem::NoIdentity ||
+                                 report.problem == ModuleProblem::None))
+        print_module_report(report);
+  struct Group {
+    ModuleProblem problem;
+    const char* what;
+    const char* remedy;
+  };
+  static constexpr Group kGroups[] = {
+      {ModuleProblem::Stripped, "stripped, no debug file: frames without names",
+       "install their debug symbols (Debian: the PACKAGE-dbgsym package, 'dpkg -S FILE' names "
+       "PACKAGE, from the debian-debug archive) or set DEBUGINFOD_URLS "
+       "(https://debuginfod.debian.net)"},
+      {ModuleProblem::ProcessExited, "never read, their processes exited first",
+       "profile such programs from their start (profile -- CMD) or while they run"},
+      {ModuleProblem::FileMissing, "file gone, no GSYM for it",
+       "symbolize where the files are, or give --gsym-dir DIR with their GSYM files "
+       "('gsymprof gsym convert' where they are)"},
+      {ModuleProblem::IdentityMismatch, "file replaced since it ran",
+       "give --gsym-dir DIR with GSYM files of the builds that ran"},
+  };
+  constexpr size_t kNamesShown = 8;
+  for (const Group& group : kGroups) {
+    size_t count = 0;
+    std::string names;
+    for (const ModuleReport& report : reports) {
+      // Stripped files resolved from their dynamic symbols and PLT alone
+      // miss names as much as those with nothing: the same remedy.
+      const bool stripped = report.resolved() && report.symbols_only && report.unnamed_frames > 0;
+      if (group.problem == ModuleProblem::Stripped ? !stripped && (report.resolved() || report.problem != group.problem)
+                                                   : report.resolved() || report.problem != group.problem)
+        continue;
+      if (++count > kNamesShown) continue;
+      const size_t slash = report.path.rfind('/');
+      names += (names.empty() ? "" : ", ") +
+               (slash == std::string::npos ? report.path : report.path.substr(slash + 1));
+    }
+    if (count == 0) continue;
+    if (count > kNamesShown) names += " and " + std::to_string(count - kNamesShown) + " more";
+    // Module names are file names anyone can choose: escaped.
+    std::fprintf(stderr, "  %s (%zu: %s): %s\n", group.what, count, escape_control(names).c_str(),
+                 group.remedy);
+  }
+}
+
 void print_fallback_identities(const std::vector<ModuleReport>& reports) {
   size_t count = 0;
   for (const ModuleReport& report : reports)

@@ -34,6 +34,13 @@ gsym::Expected<GsymLocator> open_locator(const std::vector<std::string>& gsym_di
 
 // "  " + describe(report) on stderr.
 void print_module_report(const ModuleReport& report);
+
+// The unresolved modules whose problem has a remedy (ModuleProblem:
+// stripped, exited first, file gone, file replaced), one line per kind:
+// how many, their names, and what to do. `and_the_rest`: also
+// print_module_report of every other unresolved module (real errors);
+// `profile` prints only these, `symbolize` lists every module anyway.
+void print_unresolved_modules(const std::vector<ModuleReport>& reports, bool and_the_rest);
 // The resolved modules identified by a Go build ID or a content hash (the
 // unresolved ones are listed with their reasons anyway): a count line, then
 // print_module_report of each, so the summary says which identity served.

@@ -33,8 +33,7 @@ void print_summary(const Capture& capture, const SessionStats& stats, const Rend
     if (!report.resolved()) ++unresolved;
   std::fprintf(stderr, "gsymprof: modules with no symbols: %zu of %zu\n", unresolved,
                output.modules.size());
-  for (const ModuleReport& report : output.modules)
-    if (!report.resolved()) print_module_report(report);
+  print_unresolved_modules(output.modules, /*and_the_rest=*/true);
   print_fallback_identities(output.modules);
 }
 

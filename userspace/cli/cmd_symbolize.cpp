@@ -44,6 +44,7 @@ void print_report(const Capture& capture, const LossSummary& losses,
                capture.samples, output.unique_stacks, resolved, output.modules.size());
   print_losses(losses);
   for (const ModuleReport& report : output.modules) print_module_report(report);
+  print_unresolved_modules(output.modules, /*and_the_rest=*/false);
 }
 
 }  // namespace

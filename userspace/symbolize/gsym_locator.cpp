@@ -89,6 +89,8 @@ std::string why_untrusted(const struct stat& st) {
 // version is never taken for this one's.
 // Identities other than GNU build IDs are named by kind ("go-HEX...",
 // "sha256-HEX..."), so no two kinds share a file.
+constexpr const char* kFileMissing = "file missing";
+
 std::string cache_name(const BuildId& id, const char* suffix) {
   const std::string prefix =
       id.kind() == BuildId::Kind::Gnu ? std::string() : std::string(kind_name(id.kind())) + "-";
@@ -171,6 +173,8 @@ struct GsymLocator::State {
     GsymOrigin origin = GsymOrigin::None;
     std::string gsym_path, reason, note;
     bool for_this_file_only = false;  // derived from a file others could write
+    ModuleProblem problem = ModuleProblem::None;
+    bool symbols_only = false;  // converted without DWARF
   };
 
   // A --gsym-dir file: mapped again on use, or (files others may write,
@@ -299,8 +303,11 @@ struct GsymLocator::State {
     // Files of older versions were 0644: private now, like new ones.
     if ((file->status.st_mode & 077) != 0) ::fchmod(file->fd.get(), 0600);
     std::string problem;
-    if (const gsym::Reader* r = load_matching(*file, path, id, problem))
-      return Outcome{r, GsymOrigin::Cache, path, "", ""};
+    if (const gsym::Reader* r = load_matching(*file, path, id, problem)) {
+      Outcome hit{r, GsymOrigin::Cache, path, "", ""};
+      hit.symbols_only = cached_from_symbols_only(dir, id);
+      return hit;
+    }
     notes.push_back("skipped " + problem);
     return std::nullopt;
   }
@@ -359,6 +366,7 @@ struct GsymLocator::State {
       auto found = ask_debuginfod(DebuginfodClient::Kind::Executable, id);
       if (!found) {
         out.reason = miss + "; " + local_problem + "; " + found.error().message;
+        if (local_problem == kFileMissing) out.problem = ModuleProblem::FileMissing;
         return out;
       }
       fetched_executable.emplace(std::move(*found));
@@ -367,6 +375,7 @@ struct GsymLocator::State {
     }
     if (!local) {
       out.reason = miss + "; " + local_problem;
+      if (local_problem == kFileMissing) out.problem = ModuleProblem::FileMissing;
       return out;
     }
     // The file's identity by the same rule as the module's (build_id.h); a
@@ -383,6 +392,7 @@ struct GsymLocator::State {
                                ? "; build-ID mismatch (file has " +
                                      (elf_id->empty() ? std::string("none") : elf_id->hex()) + ")"
                                : "; identity mismatch (file has " + describe_identity(*elf_id) + ")");
+      out.problem = ModuleProblem::IdentityMismatch;
       return out;
     }
     bool shareable = gsym::writable_only_by_us(local->status);
@@ -396,10 +406,23 @@ struct GsymLocator::State {
     // remembered from a run without it.
     const bool ask_for_debuginfo = debuginfod_for_id && convert_options.debug_file.empty() &&
                                    !has_local_debug_info(*local, convert_options);
+    bool fetched_debuginfo_any = false;
+    // A file with nothing to convert is a stripped binary whose debug file
+    // is not installed: the usual case for a distribution's programs, not
+    // an error of the conversion.
+    auto failed = [&](const std::string& error, const std::string& remembered_in) {
+      if (!fetched_debuginfo_any && !has_local_debug_info(*local, convert_options) &&
+          error.find(gsym::kNoFunctionsFound) != std::string::npos) {
+        out.reason = miss + "; stripped: no function symbols, no DWARF, no debug file found" + remembered_in;
+        out.problem = ModuleProblem::Stripped;
+      } else {
+        out.reason = miss + "; conversion failed: " + error + remembered_in;
+      }
+    };
     if (shareable && !ask_for_debuginfo) {
       if (std::string earlier = remembered_failure(id); !earlier.empty()) {
-        out.reason = miss + "; conversion failed: " + earlier + " (remembered in " +
-                     options.cache_dir + "/" + cache_name(id, ".failed") + "; delete it to retry)";
+        failed(earlier, " (remembered in " + options.cache_dir + "/" + cache_name(id, ".failed") +
+                            "; delete it to retry)");
         return out;
       }
     }
@@ -408,6 +431,7 @@ struct GsymLocator::State {
     if (ask_for_debuginfo) {
       auto found = ask_debuginfod(DebuginfodClient::Kind::Debuginfo, id);
       if (found) {
+        fetched_debuginfo_any = true;
         fetched_debuginfo.emplace(std::move(*found));
         convert_options.debug_file = "/proc/self/fd/" + std::to_string(fetched_debuginfo->file.fd.get());
       }
@@ -419,7 +443,7 @@ struct GsymLocator::State {
     gsym::Expected<std::vector<uint8_t>> bytes = gsym::convert_elf(
         "/proc/self/fd/" + std::to_string(local->fd.get()), convert_options, &stats);
     if (!bytes) {
-      out.reason = miss + "; conversion failed: " + bytes.error().to_string();
+      failed(bytes.error().to_string(), "");
       if (shareable) remember_failure(id, bytes.error().to_string());
       return out;
     }
@@ -437,6 +461,7 @@ struct GsymLocator::State {
       return out;
     }
     out.origin = GsymOrigin::Converted;
+    out.symbols_only = stats.compile_units == 0;
     // A debug or alt file someone else could write makes the result theirs.
     const bool debug_shareable = stats.inputs_writable_only_by_us && (!fetched_debuginfo ||
                                  gsym::writable_only_by_us(fetched_debuginfo->file.status));
@@ -544,9 +569,17 @@ const gsym::Reader* GsymLocator::locate(const BuildId& build_id,
     report.gsym_path = outcome.gsym_path;
     report.reason = outcome.reason;
     report.note = outcome.note;
+    report.symbols_only = outcome.symbols_only;
+    report.problem = outcome.reader ? ModuleProblem::None
+                     : outcome.problem != ModuleProblem::None ? outcome.problem
+                                                              : ModuleProblem::Other;
     return outcome.reader;
   };
-  if (build_id.empty()) return fill(State::Outcome{nullptr, GsymOrigin::None, "", "no build ID", ""});
+  if (build_id.empty()) {
+    State::Outcome none{nullptr, GsymOrigin::None, "", "no build ID", ""};
+    none.problem = ModuleProblem::NoIdentity;
+    return fill(none);
+  }
 
   // The module's own file decides what may stand for it: one that only root
   // could have written shares results by build ID; any other file gets only
@@ -559,7 +592,7 @@ const gsym::Reader* GsymLocator::locate(const BuildId& build_id,
     if (opened) {
       local.emplace(std::move(*opened));
     } else {
-      local_problem = gsym::is_missing_file(opened.error()) ? "file missing" : opened.error().message;
+      local_problem = gsym::is_missing_file(opened.error()) ? kFileMissing : opened.error().message;
     }
   }
   const bool own_file_only = local && !gsym::writable_only_by_us(local->status);

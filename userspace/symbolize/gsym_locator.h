@@ -86,6 +86,17 @@ enum class GsymOrigin : uint8_t {
 };
 const char* to_string(GsymOrigin origin);  // "none", "gsym-dir", "memory", "cache", "converted"
 
+// Why a module has no symbols, for what a user can do about it.
+enum class ModuleProblem : uint8_t {
+  None = 0,          // resolved, or a reason not sorted below
+  Stripped,          // the file has no function symbols, no DWARF and no debug file was found
+  ProcessExited,     // never read: its processes exited first
+  FileMissing,       // no GSYM for its identity and its file is gone
+  IdentityMismatch,  // no GSYM, and the file at its path is another build now
+  NoIdentity,        // nothing identifies the file, so no GSYM can be proven its own
+  Other,             // anything else (a real error: see the reason)
+};
+
 // Per module: resolved (from where) or why not.
 struct ModuleReport {
   std::string path;         // the module's path as captured
@@ -103,10 +114,18 @@ struct ModuleReport {
   //   "no GSYM for build ID X; file missing"
   //   "no GSYM for build ID X; file missing; debuginfod: ..." (when asked)
   //   "no GSYM for build ID X; build-ID mismatch (file has Y)"
-  //   "no GSYM for build ID X; conversion failed: ..."
+  //   "no GSYM for build ID X; stripped: no function symbols, no DWARF, no debug file found"
+//   "no GSYM for build ID X; conversion failed: ..."
   //   "no GSYM for build ID X; ..." (other local-file problems, e.g. not ELF)
   std::string reason;
   std::string note;         // non-fatal remark, e.g. "not cached: ..." ("" = none)
+  ModuleProblem problem = ModuleProblem::None;  // unresolved: the kind of `reason`
+  // Resolved from symbol tables alone (no DWARF: no inline frames, no lines,
+  // local functions of a stripped file unnamed).
+  bool symbols_only = false;
+  // Frames in it that no symbol covers (printed FILE+0xOFFSET), counted per
+  // frame of the unique stacks by symbolize().
+  uint64_t unnamed_frames = 0;
   bool resolved() const { return origin != GsymOrigin::None; }
   bool operator==(const ModuleReport&) const = default;
 };

@@ -192,8 +192,10 @@ class Symbolizer {
         report.reason = count + " of " + std::to_string(pids.size()) +
                         (pids.size() == 1 ? " process that" : " processes that") +
                         " exited before their modules could be read";
+        report.problem = ModuleProblem::ProcessExited;
       } else {
         report.reason = "not identified while the process ran (" + count + "): " + why.error;
+        report.problem = ModuleProblem::Other;
       }
     }
   }
@@ -538,6 +540,9 @@ class Symbolizer {
         continue;
       }
       ++result_.stats.unnamed_frames;
+      if (reader != kNoReader)  // symbols, but none covers this address
+        if (auto report = reports_.find(ReportKey(module.path, module.build_id)); report != reports_.end())
+          ++report->second.unnamed_frames;
       auto [slot, inserted] = offset_ids_.try_emplace(std::make_pair(identity, *offset), 0);
       if (inserted) {
         char suffix[32];
