@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <signal.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -100,6 +101,13 @@ struct PendingTemporary {
 constexpr size_t kMaxPending = 32;
 PendingTemporary g_pending[kMaxPending];
 static_assert(std::atomic<bool>::is_always_lock_free);
+// Another thread may be creating a temporary while a handler removes them:
+// a creator counts itself in, creates and registers, and removes its own
+// file if the process is ending by then; the handler marks the end first and
+// waits (briefly) until no creator is between those steps.
+std::atomic<bool> g_ending{false};
+std::atomic<int> g_creating{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
 // Registers `name` in `dir_fd` (duplicated); returns the slot or -1 when full
 // (the write still works, it is only not removable by a signal handler).
@@ -267,15 +275,24 @@ Status write_file_atomically_at(int dir_fd, const std::string& label, const std:
   const std::string prefix = temporary_prefix(name) + std::to_string(::getpid()) + ".";
   std::string temp;
   FileDescriptor fd;
-  for (int attempt = 0; attempt < 100 && !fd.valid(); ++attempt) {
+  g_creating.fetch_add(1);
+  for (int attempt = 0; attempt < 100 && !fd.valid() && !g_ending.load(); ++attempt) {
     temp = prefix + std::to_string(counter++);
     fd = FileDescriptor(::openat(dir_fd, temp.c_str(),
                                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
                                  create_mode));
     if (!fd.valid() && errno != EEXIST) break;
   }
-  if (!fd.valid()) return errno_error(target, "cannot create a temporary file", errno);
-  const int slot = register_temporary(dir_fd, temp);
+  const int create_errno = errno;
+  const int slot = fd.valid() ? register_temporary(dir_fd, temp) : -1;
+  if (fd.valid() && g_ending.load()) {  // a handler may have passed its slot already
+    ::unlinkat(dir_fd, temp.c_str(), 0);
+    unregister_temporary(slot);
+    g_creating.fetch_sub(1);
+    return Error(target + ": not written: the process is ending");
+  }
+  g_creating.fetch_sub(1);
+  if (!fd.valid()) return errno_error(target, "cannot create a temporary file", create_errno);
   auto fail = [&](const char* what) {
     const int err = errno;
     ::unlinkat(dir_fd, temp.c_str(), 0);
@@ -328,6 +345,13 @@ Status write_file_atomically(const std::string& path, std::string_view text, mod
 }
 
 void remove_pending_temporary_files() noexcept {
+  g_ending.store(true);
+  // Creators in other threads finish creating and registering (or see the
+  // end and remove their own file): up to 100 ms, then remove what is known.
+  for (int i = 0; i < 100 && g_creating.load() > 0; ++i) {
+    struct timespec pause {0, 1000000};
+    ::nanosleep(&pause, nullptr);
+  }
   for (PendingTemporary& p : g_pending)
     if (p.ready.load(std::memory_order_acquire)) ::unlinkat(p.dir_fd, p.name, 0);
 }

@@ -1,6 +1,8 @@
 #include "userspace/symbolize/gsym_prefetcher.h"
 
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -37,6 +39,12 @@ struct GsymPrefetcher::State {
   std::thread worker;
 
   void run() {
+    // Signals that end gsymprof are handled by the main thread, which then
+    // removes temporary files (file_io.h) while this one stays out of its way.
+    sigset_t ending;
+    sigemptyset(&ending);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) sigaddset(&ending, signal);
+    pthread_sigmask(SIG_BLOCK, &ending, nullptr);
     worker_tid = static_cast<pid_t>(::syscall(SYS_gettid));
     // Idle priority: only CPU time nothing else wants. Best effort: a failure
     // leaves the worker at normal priority, still single-threaded.
