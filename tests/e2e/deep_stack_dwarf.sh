@@ -4,7 +4,8 @@
 # WITHOUT frame pointers, unwinds to main: the kernel copies the live part of
 # the stack, however deep, up to the default cap. Checked live (profile --
 # CMD) and through record + symbolize; an explicit small cap
-# (--call-graph dwarf,SIZE) truncates, and the summary says which flag fixes it.
+# (--call-graph dwarf,SIZE) truncates, and the summary says which flag fixes it;
+# an unreadable page inside the stack ends the copy exactly there.
 set -u
 [[ $(id -u) == 0 ]] || { echo "SKIP: live profiling needs root"; exit 77; }
 [[ -r /sys/kernel/btf/vmlinux ]] || { echo "SKIP: kernel has no BTF"; exit 77; }
@@ -74,4 +75,21 @@ grep -Eq 'unwind_stack_copy_too_small [1-9]' "$tmp/small.err" || { cat "$tmp/sma
 grep -q 'to unwind them further: [0-9]* stacks are deeper than the copied user stack: copy more with --call-graph dwarf,SIZE' \
   "$tmp/small.err" || { cat "$tmp/small.err"; fail "no hint naming --call-graph dwarf,SIZE"; }
 grep -q '^deep_fixture;\[truncated\];' "$tmp/small.folded" || fail "64 KiB copies not marked [truncated]"
+echo "an unreadable page inside the live stack ends the copy there, not a piece earlier"
+# main makes a page of its own frame PROT_NONE above a 40-level recursion,
+# about 50 KiB from the stack pointer: inside the copy's first 64 KiB piece.
+# The copy must keep every byte below that page (to the byte: main's return
+# address may lie just below it), so the 40 levels and main unwind, and the
+# summary says why the stack ends there.
+"$GSYMPROF" profile -F 999 -- "$tmp/deep_fixture" 40 1000 hole > "$tmp/hole.folded" 2> "$tmp/hole.err" ||
+  { cat "$tmp/hole.err"; fail "profile (hole) failed"; }
+pct=$(perl -e 'my ($total, $hit) = (0, 0); open(my $in, "<", $ARGV[0]) or die;
+  while (<$in>) { chomp; my ($line, $count) = /^(.*) (\d+)$/ or next;
+    my ($c, $rest) = split(/;/, $line, 2); next unless $c eq "deep_fixture" && ($rest // "") =~ /deep_spin/;
+    $total += $count; $hit += $count if $rest =~ /^\[truncated\];main;(deep_recurse;){40}deep_spin$/ }
+  print $total >= 100 ? int(100 * $hit / $total) : "too-few:$total", "\n"' "$tmp/hole.folded")
+echo "  $pct% of the samples keep main and all 40 levels below the unreadable page"
+[[ $pct =~ ^[0-9]+$ ]] && (( pct >= 95 )) ||
+  { sort -t' ' -k2nr "$tmp/hole.folded" | head -3 | cut -c1-300 >&2; fail "hole: $pct% (want >= 95%)"; }
+grep -Eq 'unwind_unreadable_memory [1-9]' "$tmp/hole.err" || { cat "$tmp/hole.err"; fail "unreadable stack not counted"; }
 echo "deep_stack_dwarf: ok"
