@@ -14,6 +14,7 @@
 #   perfdata   gsymprof symbolize perf.data vs perf script --inline, one perf.data
 #   stacks   stack completeness with and without frame pointers
 #   deepstacks  deep stacks (sqlite3 CLI, clang++) and cost per sample vs perf dwarf
+#               (the sampling interrupt timed with bpftrace, when installed)
 #   memory   peak RSS per unique stack (unique_stacks.c) vs perf / bpftrace
 #   tail     seconds from the end of sampling to the output, cold and warm, vs perf
 #
@@ -973,45 +974,77 @@ deep_stats() {
   esac
 }
 
-# deep_run RESULT KIND HZ NAME: runs workload NAME under KIND (none, gsymprof,
-# perf-dwarf, perf-dwarf-max) at HZ and appends "workload_cpu_s profiler_cpu_s
-# samples complete_pct mean_depth bytes_per_sample bpf_ns_per_run" to RESULT.
-# Workload CPU (user+sys, where the sampling interrupt and the BPF program or
-# perf's copy are charged) from GNU time around the workload alone.
+# The sampling interrupt's own cost, measured directly: bpftrace times each
+# run of the cpu-clock event's hrtimer callback (perf_swevent_hrtimer: perf's
+# sample output, or gsymprof's BPF program) on the workload's CPU, between the
+# timer:hrtimer_expire_entry and _exit tracepoints. Machine drift, which
+# swamps differences of whole-run CPU time here, barely moves it. It leaves
+# out the interrupt's entry and exit (the same for every tool).
+DEEP_CPU=1  # the workload's CPU; the profiler runs on CPU 0
+deep_callback_start() {
+  DEEP_TRACE_PID=
+  command -v bpftrace > /dev/null || return 0
+  local fn
+  fn=$(awk '$3 == "perf_swevent_hrtimer" { print $1; exit }' /proc/kallsyms)
+  [[ -n $fn && $fn != 0000000000000000 ]] || return 0
+  bpftrace -e "tracepoint:timer:hrtimer_expire_entry /cpu == $DEEP_CPU && (uint64)args->function == 0x$fn/ { @start = nsecs; @timer = (uint64)args->hrtimer; }
+    tracepoint:timer:hrtimer_expire_exit /cpu == $DEEP_CPU && @start && (uint64)args->hrtimer == @timer/ { @ns = stats(nsecs - @start); @start = 0; }" \
+    > "$TMP/deep.trace" 2>&1 &
+  DEEP_TRACE_PID=$!
+  local i
+  for ((i = 0; i < 100; i++)); do grep -qs '^Attaching' "$TMP/deep.trace" && return 0; sleep 0.1; done
+}
+# deep_callback_stop: sets DEEP_CALLBACK to the mean callback ns, or "-".
+# (Not in a subshell: it waits for its own child.)
+deep_callback_stop() {
+  DEEP_CALLBACK=-
+  [[ -n $DEEP_TRACE_PID ]] || return 0
+  kill -INT "$DEEP_TRACE_PID"; wait "$DEEP_TRACE_PID" 2> /dev/null
+  DEEP_CALLBACK=$(sed -n 's/^@ns: count [0-9]*, average \([0-9]*\),.*/\1/p' "$TMP/deep.trace")
+  DEEP_CALLBACK=${DEEP_CALLBACK:--}
+}
+
+# deep_run RESULT KIND HZ NAME: runs workload NAME under KIND (none,
+# perf-plain, perf-dwarf, perf-dwarf-max, gsymprof) at HZ, the workload pinned
+# to CPU $DEEP_CPU and the profiler to CPU 0, and appends "workload_cpu_s
+# profiler_cpu_s samples complete_pct mean_depth bytes_per_sample
+# callback_ns" to RESULT. Workload CPU (user+sys, where the sampling interrupt
+# is charged) from GNU time around the workload alone.
 deep_run() {
   local result=$1 kind=$2 hz=$3 name=$4 stats=${5:-yes}
   deep_workload "$name"
-  rm -f "$TMP/deep.work" "$TMP/deep.prof" "$TMP/deep.out" "$TMP/deep.err" "$TMP/perf.data" "$TMP/deep.bpf"
-  local inner=(/usr/bin/time -f '%U %S' -o "$TMP/deep.work" "${DEEP_CMD[@]}")
-  local outer=(/usr/bin/time -f '%U %S' -o "$TMP/deep.prof")
+  rm -f "$TMP/deep.work" "$TMP/deep.prof" "$TMP/deep.out" "$TMP/deep.err" "$TMP/perf.data"
+  local inner=(taskset -c "$DEEP_CPU" /usr/bin/time -f '%U %S' -o "$TMP/deep.work" "${DEEP_CMD[@]}")
+  local outer=(taskset -c 0 /usr/bin/time -f '%U %S' -o "$TMP/deep.prof")
+  [[ $kind == none ]] || deep_callback_start
   case $kind in
     none) "${inner[@]}" < "$DEEP_STDIN" > /dev/null 2>&1 ;;
     gsymprof)
-      # The sampler's own run time (kernel.bpf_stats_enabled), read while attached.
-      "${outer[@]}" "$GSYMPROF" profile -F "$hz" -o "$TMP/deep.out" -- bash -c \
-        '"$@" && bpftool prog show name sample_stack --json > "$BPF_STATS"' _ "${inner[@]}" \
+      "${outer[@]}" "$GSYMPROF" profile -F "$hz" -o "$TMP/deep.out" -- "${inner[@]}" \
         < "$DEEP_STDIN" 2> "$TMP/deep.err" > /dev/null ;;
-    perf-dwarf | perf-dwarf-max)
-      local graph=dwarf
-      [[ $kind == perf-dwarf-max ]] && graph=dwarf,65528
-      "${outer[@]}" perf record -q -F "$hz" --call-graph "$graph" -o "$TMP/perf.data" -- "${inner[@]}" \
+    perf-*)
+      local graph=()
+      [[ $kind == perf-dwarf ]] && graph=(--call-graph dwarf)
+      [[ $kind == perf-dwarf-max ]] && graph=(--call-graph dwarf,65528)
+      "${outer[@]}" perf record -q -F "$hz" "${graph[@]}" -o "$TMP/perf.data" -- "${inner[@]}" \
         < "$DEEP_STDIN" > /dev/null 2> "$TMP/deep.err" ;;
   esac
+  local callback=-
+  [[ $kind == none ]] || { deep_callback_stop; callback=$DEEP_CALLBACK; }
   [[ -s $TMP/deep.work ]] || { log "$kind: $name did not run"; return 1; }
-  local work prof="-" samples="-" pct="-" depth="-" bytes="-" bpf="-"
+  local work prof="-" samples="-" pct="-" depth="-" bytes="-"
   work=$(awk '{ print $1 + $2 }' "$TMP/deep.work")
   [[ -s $TMP/deep.prof ]] && prof=$(awk -v w="$work" '{ printf("%.3f", $1 + $2 - w) }' "$TMP/deep.prof")
   case $kind in
     gsymprof)
       samples=$(sed -n 's/^gsymprof: \([0-9]*\) samples taken.*/\1/p' "$TMP/deep.err")
-      bytes=$(sed -n 's/.*ring buffer: [0-9]* KiB, \([0-9]*\) bytes per sample record.*/\1/p' "$TMP/deep.err")
-      [[ -s $TMP/deep.bpf ]] && bpf=$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p=p[0] if isinstance(p,list) else p; print(round(p["run_time_ns"]/p["run_cnt"]) if p.get("run_cnt") else "-")' "$TMP/deep.bpf" 2>/dev/null || echo -) ;;
+      bytes=$(sed -n 's/.*ring buffer: [0-9]* KiB, \([0-9]*\) bytes per sample record.*/\1/p' "$TMP/deep.err") ;;
     perf-*)
       samples=$(perf script -i "$TMP/perf.data" -F time -G 2>/dev/null | wc -l)
       ((samples > 0)) && bytes=$(( $(stat -c %s "$TMP/perf.data") / samples )) ;;
   esac
-  if [[ $kind != none && $stats == yes ]]; then read -r samples pct depth < <(deep_stats "$kind"); fi
-  echo "$work $prof ${samples:--} $pct $depth ${bytes:--} $bpf" >> "$result"
+  if [[ $kind != none && $kind != perf-plain && $stats == yes ]]; then read -r samples pct depth < <(deep_stats "$kind"); fi
+  echo "$work $prof ${samples:--} $pct $depth ${bytes:--} $callback" >> "$result"
 }
 
 section_deepstacks() {
@@ -1026,24 +1059,29 @@ section_deepstacks() {
   md "Workloads (no frame pointers, not built here): Debian's stripped \`sqlite3\` CLI running a recursive CTE + ORDER BY"
   md "(tests/bench/deep_workloads/recursive_cte.sql), and \`clang++ -std=c++17 -O2 -c\` of a small file using the standard library"
   md "(deep_workloads/stdlib_small.cpp, Debian clang $(clang++ --version | sed -n 's/.*clang version \([0-9.]*\).*/\1/p;q')). Each profiler launches the workload (\`gsymprof profile -F HZ -- CMD\`,"
-  md "\`perf record -F HZ --call-graph dwarf[,65528] -- CMD\`). Complete = a user frame is the process's start (\`_start\`,"
+  md "\`perf record -F HZ [--call-graph dwarf[,65528]] -- CMD\`). Complete = a user frame is the process's start (\`_start\`,"
   md "\`__libc_start_main\`, \`__libc_start_call_main\`, ld.so's \`_dl_start\`), the same rule for both tools; depth = mean user frames."
-  md "Workload CPU = user+sys of the workload alone (GNU time), where the sampling interrupt and the in-kernel copy are charged;"
-  md "µs/sample = (CPU - the same round's unprofiled CPU) / samples, median over rounds. BPF ns = the sampler program's mean run time"
-  md "(kernel.bpf_stats_enabled)."
-  md "Bytes/sample: gsymprof = ring-buffer bytes per sample record; perf = perf.data size / samples. Medians of $ROUNDS alternating rounds."
+  md "The workload runs pinned to CPU $DEEP_CPU, the profiler to CPU 0. Two costs per sample:"
+  md "- *interrupt µs*: the sampling callback itself (perf's sample output, or gsymprof's BPF program with its stack copy), timed by"
+  md "  bpftrace between timer:hrtimer_expire_entry and _exit of \`perf_swevent_hrtimer\` on the workload's CPU; mean per run, median"
+  md "  over rounds (min-max). It leaves out the interrupt's entry and exit, the same for every tool; \`perf record\` without a call"
+  md "  graph (*perf, no call graph*) is the floor any sampler pays."
+  md "- *workload µs*: (workload CPU - the same round's unprofiled CPU) / samples, user+sys from GNU time, median (min-max): everything"
+  md "  the workload pays, the interrupt's entry and exit and cache effects included, but this guest's speed drifts by 10-30% between"
+  md "  runs, so its spread is wide."
+  md "Bytes/sample: gsymprof = ring-buffer bytes per sample record; perf = perf.data size / samples. $ROUNDS alternating rounds."
   md
-  md "| workload | Hz | profiler | samples | complete % | depth | workload CPU s | slowdown | µs/sample | BPF ns/sample | profiler CPU s | bytes/sample |"
-  md "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-  local old_stats
-  old_stats=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
-  sysctl -qw kernel.bpf_stats_enabled=1 2>/dev/null
-  export BPF_STATS=$TMP/deep.bpf
+  md "| workload | Hz | profiler | samples | complete % | depth | interrupt µs/sample | workload µs/sample | workload CPU s | profiler CPU s | bytes/sample |"
+  md "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+  # median (min-max) of a list of numbers, one per line
+  spread() { awk '$1 != "-" { print }' | sort -g | awk '{ v[NR] = $1 } END { if (!NR) { print "-"; exit }
+      m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+      printf("%.2f (%.2f-%.2f)\n", m, v[1], v[NR]) }'; }
   local name hz kind r kinds
   for name in sqlite3-cte clang-compile; do
     for hz in ${DEEP_HZ:-999 9999}; do
       kinds=(none gsymprof perf-dwarf)
-      [[ $hz == 999 ]] && kinds+=(perf-dwarf-max)
+      [[ $hz == 999 ]] && kinds+=(perf-dwarf-max) || kinds+=(perf-plain)
       for kind in "${kinds[@]}"; do : > "$TMP/deep-$name-$hz-$kind"; done
       for ((r = 0; r < ROUNDS; r++)); do
         for kind in "${kinds[@]}"; do
@@ -1052,28 +1090,28 @@ section_deepstacks() {
             log "run failed: $kind $name $hz Hz"
         done
       done
-      local base
-      base=$(column "$TMP/deep-$name-$hz-none" 1)
       for kind in "${kinds[@]}"; do
-        local f=$TMP/deep-$name-$hz-$kind cpu prof samples pct depth bytes bpf per
+        local f=$TMP/deep-$name-$hz-$kind cpu prof samples pct depth bytes per callback
         cpu=$(column "$f" 1); prof=$(column "$f" 2); samples=$(column "$f" 3); pct=$(column "$f" 4)
-        depth=$(column "$f" 5); bytes=$(column "$f" 6); bpf=$(column "$f" 7)
-        # Paired by round (the unprofiled run just before), then the median:
-        # this machine's speed drifts between rounds more than the effect.
+        depth=$(column "$f" 5); bytes=$(column "$f" 6)
+        callback=$(awk '$7 != "-" { printf("%.3f\n", $7 / 1000) }' "$f" | spread)
+        # Paired by round (the unprofiled run just before).
         per=$(awk 'NR == FNR { base[FNR] = $1; next }
                    $3 != "-" && $3 + 0 > 0 && (FNR in base) { printf("%.2f\n", ($1 - base[FNR]) / $3 * 1e6) }' \
-                "$TMP/deep-$name-$hz-none" "$f" | median)
+                "$TMP/deep-$name-$hz-none" "$f" | spread)
         if [[ $kind == none ]]; then
-          md "| $name | $hz | (none) | - | - | - | $(fmt "$cpu" 3) | 1 | - | - | - | - |"
+          md "| $name | $hz | (none) | - | - | - | - | - | $(fmt "$cpu" 3) | - | - |"
         else
           local shown=${kind/perf-dwarf-max/perf dwarf,65528}
           shown=${shown/perf-dwarf/perf dwarf}
-          md "| $name | $hz | $shown | $(fmt "$samples" 0) | $( [[ $hz == 999 ]] && fmt "$pct" 1 || echo -) | $( [[ $hz == 999 ]] && fmt "$depth" 1 || echo -) | $(fmt "$cpu" 3) | $(ratio "$cpu" "$base" 3) | $per | $(fmt "$bpf" 0) | $(fmt "$prof" 3) | $(fmt "$bytes" 0) |"
+          shown=${shown/perf-plain/perf, no call graph}
+          local complete=- mean=-
+          [[ $hz == 999 && $kind != perf-plain ]] && { complete=$(fmt "$pct" 1); mean=$(fmt "$depth" 1); }
+          md "| $name | $hz | $shown | $(fmt "$samples" 0) | $complete | $mean | $callback | $per | $(fmt "$cpu" 3) | $(fmt "$prof" 3) | $(fmt "$bytes" 0) |"
         fi
       done
     done
   done
-  sysctl -qw kernel.bpf_stats_enabled="$old_stats" 2>/dev/null
 
   # The ring buffer's sizing rule on a busy machine: system-wide at 999 Hz
   # while two compile loops keep both CPUs busy.
