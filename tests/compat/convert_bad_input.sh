@@ -7,12 +7,9 @@
 # malformed compile unit among good ones is skipped with a warning and counted
 # (exit 0). Usage errors exit 2; --help exits 0.
 set -u
-GSYMPROF=$(realpath "${GSYMPROF:-build/gsymprof}")
 command -v gcc >/dev/null || { echo "skip: no gcc"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/compat_setup.bash"
 
 expect_error() {  # file phrase
   local file=$1 phrase=$2

@@ -5,12 +5,9 @@
 # --debug-file that must belong to the ELF. A stripped ELF converted with its
 # debug file must give the same GSYM as the unstripped ELF.
 set -u
-GSYMPROF=$(realpath "${GSYMPROF:-build/gsymprof}")
 command -v gcc >/dev/null && command -v objcopy >/dev/null || { echo "skip: need gcc and objcopy"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/compat_setup.bash"
 
 cat > prog.c <<'SRC'
 #include <stdio.h>

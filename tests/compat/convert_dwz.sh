@@ -13,16 +13,11 @@
 # another build ID is rejected, and a missing one is a warning naming it.
 # Exit 0 pass, 77 skip (no gcc, dwz or llvm-gsymutil), 1 fail.
 set -u
-GSYMPROF=${GSYMPROF:-build/gsymprof}
 LLVM_GSYMUTIL=${LLVM_GSYMUTIL:-/usr/lib/llvm-22/bin/llvm-gsymutil}
 [[ -x $LLVM_GSYMUTIL ]] || { echo "skip: $LLVM_GSYMUTIL not installed"; exit 77; }
 for tool in gcc g++ dwz; do command -v $tool >/dev/null || { echo "skip: $tool not installed"; exit 77; }; done
-GSYMPROF=$(realpath "$GSYMPROF")
 HERE=$(cd "$(dirname "$0")" && pwd)
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$HERE/compat_setup.bash"
 
 . "$HERE/compat_programs.bash"
 . "$HERE/convert_common.bash"

@@ -7,7 +7,6 @@
 # (libc has many symbols per address: __GI_*, versioned names).
 # Also: --debug-file gives the same bytes, and --threads 1 / 4 agree.
 set -u
-GSYMPROF=${GSYMPROF:-build/gsymprof}
 LLVM_GSYMUTIL=${LLVM_GSYMUTIL:-/usr/lib/llvm-22/bin/llvm-gsymutil}
 LIBC=/lib/x86_64-linux-gnu/libc.so.6
 [[ -x $LLVM_GSYMUTIL ]] || { echo "skip: $LLVM_GSYMUTIL not installed"; exit 77; }
@@ -15,12 +14,8 @@ LIBC=/lib/x86_64-linux-gnu/libc.so.6
 id=$(readelf -n "$LIBC" | awk '/Build ID/ { print $3 }')
 debug=/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
 [[ -f $debug ]] || { echo "skip: libc6-dbg not installed ($debug missing)"; exit 77; }
-GSYMPROF=$(realpath "$GSYMPROF")
 HERE=$(cd "$(dirname "$0")" && pwd)
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$HERE/compat_setup.bash"
 . "$HERE/convert_common.bash"
 
 cp "$LIBC" libc.so.6   # a copy: the search must work from any directory

@@ -13,16 +13,11 @@
 # (deterministic whatever the input order); the test checks both names are
 # symbols at that very address.
 set -u
-GSYMPROF=${GSYMPROF:-build/gsymprof}
 LLVM_GSYMUTIL=${LLVM_GSYMUTIL:-/usr/lib/llvm-22/bin/llvm-gsymutil}
 [[ -x $LLVM_GSYMUTIL ]] || { echo "skip: $LLVM_GSYMUTIL not installed"; exit 77; }
 command -v gcc >/dev/null && command -v clang >/dev/null || { echo "skip: need gcc and clang"; exit 77; }
-GSYMPROF=$(realpath "$GSYMPROF")
 HERE=$(cd "$(dirname "$0")" && pwd)
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$HERE/compat_setup.bash"
 
 . "$HERE/compat_programs.bash"
 . "$HERE/convert_common.bash"

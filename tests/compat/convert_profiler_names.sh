@@ -11,16 +11,12 @@
 # call goes through .plt.got, and ld.so with libc6-dbg's debug file.
 # Without --profiler-names the same inputs convert byte-identically.
 set -u
-GSYMPROF=${GSYMPROF:-build/gsymprof}
 LLVM_GSYMUTIL=${LLVM_GSYMUTIL:-/usr/lib/llvm-22/bin/llvm-gsymutil}
 [[ -x $LLVM_GSYMUTIL ]] || { echo "skip: $LLVM_GSYMUTIL not installed"; exit 77; }
 command -v gcc >/dev/null || { echo "skip: need gcc"; exit 77; }
-GSYMPROF=$(realpath "$GSYMPROF")
 FIXTURES=$(cd "$(dirname "$0")/../e2e/fixtures" && pwd)
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/compat_setup.bash"
 
 gcc -O1 -g -fPIC -shared "$FIXTURES/libpltcall.c" -o libpltcall.so &&
   gcc -O1 -g -fcf-protection=none "$FIXTURES/plt_loop.c" -L. -lpltcall -o plt_lazy &&

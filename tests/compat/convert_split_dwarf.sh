@@ -16,17 +16,12 @@
 # that is no package is a one-line error (exit 1).
 # Exit 0 pass, 77 skip (no gcc/clang/llvm-dwp/llvm-gsymutil), 1 fail.
 set -u
-GSYMPROF=${GSYMPROF:-build/gsymprof}
 LLVM_GSYMUTIL=${LLVM_GSYMUTIL:-/usr/lib/llvm-22/bin/llvm-gsymutil}
 LLVM_DWP=${LLVM_DWP:-/usr/lib/llvm-22/bin/llvm-dwp}
 [[ -x $LLVM_GSYMUTIL && -x $LLVM_DWP ]] || { echo "skip: $LLVM_GSYMUTIL or $LLVM_DWP not installed"; exit 77; }
 for tool in gcc g++ clang clang++; do command -v $tool >/dev/null || { echo "skip: $tool not installed"; exit 77; }; done
-GSYMPROF=$(realpath "$GSYMPROF")
 HERE=$(cd "$(dirname "$0")" && pwd)
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$HERE/compat_setup.bash"
 
 . "$HERE/compat_programs.bash"
 . "$HERE/convert_common.bash"

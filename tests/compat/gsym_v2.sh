@@ -15,19 +15,14 @@
 # give one-line errors (exit 1).
 # Exit 0 pass, 77 skip (no gcc/clang/python3), 1 fail.
 set -u
-GSYMPROF=${GSYMPROF:-build/gsymprof}
 BUILD=${BUILD:-build}
 for tool in gcc g++ clang clang++ python3; do
   command -v $tool >/dev/null || { echo "skip: $tool not installed"; exit 77; }
 done
 REENCODE=$(realpath "$BUILD/test-tools/gsym_reencode")
 [[ -x $REENCODE ]] || { echo "FAIL: $REENCODE not built (make BUILD=$BUILD test-tools)"; exit 1; }
-GSYMPROF=$(realpath "$GSYMPROF")
 HERE=$(cd "$(dirname "$0")" && pwd)
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$HERE/compat_setup.bash"
 
 . "$HERE/compat_programs.bash"
 
