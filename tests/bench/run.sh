@@ -944,8 +944,8 @@ DEEP_DIR=$HERE/deep_workloads
 # deep_workload NAME: the workload's argv (DEEP_CMD) and stdin (DEEP_STDIN).
 deep_workload() {
   case $1 in
-    sqlite3-cte) DEEP_CMD=(sqlite3 -init /dev/null :memory:); DEEP_STDIN=$DEEP_DIR/recursive_cte.sql ;;
-    clang-compile) DEEP_CMD=(clang++ -std=c++17 -O2 -c "$DEEP_DIR/stdlib_small.cpp" -o /dev/null); DEEP_STDIN=/dev/null ;;
+    sqlite3-cte) DEEP_CMD=(sqlite3 -init /dev/null :memory:); DEEP_STDIN=$DEEP_DIR/recursive_cte.sql; DEEP_COMM=sqlite3 ;;
+    clang-compile) DEEP_CMD=(clang++ -std=c++17 -O2 -c "$DEEP_DIR/stdlib_small.cpp" -o /dev/null); DEEP_STDIN=/dev/null; DEEP_COMM=clang++ ;;
   esac
 }
 
@@ -1005,7 +1005,7 @@ deep_callback_stop() {
 }
 
 # deep_run RESULT KIND HZ NAME: runs workload NAME under KIND (none,
-# perf-plain, perf-dwarf, perf-dwarf-max, gsymprof) at HZ, the workload pinned
+# perf-plain, perf-dwarf, perf-dwarf-max, gsymprof, bpftrace) at HZ, the workload pinned
 # to CPU $DEEP_CPU and the profiler to CPU 0, and appends "workload_cpu_s
 # profiler_cpu_s samples complete_pct mean_depth bytes_per_sample
 # callback_ns" to RESULT. Workload CPU (user+sys, where the sampling interrupt
@@ -1022,6 +1022,12 @@ deep_run() {
     gsymprof)
       "${outer[@]}" "$GSYMPROF" profile -F "$hz" -o "$TMP/deep.out" -- "${inner[@]}" \
         < "$DEEP_STDIN" 2> "$TMP/deep.err" > /dev/null ;;
+    bpftrace)
+      # bpftrace -c wants one executable path: a script that runs the pinned,
+      # timed workload.
+      printf '%q ' exec "${inner[@]}" > "$TMP/deep-cmd.sh"; echo '> /dev/null' >> "$TMP/deep-cmd.sh"
+      "${outer[@]}" bpftrace -e "profile:hz:$hz /comm == \"$DEEP_COMM\"/ { @[ustack] = count(); }" \
+        -c "/bin/bash $TMP/deep-cmd.sh" < "$DEEP_STDIN" > "$TMP/deep.bt" 2> "$TMP/deep.err" ;;
     perf-*)
       local graph=()
       [[ $kind == perf-dwarf ]] && graph=(--call-graph dwarf)
@@ -1039,11 +1045,17 @@ deep_run() {
     gsymprof)
       samples=$(sed -n 's/^gsymprof: \([0-9]*\) samples taken.*/\1/p' "$TMP/deep.err")
       bytes=$(sed -n 's/.*ring buffer: [0-9]* KiB, \([0-9]*\) bytes per sample record.*/\1/p' "$TMP/deep.err") ;;
+    bpftrace)
+      # Samples and mean frames per stack from the @[ustack] map (its
+      # addresses are not named once the process has exited, so no
+      # completeness: see the stacks section for bpftrace on FP-less code).
+      read -r samples depth < <(awk '/^@\[/ { n = 0; next } /^\]: [0-9]+$/ { c = $2; s += c; d += c * n; next } /^ +[^ ]/ { n++ }
+        END { printf("%d %.1f\n", s, s ? d / s : 0) }' "$TMP/deep.bt") ;;
     perf-*)
       samples=$(perf script -i "$TMP/perf.data" -F time -G 2>/dev/null | wc -l)
       ((samples > 0)) && bytes=$(( $(stat -c %s "$TMP/perf.data") / samples )) ;;
   esac
-  if [[ $kind != none && $kind != perf-plain && $stats == yes ]]; then read -r samples pct depth < <(deep_stats "$kind"); fi
+  if [[ $kind != none && $kind != perf-plain && $kind != bpftrace && $stats == yes ]]; then read -r samples pct depth < <(deep_stats "$kind"); fi
   echo "$work $prof ${samples:--} $pct $depth ${bytes:--} $callback" >> "$result"
 }
 
@@ -1082,6 +1094,7 @@ section_deepstacks() {
     for hz in ${DEEP_HZ:-999 9999}; do
       kinds=(none gsymprof perf-dwarf)
       [[ $hz == 999 ]] && kinds+=(perf-dwarf-max) || kinds+=(perf-plain)
+      command -v bpftrace > /dev/null && kinds+=(bpftrace)
       for kind in "${kinds[@]}"; do : > "$TMP/deep-$name-$hz-$kind"; done
       for ((r = 0; r < ROUNDS; r++)); do
         for kind in "${kinds[@]}"; do
@@ -1105,8 +1118,10 @@ section_deepstacks() {
           local shown=${kind/perf-dwarf-max/perf dwarf,65528}
           shown=${shown/perf-dwarf/perf dwarf}
           shown=${shown/perf-plain/perf, no call graph}
+          shown=${shown/bpftrace/bpftrace @[ustack]}
           local complete=- mean=-
           [[ $hz == 999 && $kind != perf-plain ]] && { complete=$(fmt "$pct" 1); mean=$(fmt "$depth" 1); }
+          [[ $kind == bpftrace ]] && complete=-
           md "| $name | $hz | $shown | $(fmt "$samples" 0) | $complete | $mean | $callback | $per | $(fmt "$cpu" 3) | $(fmt "$prof" 3) | $(fmt "$bytes" 0) |"
         fi
       done
