@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <pthread.h>
 #include <signal.h>
 #include <time.h>
 #include <sys/syscall.h>
@@ -104,7 +105,9 @@ static_assert(std::atomic<bool>::is_always_lock_free);
 // Another thread may be creating a temporary while a handler removes them:
 // a creator counts itself in, creates and registers, and removes its own
 // file if the process is ending by then; the handler marks the end first and
-// waits (briefly) until no creator is between those steps.
+// waits (briefly) until no creator is between those steps. The creator holds
+// signals off its own thread meanwhile: a handler run in the middle of it
+// could not wait for it, and would miss a file not yet registered.
 std::atomic<bool> g_ending{false};
 std::atomic<int> g_creating{0};
 static_assert(std::atomic<int>::is_always_lock_free);
@@ -275,6 +278,9 @@ Status write_file_atomically_at(int dir_fd, const std::string& label, const std:
   const std::string prefix = temporary_prefix(name) + std::to_string(::getpid()) + ".";
   std::string temp;
   FileDescriptor fd;
+  sigset_t all, old;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_BLOCK, &all, &old);
   g_creating.fetch_add(1);
   for (int attempt = 0; attempt < 100 && !fd.valid() && !g_ending.load(); ++attempt) {
     temp = prefix + std::to_string(counter++);
@@ -289,9 +295,11 @@ Status write_file_atomically_at(int dir_fd, const std::string& label, const std:
     ::unlinkat(dir_fd, temp.c_str(), 0);
     unregister_temporary(slot);
     g_creating.fetch_sub(1);
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return Error(target + ": not written: the process is ending");
   }
   g_creating.fetch_sub(1);
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (!fd.valid()) return errno_error(target, "cannot create a temporary file", create_errno);
   auto fail = [&](const char* what) {
     const int err = errno;
