@@ -1029,7 +1029,12 @@ deep_run() {
       # bpftrace -c wants one executable path: a script that runs the pinned,
       # timed workload.
       printf '%q ' exec "${inner[@]}" > "$TMP/deep-cmd.sh"; echo '> /dev/null' >> "$TMP/deep-cmd.sh"
-      "${outer[@]}" bpftrace -e "profile:hz:$hz /comm == \"$DEEP_COMM\"/ { @[ustack] = count(); }" \
+      # For completeness the map is printed every 50 ms: bpftrace names user
+      # addresses only while their process lives. What is left at exit
+      # follows the END marker, counted in samples but not in completeness.
+      local periodic=
+      [[ $stats == yes ]] && periodic='interval:ms:50 { print(@); clear(@); } END { printf("AT-EXIT\n"); }'
+      "${outer[@]}" bpftrace -e "profile:hz:$hz /comm == \"$DEEP_COMM\"/ { @[ustack] = count(); } $periodic" \
         -c "/bin/bash $TMP/deep-cmd.sh" < "$DEEP_STDIN" > "$TMP/deep.bt" 2> "$TMP/deep.err" ;;
     perf-*)
       local graph=()
@@ -1049,11 +1054,14 @@ deep_run() {
       samples=$(sed -n 's/^gsymprof: \([0-9]*\) samples taken.*/\1/p' "$TMP/deep.err")
       bytes=$(sed -n 's/.*ring buffer: [0-9]* KiB, \([0-9]*\) bytes per sample record.*/\1/p' "$TMP/deep.err") ;;
     bpftrace)
-      # Samples and mean frames per stack from the @[ustack] map (its
-      # addresses are not named once the process has exited, so no
-      # completeness: see the stacks section for bpftrace on FP-less code).
-      read -r samples depth < <(awk '/^@\[/ { n = 0; next } /^\]: [0-9]+$/ { c = $2; s += c; d += c * n; next } /^ +[^ ]/ { n++ }
-        END { printf("%d %.1f\n", s, s ? d / s : 0) }' "$TMP/deep.bt") ;;
+      # Samples and mean frames per stack from the @[ustack] prints;
+      # completeness over the stacks printed while the process lived.
+      read -r samples pct depth < <(awk -v re="$DEEP_START" '
+        /^AT-EXIT$/ { tail = 1; next }
+        /^@\[/ { n = 0; start = 0; next }
+        /^\]: [0-9]+$/ { c = $2; s += c; d += c * n; if (!tail) { named += c; if (start) hit += c }; next }
+        /^ +[^ ]/ { n++; f = $1; sub(/\+[0-9]+$/, "", f); if (f ~ re) start = 1 }
+        END { printf("%d %s %.1f\n", s, named ? sprintf("%.1f", 100 * hit / named) : "-", s ? d / s : 0) }' "$TMP/deep.bt") ;;
     perf-*)
       samples=$(perf script -i "$TMP/perf.data" -F time -G 2>/dev/null | wc -l)
       ((samples > 0)) && bytes=$(( $(stat -c %s "$TMP/perf.data") / samples )) ;;
@@ -1124,7 +1132,6 @@ section_deepstacks() {
           shown=${shown/bpftrace/bpftrace @[ustack]}
           local complete=- mean=-
           [[ $hz == 999 && $kind != perf-plain ]] && { complete=$(fmt "$pct" 1); mean=$(fmt "$depth" 1); }
-          [[ $kind == bpftrace ]] && complete=-
           md "| $name | $hz | $shown | $(fmt "$samples" 0) | $complete | $mean | $callback | $per | $(fmt "$cpu" 3) | $(fmt "$prof" 3) | $(fmt "$bytes" 0) |"
         fi
       done
