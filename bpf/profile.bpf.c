@@ -153,20 +153,31 @@ static __always_inline __u64 stack_top(struct task_struct* task, __u64 sp, __u64
   return guess > sp ? guess : 0;
 }
 
-/* After a chunk at `from` could not be read: copies the bytes from `from` to
- * the end of its page, the only part of that chunk before the next page
- * (the unreadable one), so the copy ends exactly where the stack does.
- * Returns the bytes copied. */
-static __always_inline __u32 copy_to_page_end(struct bpf_dynptr* record, __u32 at, __u64 from) {
+/* Copies `size` (< PROFILE_STACK_CHUNK) bytes of user memory at `from` into
+ * the record at `at` through the per-CPU scratch: a variable size cannot be
+ * read straight into the ring buffer. Returns the bytes copied (0 or size). */
+static __always_inline __u32 copy_through_scratch(struct bpf_dynptr* record, __u32 at, __u64 from,
+                                                  __u32 size) {
   __u32 zero = 0;
   struct stack_chunk* scratch = bpf_map_lookup_elem(&stack_scratch, &zero);
-  __u32 size = PROFILE_STACK_CHUNK - (from & (PROFILE_STACK_CHUNK - 1));
-  if (!scratch || size >= PROFILE_STACK_CHUNK) return 0; /* page-aligned: nothing before it */
-  asm volatile("" : "+r"(size)); /* keep the mask below (see copy_user_stack) */
+  if (!scratch || size == 0) return 0;
+  /* Tell the verifier size < a chunk; the empty asm keeps clang from
+   * dropping a mask it knows to be a no-op. */
+  asm volatile("" : "+r"(size));
   size &= PROFILE_STACK_CHUNK - 1;
   if (bpf_probe_read_user(scratch->bytes, size, (const void*)from)) return 0;
   if (bpf_dynptr_write(record, at, scratch->bytes, size, 0)) return 0;
   return size;
+}
+
+/* After a chunk at `from` could not be read: copies the bytes from `from` to
+ * the end of its page (a chunk is a page on x86-64), the only part of that
+ * chunk before the next page, the unreadable one, so the copy ends exactly
+ * where the stack does. Returns the bytes copied. */
+static __always_inline __u32 copy_to_page_end(struct bpf_dynptr* record, __u32 at, __u64 from) {
+  const __u32 size = PROFILE_STACK_CHUNK - (from & (PROFILE_STACK_CHUNK - 1));
+  if (size >= PROFILE_STACK_CHUNK) return 0; /* page-aligned: nothing before it */
+  return copy_through_scratch(record, at, from, size);
 }
 
 /* Copies whole pieces of `piece_size` bytes of user stack while they fit
@@ -195,18 +206,7 @@ static __always_inline __u32 copy_pieces(struct bpf_dynptr* record, __u32 fixed,
  * fault pages in). */
 static __always_inline __u32 copy_user_stack(struct bpf_dynptr* record, __u32 fixed, __u64 sp,
                                              __u32 size) {
-  if (size < PROFILE_STACK_CHUNK) {
-    __u32 zero = 0;
-    struct stack_chunk* scratch = bpf_map_lookup_elem(&stack_scratch, &zero);
-    if (!scratch || size == 0) return 0;
-    /* Tell the verifier size < a chunk; the empty asm keeps clang from
-     * dropping a mask it knows to be a no-op. */
-    asm volatile("" : "+r"(size));
-    size &= PROFILE_STACK_CHUNK - 1;
-    if (bpf_probe_read_user(scratch->bytes, size, (const void*)sp)) return 0;
-    if (bpf_dynptr_write(record, fixed, scratch->bytes, size, 0)) return 0;
-    return size;
-  }
+  if (size < PROFILE_STACK_CHUNK) return copy_through_scratch(record, fixed, sp, size);
   const __u32 big = 16 * PROFILE_STACK_CHUNK, medium = 4 * PROFILE_STACK_CHUNK;
   __u32 done = copy_pieces(record, fixed, sp, size, 0, big, PROFILE_MAX_STACK_COPY / big);
   /* After a failed piece, the smaller sizes find the unreadable page. */

@@ -9,8 +9,8 @@ set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 require_live_profiling
 
-gcc -O2 -g -fPIC -shared -DHOT_NAME=hot_alpha "$FIXTURES/sideband_hot.c" -o "$WORK/libalpha.so" &&
-  gcc -O2 -g -fPIC -shared -DHOT_NAME=hot_bravo "$FIXTURES/sideband_hot.c" -o "$WORK/libbravo.so" &&
+gcc -O2 -g -fPIC -shared -DSPIN_NAME=hot_alpha "$FIXTURES/named_spin.c" -o "$WORK/libalpha.so" &&
+  gcc -O2 -g -fPIC -shared -DSPIN_NAME=hot_bravo "$FIXTURES/named_spin.c" -o "$WORK/libbravo.so" &&
   gcc -O2 -g "$FIXTURES/sideband_dlopen.c" -ldl -o "$WORK/sideband_dlopen" ||
   fail "cannot build the dlopen fixture"
 

@@ -11,8 +11,8 @@ set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 require_live_profiling
 
-gcc -O2 -g -fno-pie -no-pie -DSPIN_NAME=one_spin "$FIXTURES/sideband_spin.c" -o "$WORK/reuse_one" &&
-  gcc -O2 -g -fno-pie -no-pie -DSPIN_NAME=two_spin "$FIXTURES/sideband_spin.c" -o "$WORK/reuse_two" &&
+gcc -O2 -g -fno-pie -no-pie -DSPIN_NAME=one_spin -DSPIN_MAIN "$FIXTURES/named_spin.c" -o "$WORK/reuse_one" &&
+  gcc -O2 -g -fno-pie -no-pie -DSPIN_NAME=two_spin -DSPIN_MAIN "$FIXTURES/named_spin.c" -o "$WORK/reuse_two" &&
   gcc -O2 -g "$FIXTURES/sideband_reuse.c" -o "$WORK/sideband_reuse" ||
   fail "cannot build the pid reuse fixture"
 [[ $(nm "$WORK/reuse_one" | awk '$3 == "one_spin" {print $1}') == $(nm "$WORK/reuse_two" | awk '$3 == "two_spin" {print $1}') ]] ||
