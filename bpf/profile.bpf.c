@@ -1,10 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /* bpf/profile.bpf.c - the sampler: one cpu-clock perf event per CPU runs
- * sample_stack, which sends tgid, tid, comm and the user IPs of target tasks
- * to user space through a ring buffer. Every sample that cannot be sent is
- * counted by reason; nothing is dropped silently. No stack map is used, so
- * there are no hash collisions. */
-#include "vmlinux.h"
+ * sample_stack, which sends tgid, tid, comm and the user IPs (or registers
+ * and a copy of the user stack) of target tasks to user space through a ring
+ * buffer. Every sample that cannot be sent is counted by reason; nothing is
+ * dropped silently. No stack map is used, so there are no hash collisions.
+ * follow_fork makes a target's children targets. Mappings, execs, forks and
+ * exits reach user space as the kernel's own side-band records (perf's MMAP2,
+ * COMM, FORK, EXIT), not from here: no program of ours runs on system calls.
+ *
+ * Kernels differ (bpf/README.md): what a kernel lacks is probed by user space
+ * and switched off through rodata before load, so the verifier drops the
+ * code that needs it; every kernel field is read through kernel_types.h. */
+#include "bpf/kernel_types.h"
+
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -27,6 +35,10 @@ const volatile __u32 stack_copy_bytes = 262144;
  * CPU an extra interrupt and the reader a context switch, and user space
  * reads the buffer every 10 ms anyway (Sampler::poll). */
 const volatile __u64 wakeup_bytes = 1 << 20;
+/* bpf_find_vma (Linux 5.17): without it the stack top of a thread that is
+ * neither the main thread nor a glibc one is unknown, and its copy ends at
+ * the first unreadable page or at stack_copy_bytes. */
+const volatile bool have_find_vma = true;
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -95,7 +107,8 @@ static __always_inline void fill_header(struct profile_event_header* header, __u
  * level is checked first; elsewhere the helper finds out. */
 static __always_inline bool interrupted_user_mode(struct bpf_perf_event_data* ctx) {
 #if defined(__TARGET_ARCH_x86)
-  /* The context allows only full-width loads of its registers. */
+  /* The context allows only full-width loads of its registers: volatile
+   * keeps clang from narrowing the load to the byte the mask needs. */
   return (*(volatile __u64*)&ctx->regs.cs & 3) == 3;
 #else
   return false;
@@ -149,7 +162,7 @@ static __always_inline __u64 stack_top(struct task_struct* task, __u64 sp, __u64
   __u64 guess = (__u32)pid_tgid == pid_tgid >> 32 ? task->mm->start_stack : task->thread.fsbase;
   if (guess > sp && guess - sp <= PROFILE_MAX_STACK_COPY) return guess;
   __u64 vma_end = 0;
-  if (bpf_find_vma(task, sp, note_vma_end, &vma_end, 0) == 0 && vma_end > sp) return vma_end;
+  if (have_find_vma && bpf_find_vma(task, sp, note_vma_end, &vma_end, 0) == 0 && vma_end > sp) return vma_end;
   return guess > sp ? guess : 0;
 }
 
@@ -324,297 +337,28 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
   return 0;
 }
 
-/* ---- Side-band: mappings, forks, execs and exits of target processes ----
- * Sent through the samples' ring buffer, so user space sees them in the
- * order they were reserved: a sample is normalized against the mappings
- * that were live when it was taken, even for a process that lived 2 ms. */
+/* ---- Following forks ----
+ * A forked child of a target becomes a target before it runs (threads share
+ * the tgid and need nothing), so even a child that lives 2 ms is sampled.
+ * The fork itself reaches user space as the kernel's FORK record. A raw
+ * tracepoint (Linux 4.17) with probe reads: no BTF-typed arguments needed. */
 
 #define PF_KTHREAD 0x00200000
-#define VM_READ 0x1
-#define VM_WRITE 0x2
-#define VM_EXEC 0x4
-#define VM_SHARED 0x8
 
-/* Where read_path builds a path: variable offsets need a buffer twice the
- * longest path so the verifier can bound every write. */
-struct path_buffer {
-  char bytes[2 * PROFILE_PATH_BYTES];
-};
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct path_buffer);
-} path_scratch SEC(".maps");
-
-struct path_walk {
-  struct dentry* dentry;
-  struct mount* mnt;
-  __u32 used;
-  __u32 flags;
-};
-
-/* One step of read_path (a bpf_loop callback, so it is verified once): the
- * name of one dentry, or a step across a mount point. 1 stops the walk. */
-static long path_step(__u32 index, void* data) {
-  struct path_walk* walk = data;
-  __u32 zero = 0;
-  struct path_buffer* buffer = bpf_map_lookup_elem(&path_scratch, &zero);
-  if (!buffer) return 1;
-  struct dentry* dentry = walk->dentry;
-  struct mount* mnt = walk->mnt;
-  struct dentry* mnt_root = BPF_CORE_READ(mnt, mnt.mnt_root);
-  struct dentry* parent = BPF_CORE_READ(dentry, d_parent);
-  if (dentry == mnt_root || dentry == parent) {
-    struct mount* mnt_parent = BPF_CORE_READ(mnt, mnt_parent);
-    if (dentry != mnt_root || mnt == mnt_parent) {
-      /* The root of the mount tree (or a disconnected dentry: incomplete). */
-      if (dentry == mnt_root) walk->flags |= PROFILE_MAP_PATH_COMPLETE;
-      return 1;
-    }
-    walk->dentry = BPF_CORE_READ(mnt, mnt_mountpoint);
-    walk->mnt = mnt_parent;
-    return 0;
-  }
-  __u32 used = walk->used;
-  if (used >= PROFILE_PATH_BYTES) return 1;
-  const unsigned char* name = BPF_CORE_READ(dentry, d_name.name);
-  /* A constant size the verifier can bound: offset < PROFILE_PATH_BYTES. */
-  long n = bpf_probe_read_kernel_str(buffer->bytes + (used & (PROFILE_PATH_BYTES - 1)),
-                                     PROFILE_PATH_BYTES, name);
-  if (n <= 1) return 1;
-  walk->used = used + n;
-  walk->dentry = parent;
-  return walk->used > PROFILE_PATH_BYTES; /* past the limit: incomplete */
-}
-
-/* The file's path into `path` (PROFILE_PATH_BYTES), leaf component first
- * (see profile.h), walked up the dentries and across mount points like
- * d_path; returns the bytes used and sets PROFILE_MAP_PATH_COMPLETE when the
- * walk reached the root. */
-static __always_inline __u32 read_path(struct file* file, char* path, __u32* flags) {
-  struct path_walk walk = {};
-  walk.dentry = BPF_CORE_READ(file, f_path.dentry);
-  walk.mnt = container_of(BPF_CORE_READ(file, f_path.mnt), struct mount, mnt);
-  bpf_loop(PROFILE_PATH_COMPONENTS + 8, path_step, &walk, 0);
-  __u32 zero = 0;
-  struct path_buffer* buffer = bpf_map_lookup_elem(&path_scratch, &zero);
-  if (!buffer || walk.used > PROFILE_PATH_BYTES) return 0;
-  bpf_probe_read_kernel(path, PROFILE_PATH_BYTES, buffer->bytes);
-  *flags |= walk.flags;
-  return walk.used;
-}
-
-/* The fields of a VMA bpf_find_vma found, copied out of its callback. */
-struct vma_found {
-  __u64 start, end, pgoff, flags;
-  struct file* file;
-};
-
-static long copy_vma(struct task_struct* task, struct vm_area_struct* vma, void* data) {
-  struct vma_found* found = data;
-  found->start = vma->vm_start;
-  found->end = vma->vm_end;
-  found->pgoff = vma->vm_pgoff;
-  found->flags = vma->vm_flags;
-  found->file = vma->vm_file;
-  return 0;
-}
-
-/* Sends the executable mapping `vma` of the current process. */
-static __always_inline void send_mapping(const struct vma_found* vma, struct mm_struct* mm,
-                                         __u32 flags, __u64 pid_tgid) {
-  struct profile_mmap_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
-  if (!event) {
-    count(PROFILE_COUNTER_SIDEBAND_LOST);
-    return;
-  }
-  event->mm = (__u64)mm;
-  event->start = vma->start;
-  event->end = vma->end;
-  event->file_offset = vma->pgoff << 12;
-  flags |= PROFILE_MAP_EXEC;
-  if (vma->flags & VM_READ) flags |= PROFILE_MAP_READ;
-  if (vma->flags & VM_WRITE) flags |= PROFILE_MAP_WRITE;
-  if (vma->flags & VM_SHARED) flags |= PROFILE_MAP_SHARED;
-  event->inode = 0;
-  event->file_size = 0;
-  event->mtime_sec = event->ctime_sec = 0;
-  event->mtime_nsec = event->ctime_nsec = 0;
-  event->dev_major = event->dev_minor = 0;
-  event->path_size = 0;
-  struct file* file = vma->file;
-  if (file) {
-    struct inode* inode = BPF_CORE_READ(file, f_inode);
-    event->inode = BPF_CORE_READ(inode, i_ino);
-    event->file_size = BPF_CORE_READ(inode, i_size);
-    event->mtime_sec = BPF_CORE_READ(inode, i_mtime_sec);
-    event->ctime_sec = BPF_CORE_READ(inode, i_ctime_sec);
-    /* The top bits of i_ctime_nsec are flags (multigrain timestamps). */
-    event->mtime_nsec = BPF_CORE_READ(inode, i_mtime_nsec) & 0x3fffffff;
-    event->ctime_nsec = BPF_CORE_READ(inode, i_ctime_nsec) & 0x3fffffff;
-    __u32 dev = BPF_CORE_READ(inode, i_sb, s_dev);
-    event->dev_major = dev >> 20; /* the kernel's dev_t: MINORBITS 20 */
-    event->dev_minor = dev & ((1u << 20) - 1);
-    event->path_size = read_path(file, event->path, &flags);
-  } else if ((void*)vma->start == BPF_CORE_READ(mm, context.vdso)) {
-    flags |= PROFILE_MAP_VDSO;
-  }
-  event->flags = flags;
-  fill_header(&event->header, PROFILE_EVENT_MMAP, sizeof(*event), pid_tgid);
-  /* A file mapping wakes the reader at once: it opens the file through
-   * /proc/PID/map_files while the process (perhaps a 2 ms one) lives. */
-  bpf_ringbuf_submit(event, file ? BPF_RB_FORCE_WAKEUP : sample_wakeup(pid_tgid >> 32));
-}
-
-/* Sends the executable mappings among the VMAs from `addr` up to `end`
- * (at most 16), stopping early at a gap or, with `same_file` (an ELF file
- * the kernel's loader mapped: PROFILE_MAP_ELF_LOADER), at a VMA of another
- * file than the first. */
-static __always_inline void send_mappings_from(struct task_struct* task, struct mm_struct* mm,
-                                               __u64 addr, __u64 end, bool same_file,
-                                               __u64 pid_tgid) {
-  struct file* first_file = NULL;
-  for (int i = 0; i < 16 && addr < end; i++) {
-    struct vma_found vma = {};
-    if (bpf_find_vma(task, addr, copy_vma, &vma, 0) != 0 || vma.start > addr) return;
-    if (i == 0) first_file = vma.file;
-    else if (same_file && vma.file != first_file) return;
-    if (vma.flags & VM_EXEC) send_mapping(&vma, mm, same_file ? PROFILE_MAP_ELF_LOADER : 0, pid_tgid);
-    addr = vma.end;
-  }
-  /* More VMAs than looked at: user space must not trust its images alone. */
-  if (!same_file && addr < end) count(PROFILE_COUNTER_SIDEBAND_LOST);
-}
-
-#define SYSCALL_MMAP 9
-#define SYSCALL_MPROTECT 10
-#define SYSCALL_MREMAP 25
-#define SYSCALL_PKEY_MPROTECT 329
-#define PROT_EXEC 0x4
-
-/* mmap, mprotect and pkey_mprotect with PROT_EXEC, and mremap of code, as
- * they return: the
- * mapping is complete and its VMA is found by address (fentry on
- * perf_event_mmap, where perf learns mappings, is not permitted on every
- * kernel; the syscall exit tracepoint is). */
-SEC("tp_btf/sys_exit")
-int BPF_PROG(note_mmap, struct pt_regs* regs, long ret) {
-  /* Every system call of every process comes here: a direct load of the
-   * (trusted) registers, no helper call, before anything else. */
-  __u64 syscall = regs->orig_ax;
-  if (syscall == SYSCALL_MMAP || syscall == SYSCALL_MPROTECT || syscall == SYSCALL_PKEY_MPROTECT) {
-    if (!(regs->dx & PROT_EXEC)) return 0;
-  } else if (syscall != SYSCALL_MREMAP) { /* mremap: the VMA says whether it is code */
-    return 0;
-  }
-  if ((unsigned long)ret >= (unsigned long)-4095) return 0; /* failed */
-  __u64 pid_tgid = bpf_get_current_pid_tgid();
-  if (!is_target(pid_tgid >> 32)) return 0;
-  __u64 addr, size;
-  if (syscall == SYSCALL_MREMAP) {
-    addr = ret; /* mremap(old, old_size, new_size, ...) */
-    size = BPF_CORE_READ(regs, dx);
-  } else {
-    addr = syscall == SYSCALL_MMAP ? (__u64)ret : BPF_CORE_READ(regs, di);
-    size = BPF_CORE_READ(regs, si);
-  }
-  __u64 end = addr + size;
-  struct task_struct* task = bpf_get_current_task_btf();
-  send_mappings_from(task, BPF_CORE_READ(task, mm), addr, end, false, pid_tgid);
-  return 0;
-}
-
-#define AT_BASE 7
-
-/* A forked child of a target becomes a target (threads share the tgid and
- * need nothing), and user space learns that it shares its parent's image. */
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(note_fork, struct task_struct* parent, struct task_struct* child) {
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(follow_fork, struct task_struct* parent, struct task_struct* child) {
+  if (!filter_by_tgid) return 0; /* every process is a target */
   __u32 parent_tgid = BPF_CORE_READ(parent, tgid);
   __u32 child_tgid = BPF_CORE_READ(child, tgid);
   if (parent_tgid == child_tgid) return 0;
-  if (filter_by_tgid) {
-    if (!follow_forks || !bpf_map_lookup_elem(&target_tgids, &parent_tgid)) {
-      /* A pid reused after a target exited: the new process is not one. */
-      bpf_map_delete_elem(&target_tgids, &child_tgid);
-      return 0;
-    }
-    __u8 one = 1;
-    bpf_map_update_elem(&target_tgids, &child_tgid, &one, BPF_ANY);
-  } else if (!is_target(parent_tgid)) {
+  if (!follow_forks || !bpf_map_lookup_elem(&target_tgids, &parent_tgid) ||
+      (BPF_CORE_READ(child, flags) & PF_KTHREAD)) {
+    /* A pid reused after a target exited: the new process is not one. */
+    bpf_map_delete_elem(&target_tgids, &child_tgid);
     return 0;
   }
-  if (BPF_CORE_READ(child, flags) & PF_KTHREAD) return 0; /* no image to share */
-  struct profile_fork_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
-  if (!event) {
+  __u8 one = 1;
+  if (bpf_map_update_elem(&target_tgids, &child_tgid, &one, BPF_ANY))
     count(PROFILE_COUNTER_SIDEBAND_LOST);
-    return 0;
-  }
-  event->child_tgid = child_tgid;
-  event->child_mm = (__u64)BPF_CORE_READ(child, mm);
-  event->reserved = 0;
-  fill_header(&event->header, PROFILE_EVENT_FORK, sizeof(*event), bpf_get_current_pid_tgid());
-  bpf_ringbuf_submit(event, sample_wakeup(parent_tgid));
-  return 0;
-}
-
-/* exec replaced a target's image: the exec event, then the executable
- * mappings the kernel made for it without a system call (the program's text,
- * the dynamic loader's, the vDSO), before the new program runs a single
- * instruction; what it maps itself comes through note_mmap. */
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(note_exec, struct task_struct* task, pid_t old_pid, struct linux_binprm* bprm) {
-  __u64 pid_tgid = bpf_get_current_pid_tgid();
-  if (!is_target(pid_tgid >> 32)) return 0;
-  struct mm_struct* mm = BPF_CORE_READ(task, mm);
-  struct profile_exec_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
-  if (!event) {
-    count(PROFILE_COUNTER_SIDEBAND_LOST);
-    return 0;
-  }
-  event->mm = (__u64)mm;
-  fill_header(&event->header, PROFILE_EVENT_EXEC, sizeof(*event), pid_tgid);
-  /* The new image's first sample must wake the reader again. */
-  __u32 tgid = pid_tgid >> 32;
-  bpf_map_delete_elem(&seen_tgids, &tgid);
-  bpf_ringbuf_submit(event, BPF_RB_FORCE_WAKEUP);
-
-  task = bpf_get_current_task_btf();
-  /* The program's code may span several VMAs (node's does). */
-  __u64 start_code = BPF_CORE_READ(mm, start_code);
-  send_mappings_from(task, mm, start_code, BPF_CORE_READ(mm, end_code), true, pid_tgid);
-  __u64 interpreter = 0;
-  for (int i = 0; i + 1 < 56; i += 2) {
-    __u64 type = BPF_CORE_READ(mm, saved_auxv[i]);
-    if (type == 0) break; /* AT_NULL */
-    if (type == AT_BASE) {
-      interpreter = BPF_CORE_READ(mm, saved_auxv[i + 1]);
-      break;
-    }
-  }
-  if (interpreter) send_mappings_from(task, mm, interpreter, (__u64)-1, true, pid_tgid);
-  __u64 vdso = (__u64)BPF_CORE_READ(mm, context.vdso);
-  if (vdso) send_mappings_from(task, mm, vdso, vdso + 1, false, pid_tgid);
-  return 0;
-}
-
-/* A target's last thread exited (its last samples, in exit_mmap, may
- * follow). Its pid stays a target until a non-target forks a process that
- * reuses it (note_fork); user space gives a reused pid the new process's
- * image at its fork event. */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(note_exit, struct task_struct* task, bool group_dead) {
-  if (!group_dead || (BPF_CORE_READ(task, flags) & PF_KTHREAD)) return 0;
-  __u32 tgid = BPF_CORE_READ(task, tgid);
-  if (!is_target(tgid)) return 0;
-  struct profile_exit_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
-  if (event) {
-    fill_header(&event->header, PROFILE_EVENT_EXIT, sizeof(*event), bpf_get_current_pid_tgid());
-    bpf_ringbuf_submit(event, sample_wakeup(tgid));
-  } else {
-    count(PROFILE_COUNTER_SIDEBAND_LOST);
-  }
-  bpf_map_delete_elem(&seen_tgids, &tgid);
   return 0;
 }

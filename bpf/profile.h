@@ -8,9 +8,7 @@
 #ifndef GSYMPROF_BPF_PROFILE_H
 #define GSYMPROF_BPF_PROFILE_H
 
-#ifndef __VMLINUX_H__
 #include <linux/types.h>
-#endif
 
 #define PROFILE_COMM_LEN 16
 /* The kernel's default kernel.perf_event_max_stack. */
@@ -34,14 +32,11 @@ enum profile_mode {
 #define PROFILE_MAX_STACK_COPY (256 * PROFILE_STACK_CHUNK)
 
 enum profile_event_kind {
-  PROFILE_EVENT_FP_STACK = 1, /* struct profile_fp_stack_event */
-  PROFILE_EVENT_EXEC = 2,     /* struct profile_exec_event: tgid's image replaced */
+  PROFILE_EVENT_FP_STACK = 1,   /* struct profile_fp_stack_event */
   PROFILE_EVENT_STACK_COPY = 3, /* struct profile_stack_copy_event */
-  /* Side-band: how target processes' executable mappings change, sent in
-   * the samples' ring buffer so they arrive in order with the samples. */
-  PROFILE_EVENT_MMAP = 16,    /* struct profile_mmap_event: a new executable mapping */
-  PROFILE_EVENT_FORK = 17,    /* struct profile_fork_event: a new process */
-  PROFILE_EVENT_EXIT = 18,    /* struct profile_exit_event: a process ended */
+  /* 2 and 16-18 were the BPF side-band's exec, mmap, fork and exit records:
+   * the kernel's own side-band records (perf's MMAP2, COMM, FORK, EXIT on a
+   * dummy event) carry them now (userspace/sample/perf_sideband.h). */
 };
 
 /* Per-CPU counters, indexes into the `counters` array map. */
@@ -51,8 +46,10 @@ enum profile_counter {
   PROFILE_COUNTER_STACK_ERROR,    /* lost: bpf_get_stack returned an error */
   PROFILE_COUNTER_NO_USER_STACK,  /* lost: kernel thread or no user frames */
   PROFILE_COUNTER_TRUNCATED,      /* kept, but the stack filled the buffer */
-  PROFILE_COUNTER_SIDEBAND_LOST,  /* an mmap/fork/exec/exit event could not be
-                                     queued: user space re-reads /proc instead */
+  PROFILE_COUNTER_SIDEBAND_LOST,  /* a side-band event was lost (here: a target's
+                                     child could not be made a target; user
+                                     space adds the kernel side-band's LOST
+                                     records): /proc is re-read instead */
   PROFILE_COUNTER_STACK_COPY_SHORT, /* kept: the user stack could be copied only
                                        partly (or not at all) */
   PROFILE_COUNTER_KERNEL_STACK_ERROR, /* kept without kernel frames:
@@ -102,63 +99,6 @@ struct profile_stack_copy_event {
   __u32 reserved;
   __u64 kernel_ips[PROFILE_MAX_KERNEL_FRAMES];
   __u8 stack[];
-};
-
-/* exec: header.tgid's image is replaced; the mappings of the new image
- * follow (sent at the end of begin_new_exec, before the ELF loader maps the
- * program, so they are not mistaken for the old image's). */
-struct profile_exec_event {
-  struct profile_event_header header;
-  __u64 mm; /* the new address space (an opaque id, as in profile_mmap_event) */
-};
-
-/* The file name of a mapping, as components from the file up to the root of
- * the mount tree it was reached through, each NUL-terminated ("libc.so.6\0
- * x86_64-linux-gnu\0lib\0usr\0"); a longer path is not sent. */
-#define PROFILE_PATH_BYTES 512
-#define PROFILE_PATH_COMPONENTS 32
-
-#define PROFILE_MAP_READ 1u
-#define PROFILE_MAP_WRITE 2u
-#define PROFILE_MAP_EXEC 4u
-#define PROFILE_MAP_SHARED 8u
-#define PROFILE_MAP_VDSO 16u          /* the kernel's vDSO (no file) */
-#define PROFILE_MAP_PATH_COMPLETE 32u /* path reached the root: every component is there */
-/* Mapped by the kernel's ELF loader at exec (the program, its interpreter):
- * its other PF_X segments are mapped too, maybe past holes the VMA walk
- * cannot cross, so user space adds them from the file's program headers. */
-#define PROFILE_MAP_ELF_LOADER 64u
-
-/* A mapping with PROT_EXEC made (mmap, or mprotect adding PROT_EXEC) by
- * header.tgid: start/end/file_offset as in /proc/PID/maps, the file's device,
- * inode and the stamp a later open must match (fstat's st_size, st_mtim,
- * st_ctim), so a file replaced since is never taken for it. */
-struct profile_mmap_event {
-  struct profile_event_header header;
-  __u64 mm; /* the address space, an opaque id: a new one means a new image */
-  __u64 start, end, file_offset;
-  __u64 inode; /* 0: anonymous memory (JIT code) or the vDSO */
-  __u64 file_size;
-  __s64 mtime_sec, ctime_sec;
-  __u32 mtime_nsec, ctime_nsec;
-  __u32 dev_major, dev_minor;
-  __u32 flags;     /* PROFILE_MAP_* */
-  __u32 path_size; /* bytes of path used */
-  char path[PROFILE_PATH_BYTES];
-};
-
-/* A new process (not a thread): header.tgid forked child_tgid, which shares
- * the parent's image until it execs. */
-struct profile_fork_event {
-  struct profile_event_header header;
-  __u64 child_mm;
-  __u32 child_tgid;
-  __u32 reserved;
-};
-
-/* header.tgid's last thread exited: its pid may be reused from now on. */
-struct profile_exit_event {
-  struct profile_event_header header;
 };
 
 #endif /* GSYMPROF_BPF_PROFILE_H */

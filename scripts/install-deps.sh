@@ -3,6 +3,8 @@
 # Idempotent: when everything is present it does nothing (no apt-get at all).
 set -eu
 
+# qemu-system-x86 (without recommends: seabios and ipxe-qemu are hard
+# dependencies), busybox-static and cpio: the kernel matrix (tests/kernels/).
 PACKAGES="
 build-essential make pkg-config git
 clang llvm lld libclang-rt-14-dev
@@ -17,6 +19,7 @@ procps linux-perf
 nodejs
 dwz
 zstd python3
+qemu-system-x86 busybox-static cpio
 "
 # Extra packages only the benchmarks need (make bench passes --bench).
 BENCH_PACKAGES="llvm-22-dev linux-perf bpftrace dpkg-dev hyperfine time"

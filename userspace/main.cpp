@@ -13,6 +13,7 @@ constexpr gsymprof::Subcommand kCommands[] = {
     {"symbolize", "turn a capture into folded stacks using GSYM files", gsymprof::cmd_symbolize},
     {"flamegraph", "render folded stacks as an interactive SVG", gsymprof::cmd_flamegraph},
     {"gsym", "GSYM files: convert, lookup, dump, verify", gsymprof::cmd_gsym},
+    {"doctor", "check what this kernel and machine let gsymprof do", gsymprof::cmd_doctor},
 };
 
 // A signal that ends gsymprof removes the temporary file of any output still

@@ -64,11 +64,11 @@ grep -q "pid:\[$exec_pid\]" "$WORK/raw" && grep -q "pid:\[$lib_pid\]" "$WORK/raw
 # Single-threaded fixtures: each sample's thread is its process.
 grep -q "thread_id:\[$exec_pid\]" "$WORK/raw" && grep -q "thread_id:\[$lib_pid\]" "$WORK/raw" ||
   { grep -m3 'pid:' "$WORK/raw"; fail "samples lack thread_id labels"; }
-# Function.start_line (pprof's s=N): the line of the function's first
+# Function.start_line (pprof's s=N; Go 1.26 prints file:line:column before it): the line of the function's first
 # instruction, its opening line in the fixture's source.
 for fn in exec_leaf main; do
   want=$(grep -n "^[A-Za-z].* $fn(.*{$" "$FIXTURES/profile_fixture.c" | cut -d: -f1)
-  grep -q " M=[0-9]* $fn [^ ]*profile_fixture.c:[0-9]* s=$want$" "$WORK/raw" ||
+  grep -q " M=[0-9]* $fn [^ ]*profile_fixture.c:[0-9:]* s=$want$" "$WORK/raw" ||
     { grep -m3 " $fn " "$WORK/raw"; fail "$fn has no start line $want"; }
 done
 go tool pprof -top -symbolize=none "$WORK/a.pb.gz" > "$WORK/top" 2>&1 || { cat "$WORK/top"; fail "pprof -top failed"; }

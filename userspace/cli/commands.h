@@ -11,5 +11,6 @@ int cmd_profile(int argc, char** argv);     // cmd_profile.cpp
 int cmd_record(int argc, char** argv);      // cmd_record.cpp
 int cmd_symbolize(int argc, char** argv);   // cmd_symbolize.cpp
 int cmd_flamegraph(int argc, char** argv);  // cmd_flamegraph.cpp
+int cmd_doctor(int argc, char** argv);      // cmd_doctor.cpp
 
 }  // namespace gsymprof

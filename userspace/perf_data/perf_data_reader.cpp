@@ -242,9 +242,9 @@ gsym::Status decode_other(const PerfEventAttr& attr, uint32_t type, uint16_t mis
           m.maj = i.u32(), m.min = i.u32(), m.ino = i.u64();
           m.has_inode = true;
         }
-        const uint32_t prot = c.u32();
-        c.u32();                  // flags
-        m.executable = prot & 4;  // PROT_EXEC
+        m.prot = c.u32();
+        m.flags = c.u32();
+        m.executable = m.prot & 4;  // PROT_EXEC
       } else {
         m.executable = !(misc & PERF_RECORD_MISC_MMAP_DATA);
       }
@@ -300,6 +300,15 @@ bool PerfRecord::Sample::user_register(unsigned reg, uint64_t* value) const {
   if ((index + 1) * 8 > regs.size()) return false;
   *value = load_u64(regs.data() + index * 8);
   return true;
+}
+
+gsym::Status decode_perf_record(const PerfEventAttr& attr, uint32_t type, uint16_t misc,
+                                std::span<const uint8_t> body, uint64_t offset, PerfRecord& out) {
+  out.type = type;
+  out.misc = misc;
+  out.offset = offset;
+  if (type == PERF_RECORD_SAMPLE) return decode_sample(attr, body, offset, out);
+  return decode_other(attr, type, misc, body, offset, out);
 }
 
 bool looks_like_perf_data(std::span<const uint8_t> bytes) {

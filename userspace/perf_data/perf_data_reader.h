@@ -77,6 +77,7 @@ struct PerfRecord {
     uint64_t ino = 0;
     BuildId build_id;        // MMAP2 with PERF_RECORD_MISC_MMAP_BUILD_ID
     bool executable = true;  // MMAP2: PROT_EXEC; MMAP: not PERF_RECORD_MISC_MMAP_DATA
+    uint32_t prot = 0, flags = 0;  // MMAP2: PROT_* and MAP_* of the mapping
     std::string_view filename;
   } mmap;
   struct Comm {
@@ -178,6 +179,13 @@ class PerfDataFile {
   uint64_t compressed_in_ = 0;
   std::shared_ptr<ZSTD_DCtx> zstd_;  // while indexing
 };
+
+// Decodes one record (not a SAMPLE) of an event with `attr`: its type, misc
+// and the bytes after its header, as PerfDataFile::decode does for a record
+// of a file; for records read elsewhere (the live side-band's rings).
+// `offset` names the record in errors.
+gsym::Status decode_perf_record(const PerfEventAttr& attr, uint32_t type, uint16_t misc,
+                                std::span<const uint8_t> body, uint64_t offset, PerfRecord& out);
 
 // Whether `bytes` start like a perf.data file of either byte order.
 bool looks_like_perf_data(std::span<const uint8_t> bytes);

@@ -158,6 +158,12 @@ gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry
   const std::string proc_pid = proc_root + "/" + std::to_string(pid);
   // map_files entries are magic links to the mapped file itself: followed.
   gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(map_files_path(proc_root, pid, mapping));
+  // Another file at the same range: the process exited and its pid went to
+  // another (a mapping event read late), which mapped its own file there.
+  if (file && mapping.inode &&
+      (file->status.st_ino != mapping.inode || major(file->status.st_dev) != mapping.dev_major ||
+       minor(file->status.st_dev) != mapping.dev_minor))
+    return gsym::Error(kProcessExitedError);
   const bool through_map_files = static_cast<bool>(file);
   if (!file) {
     std::string first_error = "map_files: " + file.error().message;
@@ -186,6 +192,31 @@ gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry
       identity->local_file = map_files_path(proc_root, pid, mapping);
   }
   return identity;
+}
+
+FileStamp stamp_of_mapped_file(uint32_t pid, const MapEntry& mapping, uint64_t mapped_at_ns,
+                               const std::string& proc_root) {
+  FileStamp claimed;
+  claimed.dev = makedev(mapping.dev_major, mapping.dev_minor);
+  claimed.inode = mapping.inode;
+  if (!mapping.file_backed()) return claimed;
+  // The mapping's time on the file-time clock (CLOCK_REALTIME).
+  timespec mono{}, real{};
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  clock_gettime(CLOCK_REALTIME, &real);
+  const int64_t offset = (static_cast<int64_t>(real.tv_sec) - mono.tv_sec) * 1000000000 +
+                         (real.tv_nsec - mono.tv_nsec);
+  const int64_t mapped_at = static_cast<int64_t>(mapped_at_ns) + offset;
+  struct stat st {};
+  // map_files links to the very file mapped; stat only, nothing is opened.
+  bool found = ::stat(map_files_path(proc_root, pid, mapping).c_str(), &st) == 0;
+  if (!found && !mapping.deleted && !mapping.path.empty() && mapping.path[0] == '/')
+    found = ::stat(mapping.path.c_str(), &st) == 0;
+  if (!found || !S_ISREG(st.st_mode)) return claimed;
+  FileStamp now = FileStamp::of(st);
+  if (now.dev != claimed.dev || now.inode != claimed.inode) return claimed;
+  if (now.ctime_ns > mapped_at - kStampMarginNs) return claimed;
+  return now;
 }
 
 }  // namespace gsymprof

@@ -63,4 +63,16 @@ gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry
                                                     const std::string& proc_root = "/proc",
                                                     bool keep_open = false);
 
+// The stamp of the file a mapping event named (device and inode, mapped at
+// `mapped_at_ns`, CLOCK_MONOTONIC), taken now through /proc/PID/map_files
+// or, once the process is gone, at the path: the whole stamp only if the
+// file is that device and inode and was last changed (ctime, which its owner
+// cannot set) at least kStampMarginNs before it was mapped, so its contents
+// now are those mapped; else device and inode alone, which match no file's
+// full stamp (nothing is shared or opened by path on its word).
+FileStamp stamp_of_mapped_file(uint32_t pid, const MapEntry& mapping, uint64_t mapped_at_ns,
+                               const std::string& proc_root = "/proc");
+// File timestamps come from a coarse clock (a jiffy, up to 10 ms behind).
+inline constexpr int64_t kStampMarginNs = 20'000'000;
+
 }  // namespace gsymprof

@@ -58,14 +58,13 @@ struct RawStackCopy {
 // PROT_EXEC), as the kernel reported it; views valid during the call.
 struct RawMapping {
   uint32_t pid = 0;
-  uint64_t mm = 0;  // the address space, an opaque id (a new one: exec)
+  uint64_t mm = 0;  // the address space, an opaque id (0: not told; exec is)
   uint64_t start = 0, end = 0, file_offset = 0;
   uint32_t dev_major = 0, dev_minor = 0;
   uint64_t inode = 0;  // 0: anonymous memory (JIT code) or the vDSO
-  // The file's size, mtime and ctime when it was mapped, so a later open is
-  // checked to be the very file (nanoseconds since the epoch).
-  uint64_t file_size = 0;
-  int64_t mtime_ns = 0, ctime_ns = 0;
+  // When it was mapped (CLOCK_MONOTONIC ns): a file whose ctime is older was
+  // not written since, so the file opened later is the one mapped.
+  uint64_t time_ns = 0;
   bool readable = false, writable = false, shared = false;
   bool vdso = false;
   // Mapped by the kernel's ELF loader at exec: the file's other code
@@ -75,6 +74,7 @@ struct RawMapping {
   // path_complete (else "" or its last components).
   std::string_view path;
   bool path_complete = false;
+  bool deleted = false;  // unlinked before it was mapped (" (deleted)")
 };
 
 }  // namespace gsymprof

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,6 +23,8 @@
 #include "bpf/profile.h"
 #include "bpf/profile.skel.h"
 #include "userspace/base/parse_number.h"
+#include "userspace/sample/kernel_features.h"
+#include "userspace/sample/perf_sideband.h"
 
 namespace gsymprof {
 namespace {
@@ -88,6 +91,13 @@ struct Sampler::State {
   ring_buffer* ring = nullptr;
   std::vector<bpf_link*> perf_links;
   std::vector<int> perf_fds;
+  // The kernel's side-band records (null when the kernel refused them).
+  std::unique_ptr<PerfSideband> sideband;
+  std::unique_ptr<SidebandTargets> targets;
+  uint64_t sideband_read_at = 0;  // PerfSideband::read's last time
+  int epoll_fd = -1;
+  std::vector<std::string> notices;
+  bool stack_copy = false;
   uint64_t bad_records = 0;
   uint64_t sample_records = 0, sample_record_bytes = 0;
   size_t ring_buffer_bytes = 0;
@@ -96,6 +106,7 @@ struct Sampler::State {
   std::string path_;
 
   ~State() {
+    if (epoll_fd >= 0) ::close(epoll_fd);
     if (ring) ring_buffer__free(ring);
     for (bpf_link* link : perf_links) bpf_link__destroy(link);
     for (int fd : perf_fds) ::close(fd);
@@ -114,48 +125,16 @@ struct Sampler::State {
     return std::span<const uint64_t>(kernel_ips.data(), count);
   }
 
-  // The path's components come leaf first (profile.h): join them root first.
-  void deliver_mapping(const profile_mmap_event& event) {
-    RawMapping mapping;
-    mapping.pid = event.header.tgid;
-    mapping.mm = event.mm;
-    mapping.start = event.start;
-    mapping.end = event.end;
-    mapping.inode = event.inode;
-    mapping.file_offset = event.inode ? event.file_offset : 0;
-    mapping.dev_major = event.dev_major;
-    mapping.dev_minor = event.dev_minor;
-    mapping.file_size = event.file_size;
-    mapping.mtime_ns = event.mtime_sec * 1000000000 + event.mtime_nsec;
-    mapping.ctime_ns = event.ctime_sec * 1000000000 + event.ctime_nsec;
-    mapping.readable = event.flags & PROFILE_MAP_READ;
-    mapping.writable = event.flags & PROFILE_MAP_WRITE;
-    mapping.shared = event.flags & PROFILE_MAP_SHARED;
-    mapping.vdso = event.flags & PROFILE_MAP_VDSO;
-    mapping.elf_loader = event.flags & PROFILE_MAP_ELF_LOADER;
-    path_.clear();
-    bool complete = (event.flags & PROFILE_MAP_PATH_COMPLETE) && event.path_size <= PROFILE_PATH_BYTES;
-    if (event.inode) {
-      std::string_view blob(event.path, std::min<size_t>(event.path_size, PROFILE_PATH_BYTES));
-      std::vector<std::string_view> components;
-      while (!blob.empty()) {
-        size_t end = blob.find('\0');
-        if (end == std::string_view::npos) {
-          complete = false;  // cut inside a name
-          break;
-        }
-        components.push_back(blob.substr(0, end));
-        blob.remove_prefix(end + 1);
-      }
-      for (auto it = components.rbegin(); it != components.rend(); ++it) {
-        path_ += '/';
-        path_ += *it;
-      }
-      if (components.empty()) complete = false;
-    }
-    mapping.path = path_;
-    mapping.path_complete = complete;
-    sink->on_mapping(mapping);
+  // Side-band events older than a sample go first: the rings are read
+  // again when the sample is newer than their last read (perf_sideband.h).
+  void sideband_before(uint64_t time_ns) {
+    if (!sideband) return;
+    if (time_ns >= sideband_read_at) sideband_read_at = sideband->read();
+    sideband->deliver_until(time_ns, *targets, *sink);
+  }
+
+  void sideband_until(uint64_t time_ns) {
+    if (sideband) sideband->deliver_until(time_ns, *targets, *sink);
   }
 
   void deliver(const uint8_t* data, size_t size) {
@@ -169,6 +148,7 @@ struct Sampler::State {
       ++bad_records;
       return;
     }
+    sideband_before(header.time_ns);
     switch (header.kind) {
       case PROFILE_EVENT_FP_STACK: {
         if (header.size < sizeof(profile_fp_stack_event)) break;
@@ -190,31 +170,6 @@ struct Sampler::State {
         sink->on_sample(sample);
         return;
       }
-      case PROFILE_EVENT_EXEC: {
-        if (header.size < sizeof(profile_exec_event)) break;
-        profile_exec_event event;
-        std::memcpy(&event, data, sizeof(event));
-        sink->on_exec(header.tgid, event.mm);
-        return;
-      }
-      case PROFILE_EVENT_MMAP: {
-        if (header.size < sizeof(profile_mmap_event)) break;
-        profile_mmap_event event;
-        std::memcpy(&event, data, sizeof(event));
-        if (event.start >= event.end) break;
-        deliver_mapping(event);
-        return;
-      }
-      case PROFILE_EVENT_FORK: {
-        if (header.size < sizeof(profile_fork_event)) break;
-        profile_fork_event event;
-        std::memcpy(&event, data, sizeof(event));
-        sink->on_fork(header.tgid, event.child_tgid, event.child_mm);
-        return;
-      }
-      case PROFILE_EVENT_EXIT:
-        sink->on_exit(header.tgid);
-        return;
       case PROFILE_EVENT_STACK_COPY: {
         const size_t fixed = offsetof(profile_stack_copy_event, stack);
         if (header.size < fixed) break;
@@ -247,11 +202,60 @@ struct Sampler::State {
 Sampler::Sampler(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Sampler::~Sampler() = default;
 
+namespace {
+
+// Side-band ring per CPU: 64 pages (256 KiB), room for about 2,000 mapping
+// records between two reads; the reader wakes at every record.
+constexpr size_t kSidebandRingPages = 64;
+
+// Sets the program's knobs for `options` on this kernel; `notices` gets a
+// line for each thing the kernel cannot do and what is lost.
+gsym::Status configure(profile_bpf* skel, const SamplerOptions& options, const KernelFeatures& kernel,
+                       size_t ring_bytes, bool* stack_copy, std::vector<std::string>& notices) {
+  if (const KernelFeature* missing = kernel.missing_for_sampling())
+    return gsym::Error(std::string("this kernel (") + kernel.release + ") cannot run the sampler: it lacks " +
+                       missing->name + " (Linux " + missing->since + " and later have it)");
+  *stack_copy = options.stack_copy_bytes != 0;
+  for (const char* needed : {"task_pt_regs", "ringbuf_dynptr"}) {
+    if (*stack_copy && !kernel.has(needed)) {
+      const KernelFeature& f = kernel.feature(needed);
+      notices.push_back(std::string("call graph: this kernel lacks ") + f.name + " (Linux " +
+                        f.since + "): " + f.without);
+      *stack_copy = false;
+    }
+  }
+  skel->rodata->sample_mode = *stack_copy ? PROFILE_MODE_STACK_COPY : PROFILE_MODE_FRAME_POINTER;
+  skel->rodata->stack_copy_bytes = options.stack_copy_bytes;
+  skel->rodata->have_find_vma = kernel.has("find_vma");
+  if (*stack_copy && !kernel.has("find_vma"))
+    notices.push_back(std::string("stack copy: this kernel lacks bpf_find_vma (Linux 5.17): ") +
+                      kernel.feature("find_vma").without);
+  skel->rodata->wakeup_bytes = ring_bytes / 4;
+  skel->rodata->filter_by_tgid = options.filter_by_tgid;
+  skel->rodata->follow_forks = options.follow_forks;
+  skel->rodata->kernel_stacks = options.kernel_stacks;
+  // Following children is needed only with a target filter.
+  const bool follow = options.filter_by_tgid && options.follow_forks;
+  if (follow && !kernel.has("raw_tracepoint")) {
+    notices.push_back(std::string("fork following off: this kernel lacks raw tracepoint programs (Linux 4.17): ") +
+                      kernel.feature("raw_tracepoint").without);
+  }
+  bpf_program__set_autoload(skel->progs.follow_fork, follow && kernel.has("raw_tracepoint"));
+  int err = bpf_map__set_max_entries(skel->maps.events, static_cast<uint32_t>(ring_bytes));
+  if (err) return bpf_error("cannot size the ring buffer", err);
+  return gsym::Status::success();
+}
+
+}  // namespace
+
 gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& options,
                                                          SampleSink& sink) {
   libbpf_set_print(libbpf_print);
   last_libbpf_message().clear();
   if (options.frequency_hz == 0) return gsym::Error("frequency must be at least 1 Hz");
+  if (options.stack_copy_bytes % 8 != 0 || options.stack_copy_bytes > PROFILE_MAX_STACK_COPY)
+    return gsym::Error("stack copy size must be a multiple of 8 up to " +
+                       std::to_string(PROFILE_MAX_STACK_COPY));
 
   std::ifstream online_file("/sys/devices/system/cpu/online");
   std::stringstream online_text;
@@ -267,24 +271,18 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
   if (!is_power_of_two(ring_bytes) || ring_bytes < 4096)
     return gsym::Error("ring buffer size must be a power of two >= 4096");
 
+  const KernelFeatures kernel = probe_kernel_features();
+  libbpf_set_print(libbpf_print);
   auto state = std::make_unique<State>();
   state->sink = &sink;
   state->skel = profile_bpf__open();
   if (!state->skel) return bpf_error("cannot open the BPF program", errno);
-  if (options.stack_copy_bytes % 8 != 0 || options.stack_copy_bytes > PROFILE_MAX_STACK_COPY)
-    return gsym::Error("stack copy size must be a multiple of 8 up to " +
-                       std::to_string(PROFILE_MAX_STACK_COPY));
-  state->skel->rodata->sample_mode =
-      options.stack_copy_bytes ? PROFILE_MODE_STACK_COPY : PROFILE_MODE_FRAME_POINTER;
-  state->skel->rodata->stack_copy_bytes = options.stack_copy_bytes;
-  state->skel->rodata->wakeup_bytes = ring_bytes / 4;
-  state->skel->rodata->filter_by_tgid = options.filter_by_tgid;
-  state->skel->rodata->follow_forks = options.follow_forks;
-  state->skel->rodata->kernel_stacks = options.kernel_stacks;
-  int err = bpf_map__set_max_entries(state->skel->maps.events, static_cast<uint32_t>(ring_bytes));
-  if (err) return bpf_error("cannot size the ring buffer", err);
+  if (auto status = configure(state->skel, options, kernel, ring_bytes, &state->stack_copy,
+                              state->notices);
+      !status)
+    return status.error();
   state->ring_buffer_bytes = ring_bytes;
-  err = profile_bpf__load(state->skel);
+  int err = profile_bpf__load(state->skel);
   if (err) return bpf_error("cannot load the BPF program", err);
 
   for (uint32_t tgid : options.target_tgids) {
@@ -298,21 +296,29 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
                                  state.get(), nullptr);
   if (!state->ring) return bpf_error("cannot create the ring buffer reader", errno);
 
-  // The side-band (fork, exec, mmap, exit) first, so no sample can precede
-  // the events that explain its mappings.
-  struct {
-    bpf_program* program;
-    bpf_link** link;
-    const char* what;
-  } sideband[] = {
-      {state->skel->progs.note_fork, &state->skel->links.note_fork, "the fork tracepoint"},
-      {state->skel->progs.note_exec, &state->skel->links.note_exec, "the exec tracepoint"},
-      {state->skel->progs.note_mmap, &state->skel->links.note_mmap, "the system call exit tracepoint"},
-      {state->skel->progs.note_exit, &state->skel->links.note_exit, "the exit tracepoint"},
-  };
-  for (const auto& program : sideband) {
-    *program.link = bpf_program__attach(program.program);
-    if (!*program.link) return bpf_error(std::string("cannot attach ") + program.what, errno);
+  // The side-band first, so no sample can precede the records that explain
+  // its mappings. Without it, /proc is read instead (ProcessTable).
+  state->targets = std::make_unique<SidebandTargets>(options.filter_by_tgid, options.follow_forks);
+  const uint64_t now = monotonic_ns();
+  for (uint32_t tgid : options.target_tgids) state->targets->add(tgid, now);
+  if (kernel.has("perf_sideband")) {
+    auto sideband = PerfSideband::open(*cpus, kSidebandRingPages);
+    if (sideband) {
+      state->sideband = std::move(*sideband);
+    } else {
+      state->notices.push_back("side-band off: " + sideband.error().message + "; " +
+                               kernel.feature("perf_sideband").without);
+    }
+  } else {
+    state->notices.push_back(std::string("side-band off: this kernel refuses perf's side-band records; ") +
+                             kernel.feature("perf_sideband").without);
+  }
+  if (options.filter_by_tgid && options.follow_forks && state->skel->links.follow_fork == nullptr &&
+      bpf_program__autoload(state->skel->progs.follow_fork)) {
+    state->skel->links.follow_fork = bpf_program__attach(state->skel->progs.follow_fork);
+    if (!state->skel->links.follow_fork)
+      state->notices.push_back(std::string("fork following off: cannot attach the fork tracepoint (") +
+                               std::strerror(errno) + "): " + kernel.feature("raw_tracepoint").without);
   }
 
   for (int cpu : *cpus) {
@@ -340,6 +346,21 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
     state->perf_links.push_back(link);
   }
   if (state->perf_links.empty()) return gsym::Error("no online CPU to sample");
+
+  // One wait for both: the BPF ring buffer's epoll descriptor and the
+  // side-band rings.
+  state->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  if (state->epoll_fd < 0) return gsym::Error(std::string("epoll_create1: ") + std::strerror(errno));
+  std::vector<int> wait_fds{ring_buffer__epoll_fd(state->ring)};
+  if (state->sideband)
+    wait_fds.insert(wait_fds.end(), state->sideband->fds().begin(), state->sideband->fds().end());
+  for (int fd : wait_fds) {
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.fd = fd;
+    if (epoll_ctl(state->epoll_fd, EPOLL_CTL_ADD, fd, &event) != 0)
+      return gsym::Error(std::string("epoll_ctl: ") + std::strerror(errno));
+  }
   return std::unique_ptr<Sampler>(new Sampler(std::move(state)));
 }
 
@@ -348,27 +369,38 @@ gsym::Status Sampler::add_target(uint32_t tgid) {
   if (bpf_map__update_elem(state_->skel->maps.target_tgids, &tgid, sizeof(tgid), &one,
                            sizeof(one), BPF_ANY))
     return bpf_error("cannot add target pid " + std::to_string(tgid), errno);
+  state_->targets->add(tgid, monotonic_ns());
   return {};
 }
 
 gsym::Expected<int> Sampler::poll(int timeout_ms) {
-  int n = ring_buffer__poll(state_->ring, timeout_ms);
-  if (n == -EINTR) n = 0;
-  if (n < 0) return bpf_error("ring buffer poll", n);
-  // Most records are submitted without a wakeup (wakeup_bytes in
-  // profile.bpf.c), so epoll does not report them: read them after the wait.
-  int more = ring_buffer__consume(state_->ring);
-  if (more == -EINTR) more = 0;
-  if (more < 0) return bpf_error("ring buffer read", more);
-  return n + more;
+  epoll_event events[8];
+  int n = epoll_wait(state_->epoll_fd, events, 8, timeout_ms);
+  if (n < 0 && errno != EINTR) return gsym::Error(std::string("epoll_wait: ") + std::strerror(errno));
+  // Most sample records are submitted without a wakeup (wakeup_bytes in
+  // profile.bpf.c), so read the ring after every wait.
+  return drain();
 }
 
 gsym::Expected<int> Sampler::drain() {
+  if (state_->sideband) state_->sideband_read_at = state_->sideband->read();
+  // Every sample taken before this time is committed before consume starts
+  // (the sampled task cannot run on until its sample is), so consume reads
+  // it: side-band events up to this time may go after the samples, not
+  // later ones (a pid's next owner must not take its predecessor's samples).
+  const uint64_t consume_start = monotonic_ns();
   int n = ring_buffer__consume(state_->ring);
-  if (n == -EINTR) return 0;
+  if (n == -EINTR) n = 0;
   if (n < 0) return bpf_error("ring buffer read", n);
+  // Side-band records newer than every sample (a process that only mapped,
+  // exec'd or exited) go now, while the process may still be read.
+  state_->sideband_until(consume_start);
   return n;
 }
+
+const std::vector<std::string>& Sampler::notices() const { return state_->notices; }
+bool Sampler::copies_stacks() const { return state_->stack_copy; }
+bool Sampler::sideband_on() const { return state_->sideband != nullptr; }
 
 SamplerCounters Sampler::counters() const {
   SamplerCounters result;
@@ -384,24 +416,83 @@ SamplerCounters Sampler::counters() const {
       continue;
     for (uint64_t v : values) result.kernel[key] += v;
   }
+  if (state_->sideband)
+    result.kernel[PROFILE_COUNTER_SIDEBAND_LOST] +=
+        state_->sideband->lost() + state_->sideband->bad_records();
   return result;
 }
 
 uint64_t Sampler::sideband_lost() const {
+  if (!state_->sideband) return 1;  // no side-band: /proc is the only source
+  uint64_t lost = state_->sideband->lost() + state_->sideband->bad_records();
   int ncpus = libbpf_num_possible_cpus();
-  if (ncpus <= 0) return 0;
+  if (ncpus <= 0) return lost;
   std::vector<uint64_t> values(static_cast<size_t>(ncpus));
   uint32_t key = PROFILE_COUNTER_SIDEBAND_LOST;
   if (bpf_map__lookup_elem(state_->skel->maps.counters, &key, sizeof(key), values.data(),
                            values.size() * sizeof(uint64_t), 0))
     return 1;  // unknown: assume lost, so /proc is read again
-  uint64_t lost = 0;
   for (uint64_t v : values) lost += v;
   return lost;
 }
 
-size_t Sampler::cpus_attached() const { return state_->perf_links.size(); }
 size_t Sampler::ring_buffer_bytes() const { return state_->ring_buffer_bytes; }
+
+std::vector<ProgramCost> measure_programs() {
+  libbpf_set_print(libbpf_print);
+  const KernelFeatures kernel = probe_kernel_features();
+  libbpf_set_print(libbpf_print);
+  struct Variant {
+    const char* name;
+    uint32_t stack_copy_bytes;
+    bool filter;
+  };
+  const Variant variants[] = {
+      {"frame pointers, every process", 0, false},
+      {"frame pointers, -p filter", 0, true},
+      {"stack copy 256 KiB, every process", 262144, false},
+      {"stack copy 1 MiB, -p filter", PROFILE_MAX_STACK_COPY, true},
+  };
+  std::vector<ProgramCost> costs;
+  for (const Variant& variant : variants) {
+    SamplerOptions options;
+    options.stack_copy_bytes = variant.stack_copy_bytes;
+    options.filter_by_tgid = variant.filter;
+    options.follow_forks = true;
+    last_libbpf_message().clear();
+    profile_bpf* skel = profile_bpf__open();
+    auto add_failure = [&](const std::string& error) {
+      costs.push_back({"all", variant.name, false, 0, error});
+    };
+    if (!skel) {
+      add_failure(bpf_error("cannot open the BPF program", errno).message);
+      continue;
+    }
+    bool stack_copy = false;
+    std::vector<std::string> notices;
+    auto status = configure(skel, options, kernel, size_t{1} << 20, &stack_copy, notices);
+    if (status && variant.stack_copy_bytes && !stack_copy) {
+      add_failure("not used on this kernel: " + (notices.empty() ? std::string() : notices.front()));
+    } else if (!status) {
+      add_failure(status.error().message);
+    } else if (int err = profile_bpf__load(skel); err) {
+      add_failure(bpf_error("cannot load", err).message);
+    } else {
+      bpf_program* program;
+      bpf_object__for_each_program(program, skel->obj) {
+        if (!bpf_program__autoload(program)) continue;
+        bpf_prog_info info{};
+        uint32_t length = sizeof(info);
+        ProgramCost cost{bpf_program__name(program), variant.name, true, 0, ""};
+        if (bpf_obj_get_info_by_fd(bpf_program__fd(program), &info, &length) == 0)
+          cost.verified_insns = info.verified_insns;
+        costs.push_back(std::move(cost));
+      }
+    }
+    profile_bpf__destroy(skel);
+  }
+  return costs;
+}
 
 size_t ring_buffer_bytes_for(size_t cpus, uint32_t frequency_hz, size_t typical_record_bytes,
                              size_t max_record_bytes) {

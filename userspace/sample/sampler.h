@@ -40,8 +40,8 @@ class SampleSink {
   virtual void on_sample(const RawSample& sample) = 0;
   virtual void on_stack_copy(const RawStackCopy& copy) = 0;  // stack-copy mode
   // Side-band, in order with the samples: `tgid` exec'd into address space
-  // `mm` (its new mappings follow), mapped executable memory, forked a
-  // process, or exited.
+  // `mm` (0: not told; its new mappings follow), mapped executable memory,
+  // forked a process, or exited.
   virtual void on_exec(uint32_t tgid, uint64_t mm) = 0;
   virtual void on_mapping(const RawMapping& mapping) = 0;
   virtual void on_fork(uint32_t parent_tgid, uint32_t child_tgid, uint64_t child_mm) = 0;
@@ -65,9 +65,15 @@ class Sampler {
   // Delivers everything still queued without waiting.
   gsym::Expected<int> drain();
   SamplerCounters counters() const;
-  // Side-band events the kernel could not send (one counter of counters()).
+  // Side-band events lost (one counter of counters()); 1 without a side-band.
   uint64_t sideband_lost() const;
-  size_t cpus_attached() const;
+  // What this kernel cannot do and what is lost, a line each (empty: all).
+  const std::vector<std::string>& notices() const;
+  // Whether samples come as stack copies (false: frame pointers, also when
+  // the kernel cannot copy stacks: see notices).
+  bool copies_stacks() const;
+  // Whether the kernel's side-band records are read (false: /proc only).
+  bool sideband_on() const;
   size_t ring_buffer_bytes() const;
 
  private:
@@ -95,6 +101,20 @@ size_t ring_buffer_bytes_for(size_t cpus, uint32_t frequency_hz, size_t typical_
 // README's Performance section has the measured means), so the typical size
 // assumes 16 KiB, or the cap if smaller.
 std::pair<size_t, size_t> record_bytes_for(const SamplerOptions& options);
+
+// One BPF program as the verifier saw it under one configuration.
+struct ProgramCost {
+  std::string program;        // "sample_stack"
+  std::string configuration;  // "frame pointers", "stack copy, -p filter", ...
+  bool loaded = false;
+  uint64_t verified_insns = 0;  // instructions the verifier processed (Linux 5.16+; 0: unknown)
+  std::string error;            // why it did not load
+};
+
+// Loads (never attaches) every program in every configuration the sampler
+// uses on this kernel, and reports what the verifier spent on each: what
+// `gsymprof doctor` shows and the verifier-budget test checks.
+std::vector<ProgramCost> measure_programs();
 
 // Online CPUs from the text of /sys/devices/system/cpu/online ("0-3,6").
 gsym::Expected<std::vector<int>> parse_cpu_list(const std::string& text);

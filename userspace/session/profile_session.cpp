@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "userspace/process/kernel_symbols.h"
+#include "userspace/process/module_identity.h"
 #include "userspace/process/vdso_file.h"
 #include "userspace/process/process_image.h"
 #include "userspace/aggregate/stack_aggregator.h"
@@ -67,14 +68,9 @@ std::pair<MapEntry, FileStamp> mapping_entry(const RawMapping& mapping) {
   entry.perms = {mapping.readable ? 'r' : '-', mapping.writable ? 'w' : '-', 'x',
                  mapping.shared ? 's' : 'p'};
   entry.path = mapping.vdso ? std::string(kVdsoPath) : std::string(mapping.path);
+  entry.deleted = mapping.deleted;
   FileStamp stamp;
-  if (mapping.inode) {
-    stamp.dev = makedev(mapping.dev_major, mapping.dev_minor);
-    stamp.inode = mapping.inode;
-    stamp.size = mapping.file_size;
-    stamp.mtime_ns = mapping.mtime_ns;
-    stamp.ctime_ns = mapping.ctime_ns;
-  }
+  if (mapping.inode) stamp = stamp_of_mapped_file(mapping.pid, entry, mapping.time_ns);
   return {std::move(entry), stamp};
 }
 
@@ -328,10 +324,14 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   StopSignals stop_signals;
   auto sampler = Sampler::start(sampler_options_for(options), sink);
   if (!sampler) return sampler.error();
+  // What this kernel cannot do, and what that costs, before any sample.
+  for (const std::string& notice : (*sampler)->notices())
+    std::fprintf(stderr, "gsymprof: %s\n", notice.c_str());
   // Mappings come from the kernel as they are made; /proc is read again only
-  // if some of those events were lost.
+  // if some of those events were lost (or the kernel has no side-band).
   Sampler* sampler_ptr = sampler->get();
-  processes.use_sideband([sampler_ptr] { return sampler_ptr->sideband_lost(); });
+  if ((*sampler)->sideband_on())
+    processes.use_sideband([sampler_ptr] { return sampler_ptr->sideband_lost(); });
 
   // Snapshot the named processes now, in case they exit before sampling.
   for (uint32_t pid : targets.pids) processes.current_image(pid);
@@ -361,8 +361,10 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   if (auto drained = (*sampler)->drain(); !drained) return drained.error();
   SamplerCounters counters = (*sampler)->counters();
   const size_t ring_buffer_bytes = (*sampler)->ring_buffer_bytes();
+  const bool sideband_on = (*sampler)->sideband_on();
   sampler->reset();  // detach: stop sampling before the user-space work
-  processes.use_sideband([lost = counters[PROFILE_COUNTER_SIDEBAND_LOST]] { return lost; });
+  if (sideband_on)
+    processes.use_sideband([lost = counters[PROFILE_COUNTER_SIDEBAND_LOST]] { return lost; });
   // Images that missed an address since their last read, while alive.
   processes.refresh_stale();
   sink.flush();
