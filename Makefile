@@ -2,6 +2,8 @@
 #   make            build build/gsymprof and the libraries
 #   make test       install missing Debian packages, build, run every test
 #   make demo       profile the bundled demo workload (needs root)
+#                   (test, demo and sanitize build with JOBS=$(nproc) jobs
+#                   unless make itself was given -jN)
 #   make sanitize   ASan+UBSan build running the same tests
 #   make test-kernels  gsymprof under Debian 12's 6.1 and bookworm's 6.12
 #                   kernels, booted under qemu (also part of make test)
@@ -14,6 +16,7 @@ CLANG      ?= clang
 BPFTOOL    ?= bpftool
 PREFIX     ?= /usr/local
 FUZZ_SECONDS ?= 60
+JOBS       ?= $(shell nproc 2>/dev/null || echo 1)
 
 ARCH       := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CXXSTD     := -std=c++20
@@ -24,14 +27,20 @@ CPPFLAGS   += -I. -I$(BUILD) -MMD -MP
 CXXFLAGS   += $(CXXSTD) $(WARN) $(OPT) $(SAN_FLAGS) -pthread
 LDLIBS     += -lbpf -ldw -lelf -lz -liberty -lprotobuf -ldebuginfod -lzstd -llzma -lcrypto -pthread
 
-GSYM_SRCS  := $(wildcard gsym/*.cpp)
+# gsym/ (gsym/README.md): libgsym.a is every sub-folder but the converter
+# (base, format, reader, builder: nothing beyond libc); libgsym_convert.a is
+# gsym/convert/, the ELF/DWARF converter (libdw, libelf, zlib, ...).
+GSYM_CONVERT_SRCS := $(wildcard gsym/convert/*.cpp)
+GSYM_SRCS  := $(filter-out $(GSYM_CONVERT_SRCS),$(wildcard gsym/*/*.cpp))
 USER_SRCS  := $(wildcard userspace/*/*.cpp)
 # Protocol buffer schemas (pprof's profile.proto): protoc writes
 # $(BUILD)/DIR/NAME.pb.{h,cc}, compiled into libgsymprof.a.
 PROTO_SRCS := $(wildcard userspace/*/*.proto)
 PROTO_CCS  := $(PROTO_SRCS:%.proto=$(BUILD)/%.pb.cc)
 PROTO_HDRS := $(PROTO_SRCS:%.proto=$(BUILD)/%.pb.h)
-UNIT_SRCS  := $(wildcard tests/unit/*.cpp)
+# Unit tests mirror the source tree: tests/unit/STAGE/NAME_test.cpp (main.cpp
+# and shared headers at the top).
+UNIT_SRCS  := $(wildcard tests/unit/*.cpp tests/unit/*/*.cpp)
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.cpp)
 # Test-only code shared by units, fuzz targets and tools; the tools run by
@@ -40,6 +49,7 @@ TEST_SUPPORT_SRCS := $(wildcard tests/support/*.cpp)
 TEST_TOOL_SRCS    := $(wildcard tests/tools/*.cpp)
 
 GSYM_OBJS  := $(GSYM_SRCS:%.cpp=$(BUILD)/%.o)
+GSYM_CONVERT_OBJS := $(GSYM_CONVERT_SRCS:%.cpp=$(BUILD)/%.o)
 USER_OBJS  := $(USER_SRCS:%.cpp=$(BUILD)/%.o) $(PROTO_CCS:%.cc=%.o)
 UNIT_OBJS  := $(UNIT_SRCS:%.cpp=$(BUILD)/%.o)
 BPF_OBJS   := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
@@ -52,7 +62,7 @@ TEST_TOOLS := $(TEST_TOOL_SRCS:tests/tools/%.cpp=$(BUILD)/test-tools/%)
 .PHONY: all deps test unit test-tools sanitize fuzz fuzz-build bench demo install clean test-kernels
 .DELETE_ON_ERROR:
 
-all: $(BUILD)/gsymprof $(BUILD)/libgsym.a
+all: $(BUILD)/gsymprof $(BUILD)/libgsym.a $(BUILD)/libgsym_convert.a
 
 deps:
 	@scripts/install-deps.sh
@@ -90,18 +100,22 @@ $(BUILD)/libgsym.a: $(GSYM_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
+$(BUILD)/libgsym_convert.a: $(GSYM_CONVERT_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
 $(BUILD)/libgsymprof.a: $(USER_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/gsymprof: $(BUILD)/userspace/main.o $(BUILD)/libgsymprof.a $(BUILD)/libgsym.a
+$(BUILD)/gsymprof: $(BUILD)/userspace/main.o $(BUILD)/libgsymprof.a $(BUILD)/libgsym_convert.a $(BUILD)/libgsym.a
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/libtest_support.a: $(TEST_SUPPORT_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-TEST_LIBS := $(BUILD)/libtest_support.a $(BUILD)/libgsymprof.a $(BUILD)/libgsym.a
+TEST_LIBS := $(BUILD)/libtest_support.a $(BUILD)/libgsymprof.a $(BUILD)/libgsym_convert.a $(BUILD)/libgsym.a
 
 $(BUILD)/unit_tests: $(UNIT_OBJS) $(TEST_LIBS)
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
@@ -122,8 +136,12 @@ test-tools: $(TEST_TOOLS)
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
 
+# The recursive makes below build with every CPU (-j$(JOBS)) unless make
+# was given -jN itself (then they share its job slots).
+SUBMAKE_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
+
 test: deps
-	$(MAKE) all $(BUILD)/unit_tests $(REPLAY_BINS) $(TEST_TOOLS)
+	$(MAKE) $(SUBMAKE_JOBS) all $(BUILD)/unit_tests $(REPLAY_BINS) $(TEST_TOOLS)
 	BUILD=$(BUILD) tests/run-all.sh
 
 # Kernel matrix: boots other kernels under qemu (TCG) and runs gsymprof in
@@ -133,16 +151,17 @@ test-kernels: all
 	BUILD=$(BUILD) tests/kernels/run-all.sh
 
 sanitize: deps
-	$(MAKE) BUILD=build-san OPT="-O1 -g -fno-omit-frame-pointer" \
+	$(MAKE) $(SUBMAKE_JOBS) BUILD=build-san OPT="-O1 -g -fno-omit-frame-pointer" \
 	  SAN_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" \
 	  all build-san/unit_tests $(REPLAY_BINS:$(BUILD)/%=build-san/%) $(TEST_TOOLS:$(BUILD)/%=build-san/%)
 	BUILD=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run-all.sh
 
 # --- fuzz (clang + libFuzzer) ---
 FUZZ_CXXFLAGS := $(CXXSTD) -O1 -g -fsanitize=fuzzer,address,undefined -I. -pthread
-$(BUILD)/fuzz/%: tests/fuzz/%.cpp $(GSYM_SRCS) $(USER_SRCS) $(PROTO_CCS) $(TEST_SUPPORT_SRCS) | $(BPF_SKELS)
+FUZZ_LIB_SRCS := $(GSYM_SRCS) $(GSYM_CONVERT_SRCS) $(USER_SRCS) $(PROTO_CCS) $(TEST_SUPPORT_SRCS)
+$(BUILD)/fuzz/%: tests/fuzz/%.cpp $(FUZZ_LIB_SRCS) | $(BPF_SKELS)
 	@mkdir -p $(@D)
-	clang++ $(FUZZ_CXXFLAGS) -I$(BUILD) $< $(GSYM_SRCS) $(USER_SRCS) $(PROTO_CCS) $(TEST_SUPPORT_SRCS) $(LDLIBS) -o $@
+	clang++ $(FUZZ_CXXFLAGS) -I$(BUILD) $< $(FUZZ_LIB_SRCS) $(LDLIBS) -o $@
 
 fuzz-build: deps $(FUZZ_BINS)
 
@@ -159,7 +178,7 @@ bench: all
 	tests/bench/run.sh
 
 demo: deps
-	$(MAKE) all
+	$(MAKE) $(SUBMAKE_JOBS) all
 	scripts/demo.sh
 
 install: all

@@ -5,9 +5,10 @@ set -eu
 
 # qemu-system-x86 (without recommends: seabios and ipxe-qemu are hard
 # dependencies), busybox-static and cpio: the kernel matrix (tests/kernels/).
+# cppcheck: the dead-function check (tests/checks/unused_functions.sh).
 PACKAGES="
 build-essential make pkg-config git
-clang llvm lld libclang-rt-14-dev
+clang llvm lld libclang-rt-14-dev cppcheck
 libbpf-dev bpftool linux-libc-dev
 libelf-dev libdw-dev zlib1g-dev libzstd-dev liblzma-dev xz-utils libiberty-dev
 libprotobuf-dev protobuf-compiler golang-go

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Runs every test: doctest units, fuzz-corpus replays, then each
-# tests/compat/*.sh and tests/e2e/*.sh (each exits 0 = pass, 77 = skipped).
+# tests/checks/*.sh (checks of the source tree), tests/compat/*.sh and
+# tests/e2e/*.sh (each exits 0 = pass, 77 = skipped).
 # Env: BUILD (build dir, default build), TEST_FILTER (substring of script names).
 set -u
 cd "$(dirname "$0")/.."
@@ -26,7 +27,7 @@ for bin in "$BUILD"/fuzz-replay/*; do
   name=$(basename "$bin")
   run "fuzz-replay/$name" "$bin" "tests/fuzz/corpus/$name"
 done
-for t in tests/compat/*.sh tests/e2e/*.sh; do
+for t in tests/checks/*.sh tests/compat/*.sh tests/e2e/*.sh; do
   [[ -f $t ]] || continue
   run "$t" bash "$t"
 done

@@ -1,7 +1,7 @@
 // gsymprof: eBPF CPU profiler and GSYM symbolizer. Dispatches to subcommands.
 #include <signal.h>
 
-#include "gsym/file_io.h"
+#include "gsym/base/file_io.h"
 #include "userspace/cli/command_line.h"
 #include "userspace/cli/commands.h"
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "bench_common.h"
-#include "gsym/reader.h"
+#include "gsym/reader/reader.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
     gsym_v2_writer.py [--big-endian] IN.gsym OUT.gsym
 
 Reads a GSYM version 1 file and writes the same content as version 2,
-written from the format description (LLVM's GSYM format, gsym-format.md §2-§9,
+written from the format description (LLVM's GSYM format, gsym/FORMAT.md §2-§9,
 gsym-rs docs/format.md), not from gsymprof's C++: a 20-byte header, a
 directory of {u32 type, u64 offset, u64 size} entries ended by an all-zero
 one, 8-byte string offsets in FunctionInfo names, inline-tree names,

@@ -3,7 +3,7 @@
 # program (tests/e2e/fixtures/rust/prog.rs, rustc -C opt-level=2 -g), built
 # twice: rustc's default (its own crate legacy-mangled, std v0-mangled) and
 # -C symbol-mangling-version=v0 (everything v0; legacy-only needs nightly's
-# -Z, so legacy alone is covered by tests/unit/demangle_test.cpp). Every
+# -Z, so legacy alone is covered by tests/unit/symbolize/demangle_test.cpp). Every
 # frame must be demangled: none starts with _R or _ZN, none keeps a
 # "::h<16 hex>" hash or a "$LT$"-style escape, and the hot stack names
 # main -> prog::main -> prog::hot_loop -> <prog::Fnv as Hasher>::write under

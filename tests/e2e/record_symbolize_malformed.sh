@@ -81,7 +81,9 @@ bad index "${good/\"module\":0,\"address\":\"0x1010\"/\"module\":3,\"address\":\
 bad procidx "${good/\"modules\":\[0\]/\"modules\":[1]}" "processes[0].modules[0]: module index 1 out of range (1 modules)"
 bad count "${good/\"samples\":3/\"samples\":4}" "samples: 4 does not equal the sum of stack counts (3)"
 bad reason "${good/anonymous-mapping/jit}" 'stacks[0].frames[1].unresolved: unknown reason "jit"'
-bad deep "$(printf '%.0s[' {1..100000})" "not a capture: JSON nested deeper than 16 levels"
+# The first problem in document order: inside the top-level object (an array
+# of arrays at the top is "expected a JSON object at top level" first).
+bad deep "{\"x\":$(printf '%.0s[' {1..100000})" "not a capture: JSON nested deeper than 16 levels"
 # Truncated at every 7th byte: always an error, never a crash.
 for ((n = 0; n < ${#good}; n += 7)); do
   printf '%s' "${good:0:n}" > "$tmp/trunc.json"

@@ -1,4 +1,4 @@
-// libFuzzer target: the split DWARF readers of gsym/split_dwarf.h, all fed
+// libFuzzer target: the split DWARF readers of gsym/convert/split_dwarf.h, all fed
 // untrusted bytes from .dwp and .dwo files. The first byte picks the reader
 // and byte order:
 //   0/1  .debug_cu_index (DwpIndex::parse; little/big endian), then lookups
@@ -21,8 +21,8 @@
 
 #include <dwarf.h>
 
-#include "gsym/debug_file_locator.h"
-#include "gsym/split_dwarf.h"
+#include "gsym/convert/debug_file_locator.h"
+#include "gsym/convert/split_dwarf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

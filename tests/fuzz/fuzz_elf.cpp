@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "gsym/convert.h"
-#include "gsym/reader.h"
+#include "gsym/convert/convert.h"
+#include "gsym/reader/reader.h"
 #include "userspace/base/build_id.h"
 #include "userspace/process/module_identity.h"
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <span>
 
-#include "gsym/reader.h"
+#include "gsym/reader/reader.h"
 
 namespace {
 

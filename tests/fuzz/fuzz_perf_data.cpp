@@ -11,6 +11,7 @@
 
 #include "userspace/capture/capture_file.h"
 #include "userspace/perf_data/perf_data_capture.h"
+#include "userspace/session/recorded_session.h"
 #include "userspace/perf_data/perf_data_reader.h"
 
 namespace {

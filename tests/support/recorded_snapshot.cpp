@@ -1,6 +1,6 @@
 #include "tests/support/recorded_snapshot.h"
 
-#include "gsym/file_io.h"
+#include "gsym/base/file_io.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // tests/support/recorded_snapshot.h - a stack snapshot with its module list,
 // and its small binary file format, so that tests can replay an unwind
-// without a live process (tests/unit/cfi_unwinder_test.cpp,
+// without a live process (tests/unit/unwind/cfi_unwinder_test.cpp,
 // tests/tools/cfi_snapshot_tool.cpp, tests/fuzz/fuzz_stack_snapshot.cpp).
 // Test-only: the profiler unwinds RawStackCopy samples, never these files.
 //
@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "gsym/expected.h"
-#include "userspace/sample/raw_sample.h"
+#include "gsym/base/expected.h"
+#include "userspace/events/events.h"
 #include "userspace/unwind/stack_snapshot.h"
 
 namespace gsymprof {

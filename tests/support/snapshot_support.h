@@ -2,7 +2,7 @@
 // the executable modules of a live process (from /proc/PID/maps, with build
 // ID and load bias from the ELF), and a symbol-table lookup (libelf; the
 // separate debug file by build ID when the module is stripped) to name the
-// IPs an unwind returns. Shared by tests/unit/cfi_unwinder_test.cpp and
+// IPs an unwind returns. Shared by tests/unit/unwind/cfi_unwinder_test.cpp and
 // tests/tools/cfi_snapshot_tool.cpp (tests/e2e/cfi_snapshot_unwind.sh).
 #pragma once
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "gsym/builder.h"
+#include "gsym/builder/builder.h"
 
 using namespace gsym;
 

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "gsym/builder.h"
-#include "gsym/reader.h"
+#include "gsym/builder/builder.h"
+#include "gsym/reader/reader.h"
 
 using namespace gsym;
 

@@ -9,9 +9,9 @@
 #include <memory>
 #include <mutex>
 
-#include "gsym/elf_image.h"
-#include "gsym/file_io.h"
-#include "gsym/hex.h"
+#include "gsym/convert/elf_image.h"
+#include "gsym/base/file_io.h"
+#include "gsym/base/hex.h"
 #include "userspace/base/content_hash.h"
 #include "userspace/base/file_stamp.h"
 
@@ -65,11 +65,15 @@ using ElfHandle = std::unique_ptr<Elf, decltype(&elf_end)>;
 
 gsym::Expected<ElfHandle> open_elf(int fd, const std::string& label, struct stat* st) {
   if (elf_version(EV_CURRENT) == EV_NONE) return gsym::Error(std::string("libelf: ") + elf_errmsg(-1));
-  if (::fstat(fd, st) != 0) return gsym::Error(label + ": cannot stat: " + std::strerror(errno));
+  if (::fstat(fd, st) != 0) {
+    const int err = errno;
+    return gsym::Error::from_errno(err, label + ": cannot stat: " + std::strerror(err));
+  }
   // A file someone else can truncate is read, not mapped (SIGBUS).
   ElfHandle elf(elf_begin(fd, gsym::writable_only_by_us(*st) ? ELF_C_READ_MMAP : ELF_C_READ, nullptr),
                 &elf_end);
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return gsym::Error(label + ": not an ELF file");
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
+    return gsym::Error(gsym::ErrorCode::Malformed, label + ": not an ELF file");
   return elf;
 }
 
@@ -101,8 +105,9 @@ HashMemo& hash_memo() {
 gsym::Expected<BuildId> read_elf_build_id(const std::string& path) {
   gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(path);
   if (!file) {
-    if (gsym::is_missing_file(file.error())) return gsym::Error("file missing");
-    return gsym::Error("cannot open " + file.error().message);
+    if (file.error().code == gsym::ErrorCode::NotFound)
+      return gsym::Error(gsym::ErrorCode::NotFound, "file missing");
+    return file.error().prefixed("cannot open ");
   }
   return read_elf_build_id_fd(file->fd.get(), path);
 }
@@ -121,7 +126,7 @@ gsym::Expected<BuildId> read_elf_identity_fd(int fd, const std::string& label) {
     if (!elf) return elf.error();
     if (BuildId id = note_identity(elf->get()); !id.empty()) return id;
   }
-  if (!S_ISREG(st.st_mode)) return gsym::Error(label + ": not a regular file");
+  if (!S_ISREG(st.st_mode)) return gsym::Error(gsym::ErrorCode::Refused, label + ": not a regular file");
   if (static_cast<uint64_t>(st.st_size) > kMaxHashedBytes)
     return gsym::Error(label + ": no build ID, and too large (" + std::to_string(st.st_size) +
                        " bytes) to identify by its SHA-256");
@@ -133,7 +138,7 @@ gsym::Expected<BuildId> read_elf_identity_fd(int fd, const std::string& label) {
       return BuildId(it->second, BuildId::Kind::ContentSha256);
   }
   gsym::Expected<Sha256> hash = sha256_of_descriptor(fd);
-  if (!hash) return gsym::Error(label + ": " + hash.error().message);
+  if (!hash) return hash.error().prefixed(label + ": ");
   // A file changed while it was read has another stamp now: not remembered.
   struct stat after {};
   if (::fstat(fd, &after) == 0 && FileStamp::of(after).key() == key) {
@@ -149,7 +154,8 @@ gsym::Expected<BuildId> read_elf_identity(std::span<const uint8_t> elf_bytes) {
   ElfHandle elf(elf_memory(const_cast<char*>(reinterpret_cast<const char*>(elf_bytes.data())),
                            elf_bytes.size()),
                 &elf_end);
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return gsym::Error("not an ELF file");
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
+    return gsym::Error(gsym::ErrorCode::Malformed, "not an ELF file");
   if (BuildId id = note_identity(elf.get()); !id.empty()) return id;
   return BuildId(sha256_of(elf_bytes), BuildId::Kind::ContentSha256);
 }

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
 
 namespace gsymprof {
 
@@ -57,8 +57,8 @@ bool parse_kind_name(std::string_view name, BuildId::Kind* kind);
 std::string describe_identity(const BuildId& id);
 
 // The GNU build ID of the ELF file at `path` (empty: it has none), opened as
-// gsym::open_regular_file does. The error is exactly "file missing" when the
-// path does not exist.
+// gsym::open_regular_file does. When the path does not exist the error is
+// coded gsym::ErrorCode::NotFound and says "file missing".
 gsym::Expected<BuildId> read_elf_build_id(const std::string& path);
 // The same from an open descriptor (not closed); `label` names it in errors.
 gsym::Expected<BuildId> read_elf_build_id_fd(int fd, const std::string& label);

@@ -43,7 +43,8 @@ gsym::Expected<Sha256> sha256_of_descriptor(int fd) {
     ssize_t got = ::pread(fd, buffer.data(), buffer.size(), offset);
     if (got < 0) {
       if (errno == EINTR) continue;
-      return gsym::Error(std::string("cannot read for its SHA-256: ") + std::strerror(errno));
+      const int err = errno;
+      return gsym::Error::from_errno(err, std::string("cannot read for its SHA-256: ") + std::strerror(err));
     }
     if (got == 0) break;
     digest.update(buffer.data(), static_cast<size_t>(got));

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <span>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
 
 namespace gsymprof {
 

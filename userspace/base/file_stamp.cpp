@@ -1,6 +1,6 @@
 #include "userspace/base/file_stamp.h"
 
-#include "gsym/file_io.h"
+#include "gsym/base/file_io.h"
 
 namespace gsymprof {
 

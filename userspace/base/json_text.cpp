@@ -1,6 +1,6 @@
 #include "userspace/base/json_text.h"
 
-#include "gsym/hex.h"
+#include "gsym/base/hex.h"
 
 namespace gsymprof {
 namespace {

@@ -1,6 +1,6 @@
 #include "userspace/base/text_escape.h"
 
-#include "gsym/hex.h"
+#include "gsym/base/hex.h"
 
 namespace gsymprof {
 namespace {

@@ -1,26 +1,26 @@
 // userspace/capture/capture_file.h - Capture <-> JSON capture file (format
-// "gsymprof-capture", version 2, reads 1 too; see capture-format.md).
+// "gsymprof-capture", version 3, reads versions 1 and 2 too; see
+// capture-format.md).
 //
 // Input: a Capture (from the sampling session) or capture-file bytes.
 // Output: deterministic JSON text, or a validated Capture. The parser is
 // strict: not JSON, wrong format name or version, missing fields, fields of
-// the wrong type, out-of-range numbers or indexes are a one-line error.
+// the wrong type, out-of-range numbers or indexes are a one-line error, the
+// first in document order (capture-format.md, "Validation").
+//
+// Code: capture_schema.h (field names, versions, limits: what the reader
+// and writer share), capture_writer.cpp, capture_reader.cpp (with
+// capture_source.h, the bytes it parses).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
 #include "userspace/capture/capture.h"
 
 namespace gsymprof {
-
-inline constexpr const char* kCaptureFormatName = "gsymprof-capture";
-inline constexpr int kCaptureFormatVersion = 3;  // the version this code writes
-inline constexpr int kOldestCaptureFormatVersion = 1;  // the oldest it reads
-// Longest module identity a capture holds (a Go build ID is about 83 bytes).
-inline constexpr size_t kMaxModuleIdBytes = 128;
 
 // Canonical JSON text (a copy of `capture` is canonicalized first), ending in
 // a newline.

@@ -1,12 +1,14 @@
 #include "userspace/cli/cli_common.h"
 
+#include "userspace/report/progress_line.h"
+
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
-#include "gsym/file_io.h"
+#include "gsym/base/file_io.h"
 #include "userspace/base/text_escape.h"
 #include "userspace/output/folded_output.h"
 #include "userspace/output/json_output.h"
@@ -38,6 +40,7 @@ void add_symbolize_flags(CommandLine& cli, SymbolizeFlags& flags) {
 gsym::Expected<GsymLocator> open_locator(const std::vector<std::string>& gsym_dirs) {
   LocatorOptions options;
   options.cache_dir = default_cache_dir();
+  options.progress = terminal_progress();
   GsymLocator locator(options);
   for (const std::string& dir : gsym_dirs)
     if (auto status = locator.add_gsym_dir(dir); !status) return status.error();

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
 #include "userspace/cli/command_line.h"
 #include "userspace/session/target_options.h"
 #include "userspace/symbolize/gsym_locator.h"

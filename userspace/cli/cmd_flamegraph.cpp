@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "gsym/file_io.h"
+#include "gsym/base/file_io.h"
 #include "userspace/cli/cli_common.h"
 #include "userspace/cli/commands.h"
 #include "userspace/output/flamegraph.h"

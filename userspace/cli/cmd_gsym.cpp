@@ -13,13 +13,13 @@
 #include <string_view>
 #include <vector>
 
-#include "gsym/dump.h"
-#include "gsym/reader.h"
+#include "gsym/reader/dump.h"
+#include "gsym/reader/reader.h"
 #include "userspace/cli/command_line.h"
 #include "userspace/cli/commands.h"
 #include "userspace/base/json_text.h"
 #include "userspace/base/parse_number.h"
-#include "gsym/hex.h"
+#include "gsym/base/hex.h"
 #include "userspace/base/text_escape.h"
 
 namespace gsymprof {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "gsym/convert.h"
+#include "gsym/convert/convert.h"
 #include "userspace/cli/command_line.h"
 #include "userspace/cli/commands.h"
 #include "userspace/base/parse_number.h"

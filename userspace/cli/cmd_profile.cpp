@@ -7,6 +7,8 @@
 #include "userspace/cli/cli_common.h"
 #include "userspace/cli/commands.h"
 #include "userspace/output/flamegraph.h"
+#include "userspace/report/progress_line.h"
+#include "userspace/report/session_summary.h"
 #include "userspace/session/profile_session.h"
 #include "userspace/symbolize/gsym_prefetcher.h"
 
@@ -73,7 +75,7 @@ int cmd_profile(int argc, char** argv) {
   if (!locator) return cli.failure(locator.error().to_string());
 
   // Modules' GSYMs are located (converted when cold) while sampling runs.
-  auto prefetcher = std::make_unique<GsymPrefetcher>(*locator);
+  auto prefetcher = std::make_unique<GsymPrefetcher>(*locator, terminal_progress());
   session.on_module_used = [&](const ProcessModule& module) {
     if (!module.error.empty()) return;
     CaptureModule as_captured;
@@ -83,6 +85,7 @@ int cmd_profile(int argc, char** argv) {
                     module.path);
   };
   SessionStats stats;
+  session.on_started = print_notices;
   auto capture = run_sampling_session(session, &stats);
   prefetcher.reset();  // the locator is ours again
   if (!capture) return cli.failure(capture.error().to_string());
@@ -95,7 +98,8 @@ int cmd_profile(int argc, char** argv) {
       return cli.failure(status.error().to_string());
   print_summary(*capture, stats, *output);
   print_locator_notes(*locator);
-  return 0;
+  print_command_end(stats);
+  return command_exit_code(stats);
 }
 
 }  // namespace gsymprof

@@ -8,6 +8,7 @@
 #include "userspace/capture/capture_file.h"
 #include "userspace/cli/cli_common.h"
 #include "userspace/cli/commands.h"
+#include "userspace/report/session_summary.h"
 #include "userspace/session/profile_session.h"
 #include "userspace/symbolize/keep_module_gsyms.h"
 #include "userspace/base/text_escape.h"
@@ -67,6 +68,7 @@ int cmd_record(int argc, char** argv) {
     return cli.failure(status.error().to_string());
 
   SessionStats stats;
+  session.on_started = print_notices;
   auto capture = run_sampling_session(session, &stats);
   if (!capture) return cli.failure(capture.error().to_string());
   // Files only this process can still open (another mount namespace,
@@ -87,7 +89,8 @@ int cmd_record(int argc, char** argv) {
                  "gsymprof: modules whose path on this host is not the file mapped (container, "
                  "deleted or replaced), made ready for symbolize now:\n");
   for (const ModuleReport& report : kept.reports) print_module_report(report);
-  return 0;
+  print_command_end(stats);
+  return command_exit_code(stats);
 }
 
 }  // namespace gsymprof

@@ -11,9 +11,9 @@
 #include "userspace/capture/capture_file.h"
 #include "userspace/cli/cli_common.h"
 #include "userspace/cli/commands.h"
-#include "userspace/perf_data/profile_file.h"
+#include "userspace/session/profile_file.h"
 #include "userspace/process/vdso_file.h"
-#include "userspace/session/profile_session.h"
+#include "userspace/report/loss_summary.h"
 
 namespace gsymprof {
 namespace {

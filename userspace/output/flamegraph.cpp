@@ -1,4 +1,4 @@
-#include "gsym/file_io.h"
+#include "gsym/base/file_io.h"
 #include "userspace/output/flamegraph.h"
 
 #include <algorithm>

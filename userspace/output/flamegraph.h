@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
 #include "userspace/output/folded_output.h"
 
 namespace gsymprof {

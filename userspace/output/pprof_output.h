@@ -18,7 +18,7 @@
 
 #include <string>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
 #include "userspace/capture/capture.h"
 #include "userspace/symbolize/gsym_locator.h"
 #include "userspace/symbolize/symbolize.h"

@@ -1,23 +1,20 @@
-// userspace/perf_data/perf_data_capture.h - stage: perf.data records -> a
-// Capture (capture.h), the same hand-off a live profile produces, so
-// `symbolize` names its frames with the same code.
+// userspace/perf_data/perf_data_capture.h - stage (a source): perf.data
+// records -> events (events.h) for the capture assembler, the same events
+// the live sampler sends, so a recording gets what a live profile gets
+// (session/recorded_session.h puts the two together).
 //
-// Records are replayed in time order: COMM (exec starts a new address
-// space), FORK (a new process copies its parent's mappings), EXIT, and
-// MMAP/MMAP2 of executable mappings (a new mapping replaces what it
-// overlaps), so each sample meets the mappings of its process at that time
-// (dlopen, exec). Samples of one event only: the one options.event names,
-// else the first that is not perf's "dummy" event:
+// Records are replayed in time order: COMM (exec), FORK (a new process),
+// EXIT, and MMAP/MMAP2 of executable mappings. Samples of one event only:
+// the one options.event names, else the first that is not perf's "dummy"
+// event:
 //   - callchain (perf record -g): the entries after PERF_CONTEXT_USER;
-//   - registers + stack copy (--call-graph dwarf): unwound with gsymprof's
-//     CFI unwinder (cfi_unwinder.h);
+//   - registers + stack copy (--call-graph dwarf): a stack copy, unwound by
+//     the assembler with gsymprof's CFI unwinder, as live ones;
 //   - otherwise the sampled IP alone.
-// Frames are normalized as normalize.h does for live profiles: frame 0
-// exact, return addresses minus one, unslid through the module's PT_LOAD
-// segments.
 //
 // A module's identity: the build ID of its MMAP2 record, else the file's
-// HEADER_BUILD_ID entry; its segments are read from the file at the recorded
+// HEADER_BUILD_ID entry; the process model's recorded mode
+// (recorded_proc_source) reads its segments from the file at the recorded
 // path only if that file has this build ID (or, when perf recorded none, the
 // recorded device and inode). A module whose file does not match keeps no
 // build ID (frames print as module+0xOFFSET): a wrong name is worse than none.
@@ -27,17 +24,23 @@
 // sample with kernel frames only (a kernel thread) is kept.
 //
 // Not in the capture, counted in Capture::lost instead (kLost* below):
-// samples with no frame at all,
-// LOST / LOST_SAMPLES records, and the reasons CFI walks stopped early.
+// samples with no frame at all, LOST / LOST_SAMPLES records, and the reasons
+// CFI walks stopped early.
 #pragma once
 
 #include <functional>
+#include <map>
+#include <unordered_map>
+#include <vector>
+#include <optional>
 #include <string>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
 #include "userspace/capture/capture.h"
 #include "userspace/perf_data/perf_data_reader.h"
+#include "userspace/events/events.h"
 #include "userspace/process/module_identity.h"
+#include "userspace/process/process_image.h"
 
 namespace gsymprof {
 
@@ -68,6 +71,10 @@ struct PerfCaptureOptions {
   // kernel's build ID from HEADER_BUILD_ID (empty: perf recorded none).
   // Default: name_kernel_frames_from_running_kernel.
   std::function<void(Capture&, const BuildId& recorded_kernel)> name_kernel_frames;
+  // Who made the recording (the perf.data file's owner): JIT frames are
+  // named from this host's /tmp/perf-PID.map files of root or this user, as
+  // perf script names them. Unset: JIT frames stay unnamed.
+  std::optional<uint32_t> recorder_uid;
 };
 
 // The identity check of the default loader: the file's build ID must equal
@@ -79,7 +86,40 @@ gsym::Expected<ModuleIdentity> load_recorded_module(const PerfModuleFile& module
 // keep their addresses and Capture::kernel.error says why.
 void name_kernel_frames_from_running_kernel(Capture& capture, const BuildId& recorded_kernel);
 
-gsym::Expected<Capture> capture_from_perf_data(const PerfDataFile& file,
-                                               const PerfCaptureOptions& options = {});
+// The process model's recorded mode for `options`: no /proc; files by
+// recorded build ID or device/inode, each read once.
+ProcSource recorded_proc_source(const PerfCaptureOptions& options);
+
+// The index (into file.attrs()) of the event whose samples are used.
+gsym::Expected<size_t> sampling_attr(const PerfDataFile& file, const std::string& event);
+
+// perf.data records -> events, in the file's time order.
+class PerfDataSource {
+ public:
+  PerfDataSource(const PerfDataFile& file, size_t sampling_attr, EventSink& sink);
+  // Sends every record's events; an error is a record that does not decode.
+  gsym::Status run();
+  // The span of the samples' times (0 without times).
+  uint64_t duration_ns() const { return have_time_ ? last_time_ - first_time_ : 0; }
+
+ private:
+  void on_mmap(const PerfRecord& record);
+  void on_comm(const PerfRecord::Comm& comm);
+  void on_fork(const PerfRecord::Task& task);
+  void on_sample(const PerfRecord& record);
+  // The user part of a --call-graph dwarf sample, as the live sampler's
+  // stack copies; false if it has no user registers.
+  bool stack_copy(const PerfRecord::Sample& s, RawStackCopy& copy);
+  std::string comm_of(uint32_t pid, uint32_t tid) const;
+
+  const PerfDataFile& file_;
+  const size_t sampling_attr_;
+  EventSink& sink_;
+  std::map<std::string, BuildId> header_build_ids_;  // host files; ambiguous ones dropped
+  std::unordered_map<uint32_t, std::string> comms_;  // by tid
+  std::vector<uint64_t> ips_, kernel_ips_;
+  bool have_time_ = false;
+  uint64_t first_time_ = 0, last_time_ = 0;
+};
 
 }  // namespace gsymprof

@@ -7,7 +7,7 @@
 
 #include <zstd.h>
 
-#include "gsym/elf_image.h"
+#include "gsym/convert/elf_image.h"
 #include "userspace/perf_data/perf_data_format.h"
 
 namespace gsymprof {
@@ -453,16 +453,6 @@ gsym::Status PerfDataFile::parse_feature(uint32_t feature, std::span<const uint8
       if (!read_header_string(c, os_release_))
         return format_error("os release is truncated", offset);
       return gsym::Status::success();
-    case kFeatureCmdline: {
-      const uint32_t nr = c.u32();
-      // Each string takes at least its 4-byte length.
-      if (!c.ok() || nr > c.remaining() / 4) return format_error("cmdline is truncated", offset);
-      std::vector<std::string> args(nr);
-      for (std::string& arg : args)
-        if (!read_header_string(c, arg)) return format_error("cmdline is truncated", c.offset());
-      cmdline_ = std::move(args);
-      return gsym::Status::success();
-    }
     default:
       return gsym::Status::success();
   }
@@ -662,15 +652,12 @@ gsym::Status PerfDataFile::index_range(std::span<const uint8_t> buf, bool decomp
       if (update == kEventUpdateName)
         if (auto it = attr_by_id_.find(id); it != attr_by_id_.end())
           attrs_[it->second].name = std::string(c_string(u.take(u.remaining())));
-      ++skipped_records_;
     } else if (decoded_type(type)) {
       if (attrs_.empty()) return fail("record before any event attr", at);
       PerfRecord record;
       if (auto s = decode_into(type, misc, body, at, record); !s) return wrap(s);
       if (record.id.has_time) last_time = record.id.time;
       records_.push_back({at, last_time, type, static_cast<uint32_t>(size), decompressed});
-    } else {
-      ++skipped_records_;
     }
     at += size;
   }

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
 #include "userspace/base/build_id.h"
 
 struct ZSTD_DCtx_s;
@@ -126,12 +126,9 @@ class PerfDataFile {
   const std::vector<PerfBuildId>& build_ids() const { return build_ids_; }
   const std::string& hostname() const { return hostname_; }
   const std::string& os_release() const { return os_release_; }
-  const std::vector<std::string>& cmdline() const { return cmdline_; }
   // MMAP, MMAP2, COMM, FORK, EXIT, SAMPLE, LOST and LOST_SAMPLES records,
   // sorted by time (stable: file order among equal times).
   const std::vector<PerfRecordRef>& records() const { return records_; }
-  // Records of other types, skipped by their size.
-  uint64_t skipped_records() const { return skipped_records_; }
   // Bytes of records decompressed from COMPRESSED records (perf record -z).
   uint64_t decompressed_bytes() const { return decompressed_.size(); }
 
@@ -168,9 +165,7 @@ class PerfDataFile {
   std::unordered_map<uint64_t, size_t> attr_by_id_;
   std::vector<PerfBuildId> build_ids_;
   std::string hostname_, os_release_;
-  std::vector<std::string> cmdline_;
   std::vector<PerfRecordRef> records_;
-  uint64_t skipped_records_ = 0;
   // perf record -z: the file's compressed records form one zstd stream; what
   // it decompresses to is kept whole (records index into it), bounded by
   // gsym::decompressed_bound of the compressed bytes read so far.
@@ -186,6 +181,13 @@ class PerfDataFile {
 // `offset` names the record in errors.
 gsym::Status decode_perf_record(const PerfEventAttr& attr, uint32_t type, uint16_t misc,
                                 std::span<const uint8_t> body, uint64_t offset, PerfRecord& out);
+
+// Whether an MMAP/MMAP2 record's file name names a file: perf names
+// anonymous memory "//anon" (and other unreachable mappings "//..."), the
+// vDSO "[vdso]".
+inline bool perf_mapping_names_file(std::string_view filename) {
+  return filename.size() > 1 && filename[0] == '/' && filename[1] != '/';
+}
 
 // Whether `bytes` start like a perf.data file of either byte order.
 bool looks_like_perf_data(std::span<const uint8_t> bytes);

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
 #include "userspace/base/build_id.h"
 #include "userspace/capture/capture.h"
 

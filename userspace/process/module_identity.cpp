@@ -2,8 +2,8 @@
 
 #include "userspace/process/vdso_file.h"
 
-#include "gsym/elf_image.h"
-#include "gsym/file_io.h"
+#include "gsym/convert/elf_image.h"
+#include "gsym/base/file_io.h"
 
 #include <fcntl.h>
 #include <gelf.h>

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
 #include "userspace/base/build_id.h"
 #include "userspace/base/file_stamp.h"
 #include "userspace/capture/capture.h"

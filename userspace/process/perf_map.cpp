@@ -139,8 +139,17 @@ const JitSymbol* PerfMaps::find(uint32_t pid, uint64_t address, bool final) {
       if (entry.root.valid()) ++kept_roots_;
     }
     struct stat st {};
-    if (::stat(proc_pid.c_str(), &st) == 0) entry.owner = st.st_uid;
-    entry.ns_pid = namespace_pid(proc_pid, pid);
+    if (::stat(proc_pid.c_str(), &st) == 0) {
+      entry.owner = st.st_uid;
+      entry.ns_pid = namespace_pid(proc_pid, pid);
+    } else if (host_owner_) {
+      // Gone (a recording): this host's root and /tmp, its recorder's files.
+      entry.root = gsym::FileDescriptor(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+      entry.owner = *host_owner_;
+      entry.ns_pid = pid;
+    } else {
+      entry.ns_pid = namespace_pid(proc_pid, pid);
+    }
   }
   if (const JitSymbol* symbol = find_jit_symbol(entry.symbols, address)) return symbol;
   if (final) {

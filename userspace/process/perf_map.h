@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gsym/file_io.h"
+#include "gsym/base/file_io.h"
 #include "userspace/capture/capture.h"
 
 namespace gsymprof {
@@ -54,6 +54,11 @@ class PerfMaps {
   // of the session), not rate-limited.
   const JitSymbol* find(uint32_t pid, uint64_t address, bool final = false);
 
+  // A recording's processes are gone: their maps are read from this host's
+  // /tmp (as perf script reads them), accepted only if owned by root or by
+  // `owner` (who made the recording), never through a symlink.
+  void read_gone_processes_from_host(uint32_t owner) { host_owner_ = owner; }
+
   // The process exec'd: its old map's symbols are forgotten (the new image
   // writes its own map at the same path); its root stays open.
   void note_exec(uint32_t pid);
@@ -82,6 +87,7 @@ class PerfMaps {
   void read(uint32_t pid, Entry& entry);
 
   std::string proc_root_;
+  std::optional<uint32_t> host_owner_;  // read_gone_processes_from_host
   std::unordered_map<uint32_t, Entry> entries_;
   size_t kept_roots_ = 0;
   uint64_t reads_ = 0;

@@ -7,7 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
+#include "userspace/base/build_id.h"
 
 namespace gsymprof {
 
@@ -20,6 +21,7 @@ struct MapEntry {
   std::string path;             // "" for anonymous; "[heap]", "[vdso]", ...;
                                 // " (deleted)" stripped (see `deleted`)
   bool deleted = false;         // the file was unlinked after it was mapped
+  BuildId build_id;             // as a recording noted it (perf.data); /proc: empty
 
   bool executable() const { return perms.size() > 2 && perms[2] == 'x'; }
   // Backed by a file (as opposed to anonymous memory or [heap]/[vdso]/...).

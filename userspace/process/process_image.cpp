@@ -1,8 +1,10 @@
 #include "userspace/process/process_image.h"
 
+#include <sys/sysmacros.h>
+
 #include "userspace/process/vdso_file.h"
 
-#include "gsym/file_io.h"
+#include "gsym/base/file_io.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -127,11 +129,40 @@ bool ProcessImage::replaces_mapping(const MapEntry& entry) const {
 
 void ProcessImage::add_mapping(MapEntry entry, int32_t module) {
   auto [first, last] = overlapping(maps, entry);
+  // As the kernel does (MAP_FIXED over part of a mapping): the parts of the
+  // old mappings outside the new one stay, the tail at its file offset.
+  std::vector<MapEntry> kept;
+  std::vector<int32_t> kept_modules;
+  for (size_t i = first; i < last; ++i) {
+    const MapEntry& old = maps[i];
+    if (old.start < entry.start) {
+      MapEntry head = old;
+      head.end = entry.start;
+      kept.push_back(std::move(head));
+      kept_modules.push_back(map_module[i]);
+    }
+    if (entry.end < old.end) {
+      MapEntry tail = old;
+      tail.start = entry.end;
+      if (old.file_backed()) tail.file_offset += entry.end - old.start;
+      kept.push_back(std::move(tail));
+      kept_modules.push_back(map_module[i]);
+    }
+  }
   maps.erase(maps.begin() + static_cast<ptrdiff_t>(first), maps.begin() + static_cast<ptrdiff_t>(last));
   map_module.erase(map_module.begin() + static_cast<ptrdiff_t>(first),
                    map_module.begin() + static_cast<ptrdiff_t>(last));
-  maps.insert(maps.begin() + static_cast<ptrdiff_t>(first), std::move(entry));
-  map_module.insert(map_module.begin() + static_cast<ptrdiff_t>(first), module);
+  // In address order: the old mapping's head, the new one, its tail.
+  size_t at = first;
+  auto insert = [&](MapEntry m, int32_t module_index) {
+    maps.insert(maps.begin() + static_cast<ptrdiff_t>(at), std::move(m));
+    map_module.insert(map_module.begin() + static_cast<ptrdiff_t>(at), module_index);
+    ++at;
+  };
+  size_t k = 0;
+  for (; k < kept.size() && kept[k].start < entry.start; ++k) insert(std::move(kept[k]), kept_modules[k]);
+  insert(std::move(entry), module);
+  for (; k < kept.size(); ++k) insert(std::move(kept[k]), kept_modules[k]);
 }
 
 int32_t ProcessImage::find_module(uint32_t dev_major, uint32_t dev_minor, uint64_t inode) const {
@@ -160,6 +191,9 @@ ProcSource ProcSource::live(const std::string& proc_root) {
   };
   source.load_module = [proc_root](uint32_t pid, const MapEntry& entry) {
     return load_module_identity(pid, entry, proc_root, /*keep_open=*/true);
+  };
+  source.stamp_mapping = [proc_root](uint32_t pid, const MapEntry& entry, uint64_t mapped_at_ns) {
+    return stamp_of_mapped_file(pid, entry, mapped_at_ns, proc_root);
   };
   source.load_file = [](const std::string& path,
                         const FileStamp& stamp) -> gsym::Expected<ModuleIdentity> {
@@ -221,8 +255,6 @@ uint32_t ProcessTable::current_image(uint32_t pid) {
   return add_image(std::move(entry));
 }
 
-void ProcessTable::note_exec(uint32_t pid) { current_.erase(pid); }
-
 uint32_t ProcessTable::image_for_event(uint32_t pid, uint64_t mm) {
   auto it = current_.find(pid);
   if (it != current_.end()) {
@@ -271,7 +303,8 @@ gsym::Expected<ModuleIdentity> ProcessTable::load_mapped_module(uint32_t pid,
                                                                const FileStamp& stamp,
                                                                bool path_complete) {
   auto identity = source_.load_module(pid, entry);
-  if (identity || entry.path == kVdsoPath) return identity;
+  // A source that cannot open a file by path (a recording) says why itself.
+  if (identity || entry.path == kVdsoPath || !source_.load_file) return identity;
   // Gone already (a process that lived a few ms): the file at the path the
   // kernel reported, if it is still the very file that was mapped.
   std::string why = identity.error().message;
@@ -314,7 +347,6 @@ std::vector<MapEntry> loader_code_mappings(const ModuleIdentity& identity, const
 
 void ProcessTable::note_mapping(uint32_t pid, uint64_t mm, MapEntry entry, const FileStamp& stamp,
                                 bool path_complete, bool elf_loader) {
-  ++mapping_events_;
   uint32_t id = image_for_event(pid, mm);
   {
     const ProcessImage& image = images_[id].image;
@@ -398,6 +430,16 @@ bool ProcessTable::cover(uint32_t id, std::span<const uint64_t> lookup_addrs) {
   read_into(entry);
   if (all_covered()) return true;
   return false;
+}
+
+FileStamp ProcessTable::stamp_of_mapping(uint32_t pid, const MapEntry& entry,
+                                         uint64_t mapped_at_ns) const {
+  if (!entry.inode) return {};
+  if (source_.stamp_mapping) return source_.stamp_mapping(pid, entry, mapped_at_ns);
+  FileStamp stamp;
+  stamp.dev = makedev(entry.dev_major, entry.dev_minor);
+  stamp.inode = entry.inode;
+  return stamp;
 }
 
 void ProcessTable::refresh_stale() {

@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
 #include "userspace/process/module_identity.h"
 #include "userspace/process/proc_maps.h"
 
@@ -76,6 +76,10 @@ struct ProcSource {
   // inode, size, mtime and ctime equal to `stamp`. Optional.
   std::function<gsym::Expected<ModuleIdentity>(const std::string& path, const FileStamp& stamp)>
       load_file;
+  // The stamp of the file a mapping event named, mapped at `mapped_at_ns`
+  // (CLOCK_MONOTONIC): see stamp_of_mapped_file. Optional: without it a
+  // mapping's stamp is its device and inode alone.
+  std::function<FileStamp(uint32_t pid, const MapEntry&, uint64_t mapped_at_ns)> stamp_mapping;
   static ProcSource live(const std::string& proc_root = "/proc");
 };
 
@@ -91,8 +95,10 @@ class ProcessTable {
   // The current image of `pid`, read now if the pid is new or has exec'd,
   // for a sample: the image is pinned (a later change makes a new version).
   uint32_t current_image(uint32_t pid);
-  // The process exec'd: its next sample starts a new image.
-  void note_exec(uint32_t pid);
+
+  // `pid` exec'd and no side-band says what it maps: its next sample reads
+  // /proc again (a new image), never the pre-exec mappings.
+  void forget_image(uint32_t pid) { current_.erase(pid); }
 
   // ---- Side-band events, in the order the kernel sent them ----
   // The side-band is on: images it keeps up to date are complete, so an
@@ -114,6 +120,8 @@ class ProcessTable {
   // before with the same stamp, else at entry.path if the stamp matches.
   // `elf_loader`: the kernel's ELF loader mapped it at exec, and with it
   // the file's other code segments (added from its program headers).
+  // The stamp note_mapping takes for `entry`, mapped at `mapped_at_ns`.
+  FileStamp stamp_of_mapping(uint32_t pid, const MapEntry& entry, uint64_t mapped_at_ns) const;
   void note_mapping(uint32_t pid, uint64_t mm, MapEntry entry, const FileStamp& stamp,
                     bool path_complete, bool elf_loader = false);
   // Makes sure each address lies in a known executable mapping of image
@@ -125,9 +133,7 @@ class ProcessTable {
   void refresh_stale();
 
   const ProcessImage& image(uint32_t id) const { return images_[id].image; }
-  size_t image_count() const { return images_.size(); }
   uint64_t map_reads() const { return map_reads_; }
-  uint64_t mapping_events() const { return mapping_events_; }
   uint64_t image_versions() const { return versions_; }  // made by a replaced mapping
 
   std::chrono::milliseconds min_interval{50};
@@ -156,7 +162,7 @@ class ProcessTable {
   // short-lived process maps the files its predecessors mapped.
   std::unordered_map<std::string, ProcessModule> modules_by_stamp_;
   std::function<uint64_t()> sideband_lost_;
-  uint64_t map_reads_ = 0, mapping_events_ = 0, versions_ = 0;
+  uint64_t map_reads_ = 0, versions_ = 0;
 };
 
 }  // namespace gsymprof

@@ -1,6 +1,6 @@
 #include "userspace/process/vdso_file.h"
 
-#include "gsym/file_io.h"
+#include "gsym/base/file_io.h"
 #include "userspace/process/proc_maps.h"
 
 #include <fcntl.h>

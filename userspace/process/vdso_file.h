@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
 
 namespace gsymprof {
 

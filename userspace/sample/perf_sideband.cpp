@@ -12,7 +12,6 @@
 #include <ctime>
 
 #include "userspace/perf_data/perf_data_format.h"
-#include "userspace/process/proc_maps.h"
 #include "userspace/sample/sampler.h"
 
 namespace gsymprof {
@@ -47,9 +46,7 @@ bool sideband_event_from_record(const PerfRecord& record, SidebandEvent& out) {
       r.time_ns = record.id.time;
       std::string_view name = m.filename;
       r.vdso = name == "[vdso]";
-      // perf names anonymous memory "//anon" and unreachable files "//..."
-      const bool file = m.has_inode && m.ino != 0 && !name.empty() && name[0] == '/' &&
-                        name.substr(0, 2) != "//";
+      const bool file = m.has_inode && m.ino != 0 && perf_mapping_names_file(name);
       if (file) {
         r.inode = m.ino;
         r.dev_major = m.maj;
@@ -246,7 +243,7 @@ uint64_t PerfSideband::read() {
   return now;
 }
 
-void PerfSideband::deliver_until(uint64_t time_ns, SidebandTargets& targets, SampleSink& sink) {
+void PerfSideband::deliver_until(uint64_t time_ns, SidebandTargets& targets, EventSink& sink) {
   while (!pending_.empty() && pending_.front().time_ns <= time_ns) {
     SidebandEvent event = std::move(pending_.front());
     pending_.pop_front();

@@ -24,13 +24,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gsym/expected.h"
+#include "gsym/base/expected.h"
 #include "userspace/perf_data/perf_data_reader.h"
-#include "userspace/sample/raw_sample.h"
+#include "userspace/events/events.h"
 
 namespace gsymprof {
 
-class SampleSink;
+class EventSink;
 
 // One decoded side-band record, owning its strings (held until its turn).
 struct SidebandEvent {
@@ -84,7 +84,7 @@ class PerfSideband {
   uint64_t read();
   // Hands `sink` the pending events no newer than `time_ns` that concern a
   // target; all of them with UINT64_MAX.
-  void deliver_until(uint64_t time_ns, SidebandTargets& targets, SampleSink& sink);
+  void deliver_until(uint64_t time_ns, SidebandTargets& targets, EventSink& sink);
   // Records the kernel dropped (its LOST records) and records that did not
   // decode: user space then re-reads /proc.
   uint64_t lost() const { return lost_; }

@@ -25,6 +25,7 @@
 #include "userspace/base/parse_number.h"
 #include "userspace/sample/kernel_features.h"
 #include "userspace/sample/perf_sideband.h"
+#include "userspace/sample/ring_records.h"
 
 namespace gsymprof {
 namespace {
@@ -86,7 +87,7 @@ gsym::Expected<std::vector<int>> parse_cpu_list(const std::string& text) {
 }
 
 struct Sampler::State {
-  SampleSink* sink = nullptr;
+  EventSink* sink = nullptr;
   profile_bpf* skel = nullptr;
   ring_buffer* ring = nullptr;
   std::vector<bpf_link*> perf_links;
@@ -101,9 +102,7 @@ struct Sampler::State {
   uint64_t bad_records = 0;
   uint64_t sample_records = 0, sample_record_bytes = 0;
   size_t ring_buffer_bytes = 0;
-  std::array<uint64_t, PROFILE_MAX_FRAMES> ips{};
-  std::array<uint64_t, PROFILE_MAX_KERNEL_FRAMES> kernel_ips{};
-  std::string path_;
+  RingRecordScratch scratch;
 
   ~State() {
     if (epoll_fd >= 0) ::close(epoll_fd);
@@ -119,12 +118,6 @@ struct Sampler::State {
     return 0;
   }
 
-  // The record's kernel IPs, copied (__u64 is not uint64_t's type).
-  std::span<const uint64_t> kernel_frames(const __u64* source, uint32_t count) {
-    std::memcpy(kernel_ips.data(), source, count * sizeof(uint64_t));
-    return std::span<const uint64_t>(kernel_ips.data(), count);
-  }
-
   // Side-band events older than a sample go first: the rings are read
   // again when the sample is newer than their last read (perf_sideband.h).
   void sideband_before(uint64_t time_ns) {
@@ -138,64 +131,15 @@ struct Sampler::State {
   }
 
   void deliver(const uint8_t* data, size_t size) {
-    profile_event_header header;
-    if (size < sizeof(header)) {
+    const std::span<const uint8_t> record(data, size);
+    // Side-band events older than the sample go before it.
+    if (auto time = ring_record_time(record)) sideband_before(*time);
+    if (decode_ring_record(record, scratch, *sink) == RingRecordKind::Bad) {
       ++bad_records;
       return;
     }
-    std::memcpy(&header, data, sizeof(header));
-    if (header.size > size) {
-      ++bad_records;
-      return;
-    }
-    sideband_before(header.time_ns);
-    switch (header.kind) {
-      case PROFILE_EVENT_FP_STACK: {
-        if (header.size < sizeof(profile_fp_stack_event)) break;
-        const auto* event = reinterpret_cast<const profile_fp_stack_event*>(data);
-        if (event->frame_count > PROFILE_MAX_FRAMES ||
-            event->kernel_frame_count > PROFILE_MAX_KERNEL_FRAMES)
-          break;
-        ++sample_records;
-        sample_record_bytes += header.size;
-        RawSample sample;
-        sample.pid = header.tgid;
-        sample.tid = header.tid;
-        sample.comm = std::string_view(header.comm, strnlen(header.comm, sizeof(header.comm)));
-        // __u64 is unsigned long long, uint64_t unsigned long: copy, not cast.
-        std::memcpy(ips.data(), event->ips, event->frame_count * sizeof(uint64_t));
-        sample.ips = std::span<const uint64_t>(ips.data(), event->frame_count);
-        sample.truncated = (event->flags & PROFILE_STACK_TRUNCATED) != 0;
-        sample.kernel_ips = kernel_frames(event->kernel_ips, event->kernel_frame_count);
-        sink->on_sample(sample);
-        return;
-      }
-      case PROFILE_EVENT_STACK_COPY: {
-        const size_t fixed = offsetof(profile_stack_copy_event, stack);
-        if (header.size < fixed) break;
-        profile_stack_copy_event event;
-        std::memcpy(&event, data, fixed);
-        if (event.stack_size > header.size - fixed ||
-            event.kernel_frame_count > PROFILE_MAX_KERNEL_FRAMES)
-          break;
-        ++sample_records;
-        sample_record_bytes += header.size;
-        RawStackCopy copy;
-        copy.pid = header.tgid;
-        copy.tid = header.tid;
-        copy.comm = std::string_view(header.comm, strnlen(header.comm, sizeof(header.comm)));
-        copy.stack.regs = {event.ip, event.sp, event.bp};
-        copy.stack.stack_start = event.sp;
-        copy.stack.stack = std::span<const uint8_t>(data + fixed, event.stack_size);
-        copy.copy_short = (event.flags & PROFILE_STACK_TRUNCATED) != 0;
-        copy.kernel_ips = kernel_frames(event.kernel_ips, event.kernel_frame_count);
-        sink->on_stack_copy(copy);
-        return;
-      }
-      default:
-        break;
-    }
-    ++bad_records;
+    ++sample_records;
+    sample_record_bytes += size;
   }
 };
 
@@ -246,10 +190,87 @@ gsym::Status configure(profile_bpf* skel, const SamplerOptions& options, const K
   return gsym::Status::success();
 }
 
+// One cpu-clock perf event per online CPU at the chosen rate, each running
+// sample_stack.
+gsym::Status attach_cpu_clocks(Sampler::State& state, const SamplerOptions& options,
+                               const std::vector<int>& cpus) {
+  for (int cpu : cpus) {
+    perf_event_attr attr{};
+    attr.size = sizeof(attr);
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_CPU_CLOCK;
+    attr.freq = 1;
+    attr.sample_freq = options.frequency_hz;
+    int fd = static_cast<int>(
+        syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+    if (fd < 0) {
+      if (errno == ENODEV) continue;  // went offline meanwhile
+      int saved = errno;
+      std::string what = "perf_event_open(cpu-clock, cpu " + std::to_string(cpu) + ", " +
+                         std::to_string(options.frequency_hz) + " Hz)";
+      if (saved == EINVAL)
+        return gsym::Error(what + ": " + std::strerror(saved) +
+                           " (frequency above kernel.perf_event_max_sample_rate?)");
+      return bpf_error(what, saved);
+    }
+    state.perf_fds.push_back(fd);
+    bpf_link* link = bpf_program__attach_perf_event(state.skel->progs.sample_stack, fd);
+    if (!link) return bpf_error("cannot attach to cpu " + std::to_string(cpu), errno);
+    state.perf_links.push_back(link);
+  }
+  if (state.perf_links.empty()) return gsym::Error("no online CPU to sample");
+  return gsym::Status::success();
+}
+
+// One wait for both: the BPF ring buffer's epoll descriptor and the
+// side-band rings.
+gsym::Status wait_on_rings(Sampler::State& state) {
+  state.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  if (state.epoll_fd < 0) return gsym::Error(std::string("epoll_create1: ") + std::strerror(errno));
+  std::vector<int> wait_fds{ring_buffer__epoll_fd(state.ring)};
+  if (state.sideband)
+    wait_fds.insert(wait_fds.end(), state.sideband->fds().begin(), state.sideband->fds().end());
+  for (int fd : wait_fds) {
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.fd = fd;
+    if (epoll_ctl(state.epoll_fd, EPOLL_CTL_ADD, fd, &event) != 0)
+      return gsym::Error(std::string("epoll_ctl: ") + std::strerror(errno));
+  }
+  return gsym::Status::success();
+}
+
+// The kernel's side-band records and the fork tracepoint, or a notice of
+// what is lost without them.
+void open_sideband(Sampler::State& state, const SamplerOptions& options, const KernelFeatures& kernel,
+                   const std::vector<int>& cpus) {
+  state.targets = std::make_unique<SidebandTargets>(options.filter_by_tgid, options.follow_forks);
+  const uint64_t now = monotonic_ns();
+  for (uint32_t tgid : options.target_tgids) state.targets->add(tgid, now);
+  if (kernel.has("perf_sideband")) {
+    auto sideband = PerfSideband::open(cpus, kSidebandRingPages);
+    if (sideband)
+      state.sideband = std::move(*sideband);
+    else
+      state.notices.push_back("side-band off: " + sideband.error().message + "; " +
+                              kernel.feature("perf_sideband").without);
+  } else {
+    state.notices.push_back(std::string("side-band off: this kernel refuses perf's side-band records; ") +
+                            kernel.feature("perf_sideband").without);
+  }
+  if (options.filter_by_tgid && options.follow_forks && state.skel->links.follow_fork == nullptr &&
+      bpf_program__autoload(state.skel->progs.follow_fork)) {
+    state.skel->links.follow_fork = bpf_program__attach(state.skel->progs.follow_fork);
+    if (!state.skel->links.follow_fork)
+      state.notices.push_back(std::string("fork following off: cannot attach the fork tracepoint (") +
+                              std::strerror(errno) + "): " + kernel.feature("raw_tracepoint").without);
+  }
+}
+
 }  // namespace
 
 gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& options,
-                                                         SampleSink& sink) {
+                                                         EventSink& sink) {
   libbpf_set_print(libbpf_print);
   last_libbpf_message().clear();
   if (options.frequency_hz == 0) return gsym::Error("frequency must be at least 1 Hz");
@@ -298,69 +319,9 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
 
   // The side-band first, so no sample can precede the records that explain
   // its mappings. Without it, /proc is read instead (ProcessTable).
-  state->targets = std::make_unique<SidebandTargets>(options.filter_by_tgid, options.follow_forks);
-  const uint64_t now = monotonic_ns();
-  for (uint32_t tgid : options.target_tgids) state->targets->add(tgid, now);
-  if (kernel.has("perf_sideband")) {
-    auto sideband = PerfSideband::open(*cpus, kSidebandRingPages);
-    if (sideband) {
-      state->sideband = std::move(*sideband);
-    } else {
-      state->notices.push_back("side-band off: " + sideband.error().message + "; " +
-                               kernel.feature("perf_sideband").without);
-    }
-  } else {
-    state->notices.push_back(std::string("side-band off: this kernel refuses perf's side-band records; ") +
-                             kernel.feature("perf_sideband").without);
-  }
-  if (options.filter_by_tgid && options.follow_forks && state->skel->links.follow_fork == nullptr &&
-      bpf_program__autoload(state->skel->progs.follow_fork)) {
-    state->skel->links.follow_fork = bpf_program__attach(state->skel->progs.follow_fork);
-    if (!state->skel->links.follow_fork)
-      state->notices.push_back(std::string("fork following off: cannot attach the fork tracepoint (") +
-                               std::strerror(errno) + "): " + kernel.feature("raw_tracepoint").without);
-  }
-
-  for (int cpu : *cpus) {
-    perf_event_attr attr{};
-    attr.size = sizeof(attr);
-    attr.type = PERF_TYPE_SOFTWARE;
-    attr.config = PERF_COUNT_SW_CPU_CLOCK;
-    attr.freq = 1;
-    attr.sample_freq = options.frequency_hz;
-    int fd = static_cast<int>(
-        syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
-    if (fd < 0) {
-      if (errno == ENODEV) continue;  // went offline meanwhile
-      int saved = errno;
-      std::string what = "perf_event_open(cpu-clock, cpu " + std::to_string(cpu) + ", " +
-                         std::to_string(options.frequency_hz) + " Hz)";
-      if (saved == EINVAL)
-        return gsym::Error(what + ": " + std::strerror(saved) +
-                           " (frequency above kernel.perf_event_max_sample_rate?)");
-      return bpf_error(what, saved);
-    }
-    state->perf_fds.push_back(fd);
-    bpf_link* link = bpf_program__attach_perf_event(state->skel->progs.sample_stack, fd);
-    if (!link) return bpf_error("cannot attach to cpu " + std::to_string(cpu), errno);
-    state->perf_links.push_back(link);
-  }
-  if (state->perf_links.empty()) return gsym::Error("no online CPU to sample");
-
-  // One wait for both: the BPF ring buffer's epoll descriptor and the
-  // side-band rings.
-  state->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-  if (state->epoll_fd < 0) return gsym::Error(std::string("epoll_create1: ") + std::strerror(errno));
-  std::vector<int> wait_fds{ring_buffer__epoll_fd(state->ring)};
-  if (state->sideband)
-    wait_fds.insert(wait_fds.end(), state->sideband->fds().begin(), state->sideband->fds().end());
-  for (int fd : wait_fds) {
-    epoll_event event{};
-    event.events = EPOLLIN;
-    event.data.fd = fd;
-    if (epoll_ctl(state->epoll_fd, EPOLL_CTL_ADD, fd, &event) != 0)
-      return gsym::Error(std::string("epoll_ctl: ") + std::strerror(errno));
-  }
+  open_sideband(*state, options, kernel, *cpus);
+  if (auto status = attach_cpu_clocks(*state, options, *cpus); !status) return status.error();
+  if (auto status = wait_on_rings(*state); !status) return status.error();
   return std::unique_ptr<Sampler>(new Sampler(std::move(state)));
 }
 
@@ -399,7 +360,6 @@ gsym::Expected<int> Sampler::drain() {
 }
 
 const std::vector<std::string>& Sampler::notices() const { return state_->notices; }
-bool Sampler::copies_stacks() const { return state_->stack_copy; }
 bool Sampler::sideband_on() const { return state_->sideband != nullptr; }
 
 SamplerCounters Sampler::counters() const {

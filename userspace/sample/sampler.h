@@ -2,8 +2,9 @@
 //
 // Loads bpf/profile.bpf.c (the only user of its skeleton), attaches it to one
 // cpu-clock perf event per online CPU at the chosen frequency, and delivers
-// ring-buffer records to a SampleSink as RawSample / exec notifications.
-// Handlers must be quick: they run inside the ring-buffer poll.
+// ring-buffer records to a EventSink as RawSample / exec notifications.
+// Handlers must be quick: they run inside the ring-buffer poll. Records are
+// decoded by ring_records.h, the kernel's side-band by perf_sideband.h.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "gsym/expected.h"
-#include "userspace/sample/counters.h"
-#include "userspace/sample/raw_sample.h"
+#include "gsym/base/expected.h"
+#include "userspace/events/counters.h"
+#include "userspace/events/events.h"
 
 namespace gsymprof {
 
@@ -34,25 +35,11 @@ struct SamplerOptions {
   bool kernel_stacks = true;
 };
 
-class SampleSink {
- public:
-  virtual ~SampleSink() = default;
-  virtual void on_sample(const RawSample& sample) = 0;
-  virtual void on_stack_copy(const RawStackCopy& copy) = 0;  // stack-copy mode
-  // Side-band, in order with the samples: `tgid` exec'd into address space
-  // `mm` (0: not told; its new mappings follow), mapped executable memory,
-  // forked a process, or exited.
-  virtual void on_exec(uint32_t tgid, uint64_t mm) = 0;
-  virtual void on_mapping(const RawMapping& mapping) = 0;
-  virtual void on_fork(uint32_t parent_tgid, uint32_t child_tgid, uint64_t child_mm) = 0;
-  virtual void on_exit(uint32_t tgid) = 0;
-};
-
 class Sampler {
  public:
   // Opens, configures, loads and attaches. Errors are one line.
   static gsym::Expected<std::unique_ptr<Sampler>> start(const SamplerOptions& options,
-                                                        SampleSink& sink);
+                                                        EventSink& sink);
   ~Sampler();
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
@@ -69,15 +56,13 @@ class Sampler {
   uint64_t sideband_lost() const;
   // What this kernel cannot do and what is lost, a line each (empty: all).
   const std::vector<std::string>& notices() const;
-  // Whether samples come as stack copies (false: frame pointers, also when
-  // the kernel cannot copy stacks: see notices).
-  bool copies_stacks() const;
   // Whether the kernel's side-band records are read (false: /proc only).
   bool sideband_on() const;
   size_t ring_buffer_bytes() const;
 
+  struct State;  // sampler.cpp's: the skeleton, rings, side-band
+
  private:
-  struct State;
   explicit Sampler(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };

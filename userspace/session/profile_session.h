@@ -6,9 +6,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
-#include "gsym/expected.h"
-#include "userspace/aggregate/stack_aggregator.h"
+#include "gsym/base/expected.h"
+#include "userspace/assemble/stack_aggregator.h"
 #include "userspace/capture/capture.h"
 #include "userspace/sample/sampler.h"
 #include "userspace/session/target_options.h"
@@ -22,6 +23,9 @@ struct SessionOptions {
   // as a stack uses it: work on it may start early (GSYM prefetch). The
   // module is valid during the call only.
   std::function<void(const ProcessModule& module)> on_module_used;
+  // Called once sampling started, before the first sample, with what this
+  // kernel cannot do and what is lost (Sampler::notices; may be empty).
+  std::function<void(const std::vector<std::string>& notices)> on_started;
 };
 
 struct SessionStats {
@@ -30,6 +34,8 @@ struct SessionStats {
   uint64_t maps_reads = 0;            // /proc/PID/maps reads (first sight, dlopen)
   std::string stop_reason;            // "duration", "interrupted", "targets exited"
   int command_exit_status = -1;       // wait status of the launched command, -1 if none
+  bool command_stopped = false;       // gsymprof ended it (-d elapsed, Ctrl-C): SIGTERM, then SIGKILL
+  std::string command_name;           // the launched command's argv[0]
   JitReport jit;                      // JIT frames named from perf maps, and not
   uint64_t frame_pointer_steps = 0;   // dwarf: frames the CFI unwinder reached by frame pointer
   uint64_t frame_pointer_stacks = 0;  // dwarf: stacks with such frames
@@ -41,39 +47,5 @@ struct SessionStats {
 // cannot be started. Capture::lost holds every loss counter by name.
 gsym::Expected<Capture> run_sampling_session(const SessionOptions& options,
                                              SessionStats* stats = nullptr);
-
-// Capture::lost holds the sampler's losses by name (sample/counters.h);
-// --call-graph dwarf adds "unwind_<reason>" counters (stack_copy_unwind.h):
-// samples kept, but whose stack the CFI unwinder had to cut short.
-inline constexpr const char* kTruncatedByUnwinderPrefix = "unwind_";
-
-// Prints the sampling part of the end-of-run summary on stderr, the same for
-// profile and record: samples taken, recorded and lost, then print_losses.
-void print_sampling_summary(const Capture& capture, const SessionStats& stats);
-
-// The losses of a capture, from Capture::lost and its stacks' truncated
-// flags: taken before the stacks are freed (render's free_stacks).
-struct LossSummary {
-  uint64_t lost = 0;       // samples lost: every reason but unwind_* (those were kept)
-  uint64_t truncated = 0;  // samples whose stack the unwinder cut short
-  std::string lost_reasons, truncation_reasons;  // "REASON N, ..."
-  std::string kernel_problem;  // why the kernel frames have no names ("" = named, or none)
-  std::string fixes;  // truncations a flag fixes, with the flag ("" = none)
-  // Samples with a process-gone frame: their process exited before its
-  // maps could be read (the module-level case is a module report).
-  uint64_t exited_samples = 0, exited_processes = 0;
-};
-LossSummary summarize_losses(const Capture& capture);
-
-// The two loss lines of every summary (profile, record, and symbolize of a
-// capture or a perf.data file):
-//   gsymprof: lost by reason: REASON N, ...
-//   gsymprof: truncated stacks: N (unwind_REASON N, ...)
-//   gsymprof: to unwind them further: N stacks are deeper than ...: FLAG
-// and, when the kernel frames could not be named:
-//   gsymprof: kernel frames are not named: WHY
-// and, when some process was gone before its maps were read:
-//   gsymprof: N samples of P processes that exited before their maps could be read: frames [unknown]
-void print_losses(const LossSummary& losses);
 
 }  // namespace gsymprof

@@ -58,6 +58,15 @@ std::string store_duration(std::string_view value, TargetOptions& options) {
   return "";
 }
 
+std::string store_max_depth(std::string_view value, TargetOptions& options) {
+  std::optional<uint32_t> depth = parse_unsigned<uint32_t>(value);
+  if (!depth || *depth < 1 || *depth > kMaxMaxDepth)
+    return "--max-depth: a number of frames from 1 to " + std::to_string(kMaxMaxDepth) + ", not '" +
+           std::string(value) + "'";
+  options.max_depth = *depth;
+  return "";
+}
+
 std::string store_call_graph(std::string_view mode, TargetOptions& options) {
   if (mode == "fp" || mode == "dwarf") {
     options.call_graph = mode;
@@ -84,6 +93,10 @@ constexpr TargetFlag kTargetFlags[] = {
      "how user stacks are unwound: fp (frame pointers) or dwarf (copy the live user stack, "
      "at most SIZE bytes, default 262144, and unwind with the modules' CFI)",
      store_call_graph},
+    {"--max-depth", "N",
+     "user frames walked at most per stack by --call-graph dwarf (default 2048); deeper "
+     "stacks are cut there, counted as unwind_depth_limit",
+     store_max_depth},
 };
 
 }  // namespace

@@ -21,6 +21,10 @@ namespace gsymprof {
 inline constexpr uint32_t kDefaultStackCopyBytes = 256 * 1024;
 inline constexpr uint32_t kMinStackCopyBytes = 64;
 inline constexpr uint32_t kMaxStackCopyBytes = PROFILE_MAX_STACK_COPY;
+// --max-depth: user frames the CFI unwinder walks at most (dwarf; the kernel
+// walks frame pointers to kernel.perf_event_max_stack, 127 by default).
+inline constexpr uint32_t kDefaultMaxDepth = 2048;
+inline constexpr uint32_t kMaxMaxDepth = 65536;
 
 struct TargetOptions {
   std::vector<uint32_t> pids;           // -p: sorted, unique
@@ -30,6 +34,7 @@ struct TargetOptions {
   uint32_t stack_copy_bytes = kDefaultStackCopyBytes;  // --call-graph dwarf,SIZE
   std::vector<std::string> command;     // after --
   bool kernel_stacks = true;            // false: --user-callchains
+  uint32_t max_depth = kDefaultMaxDepth;  // --max-depth
   bool whole_system() const { return pids.empty() && command.empty(); }
 };
 
@@ -43,7 +48,7 @@ struct TargetFlag {
   std::string (*store)(std::string_view value, TargetOptions& options);
 };
 
-// -p, -F, -d, --call-graph.
+// -p, -F, -d, --call-graph, --max-depth.
 std::span<const TargetFlag> target_flags();
 
 // --user-callchains (perf's name): user frames only.

@@ -15,7 +15,7 @@ namespace gsymprof {
 
 struct DebuginfodClient::State {
   debuginfod_client* client = nullptr;
-  bool terminal = false;
+  ProgressFn progress;
   bool progress_shown = false;
   std::string what;  // "debuginfo 1a2b..." during a download
   std::chrono::steady_clock::time_point deadline;
@@ -27,12 +27,10 @@ namespace {
 int on_progress(debuginfod_client* client, long done, long total) {
   auto* state = static_cast<DebuginfodClient::State*>(debuginfod_get_user_data(client));
   if (!state) return 0;
-  if (state->terminal) {
-    if (total > 0)
-      std::fprintf(stderr, "\rgsymprof: debuginfod: %s: %ld of %ld KiB ", state->what.c_str(),
-                   done / 1024, total / 1024);
-    else
-      std::fprintf(stderr, "\rgsymprof: debuginfod: %s: %ld KiB ", state->what.c_str(), done / 1024);
+  if (state->progress) {
+    std::string line = "debuginfod: " + state->what + ": " + std::to_string(done / 1024);
+    line += total > 0 ? " of " + std::to_string(total / 1024) + " KiB" : " KiB";
+    state->progress(line);
     state->progress_shown = true;
   }
   return std::chrono::steady_clock::now() >= state->deadline ? 1 : 0;
@@ -51,8 +49,8 @@ bool DebuginfodClient::configured() {
   return urls && urls[std::strspn(urls, " \t")] != '\0';
 }
 
-DebuginfodClient::DebuginfodClient() : state_(std::make_unique<State>()) {
-  state_->terminal = ::isatty(STDERR_FILENO) == 1;
+DebuginfodClient::DebuginfodClient(ProgressFn progress) : state_(std::make_unique<State>()) {
+  state_->progress = std::move(progress);
 }
 
 DebuginfodClient::~DebuginfodClient() {
@@ -78,15 +76,16 @@ gsym::Expected<DebuginfodClient::Found> DebuginfodClient::find(Kind kind, const 
   const int length = static_cast<int>(id.bytes().size());
   const int fd = kind == Kind::Debuginfo ? debuginfod_find_debuginfo(state_->client, bytes, length, &path)
                                          : debuginfod_find_executable(state_->client, bytes, length, &path);
-  if (state_->progress_shown) std::fputs("\r\033[K", stderr);
+  if (state_->progress_shown) state_->progress("");
   if (fd < 0) {
     std::free(path);
     const char* url = debuginfod_get_url(state_->client);
     std::string reason = std::strerror(-fd);
     if (fd == -ECANCELED) reason = "took longer than " + std::to_string(max_seconds()) + " s (DEBUGINFOD_MAXTIME)";
     if (fd == -ETIME) reason = "no answer for DEBUGINFOD_TIMEOUT seconds (" + reason + ")";
-    return gsym::Error("debuginfod: " + what + ": " + reason +
-                       (url && *url ? std::string(" (") + url + ")" : std::string()));
+    // Coded by the server's answer: ENOENT (no server has it) is NotFound.
+    return gsym::Error::from_errno(-fd, "debuginfod: " + what + ": " + reason +
+                                            (url && *url ? std::string(" (") + url + ")" : std::string()));
   }
   gsym::FileDescriptor owned(fd);
   std::string result = path ? path : what;
@@ -94,7 +93,7 @@ gsym::Expected<DebuginfodClient::Found> DebuginfodClient::find(Kind kind, const 
   // The descriptor libdebuginfod returns, checked as every file we read is.
   gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file_at(
       AT_FDCWD, "/proc/self/fd/" + std::to_string(fd), gsym::Symlinks::Follow, result);
-  if (!file) return gsym::Error("debuginfod: " + file.error().message);
+  if (!file) return file.error().prefixed("debuginfod: ");
   return Found{result, std::move(*file)};
 }
 

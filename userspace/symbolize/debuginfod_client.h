@@ -3,8 +3,8 @@
 //
 // Configured by the standard environment only: DEBUGINFOD_URLS (unset or
 // empty: nothing is ever fetched), DEBUGINFOD_CACHE_PATH, DEBUGINFOD_TIMEOUT
-// (seconds without progress) and the rest of libdebuginfod's variables. On a
-// terminal a download shows its progress on stderr. No download runs longer
+// (seconds without progress) and the rest of libdebuginfod's variables. A
+// download tells its progress to the caller's ProgressFn. No download runs longer
 // than DEBUGINFOD_MAXTIME seconds, or kDefaultMaxSeconds when that is unset,
 // so a slow server never blocks a profile forever.
 #pragma once
@@ -12,9 +12,10 @@
 #include <memory>
 #include <string>
 
-#include "gsym/expected.h"
-#include "gsym/file_io.h"
+#include "gsym/base/expected.h"
+#include "gsym/base/file_io.h"
 #include "userspace/base/build_id.h"
+#include "userspace/symbolize/progress.h"
 
 namespace gsymprof {
 
@@ -26,7 +27,7 @@ class DebuginfodClient {
   // True when DEBUGINFOD_URLS names at least one server.
   static bool configured();
 
-  DebuginfodClient();
+  explicit DebuginfodClient(ProgressFn progress = {});
   ~DebuginfodClient();
   DebuginfodClient(const DebuginfodClient&) = delete;
   DebuginfodClient& operator=(const DebuginfodClient&) = delete;

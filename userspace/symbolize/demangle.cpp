@@ -82,7 +82,7 @@ std::string demangle_symbol(std::string_view name) {
 }  // namespace
 
 std::string demangle(std::string_view name) {
-  // A PLT stub is named after what it calls (`_Znwm@plt`, gsym/plt_table.h):
+  // A PLT stub is named after what it calls (`_Znwm@plt`, gsym/convert/plt_table.h):
   // that name demangled, the suffix kept, as objdump -C and perf print it.
   if (constexpr std::string_view kPlt = "@plt"; name.ends_with(kPlt))
     return demangle_symbol(name.substr(0, name.size() - kPlt.size())) + std::string(kPlt);

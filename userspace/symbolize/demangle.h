@@ -9,7 +9,7 @@
 //  - Rust v0 ("_R..."): the path with generic arguments, without crate
 //    disambiguators ("_RNvNtCs1234_7mycrate3foo3bar" -> "mycrate::foo::bar").
 // Rust ".llvm.<hash>" and other "." suffixes are dropped. A PLT stub's name
-// ("_Znwm@plt", gsym/plt_table.h) is the callee's name demangled, "@plt"
+// ("_Znwm@plt", gsym/convert/plt_table.h) is the callee's name demangled, "@plt"
 // kept ("operator new(unsigned long)@plt"). Any other name, one
 // that fails to demangle, or one whose demangling would exceed 1 MiB (a
 // crafted name can expand exponentially) is returned unchanged.

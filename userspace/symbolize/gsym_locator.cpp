@@ -4,9 +4,9 @@
 #include "userspace/base/file_stamp.h"
 #include "userspace/symbolize/debuginfod_client.h"
 
-#include "gsym/debug_file_locator.h"
-#include "gsym/elf_image.h"
-#include "gsym/file_io.h"
+#include "gsym/convert/debug_file_locator.h"
+#include "gsym/convert/elf_image.h"
+#include "gsym/base/file_io.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -33,11 +33,22 @@ BuildId build_id_of(const gsym::Reader& reader) { return BuildId(reader.build_id
 // symlinks. The cache itself is made private: created 0700, an existing one
 // of ours tightened to 0700 (it holds symbols of root-only programs). It must
 // be owned by the effective user; the same checks hold for reading.
-// With `create` unset a missing cache is not made: "absent" (no error).
+// With `create` unset a missing cache is not made: an error coded NotFound
+// (a cache not there yet, no problem to report). Every other error is
+// Refused: the cache is then neither read nor written.
 gsym::Expected<FileDescriptor> open_cache_dir(const std::string& dir, bool create) {
-  if (dir.empty()) return gsym::Error("no cache directory");
+  auto refused = [&](std::string message, int err = 0) {
+    gsym::Error e(gsym::ErrorCode::Refused, dir + ": " + std::move(message));
+    e.sys_errno = err;
+    return e;
+  };
+  auto refused_errno = [&](std::string what) {  // what + strerror(errno)
+    const int err = errno;
+    return refused(std::move(what) + errno_text(err), err);
+  };
+  if (dir.empty()) return gsym::Error(gsym::ErrorCode::Refused, "no cache directory");
   FileDescriptor current(::open(dir[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (current.get() < 0) return gsym::Error(dir + ": " + errno_text(errno));
+  if (current.get() < 0) return refused_errno("");
   size_t pos = 0;
   while (pos < dir.size()) {
     size_t slash = dir.find('/', pos);
@@ -49,32 +60,32 @@ gsym::Expected<FileDescriptor> open_cache_dir(const std::string& dir, bool creat
     bool created = create && ::mkdirat(current.get(), component.c_str(), last ? 0700 : 0755) == 0;
     if (!create && ::faccessat(current.get(), component.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0 &&
         errno == ENOENT)
-      return gsym::Error("absent");
+      return gsym::Error::from_errno(ENOENT, dir + ": " + component + ": " + errno_text(ENOENT));
     if (create && !created && errno != EEXIST) {
-      return gsym::Error(dir + ": cannot create " + component + ": " + errno_text(errno));
+      const int err = errno;
+      return refused("cannot create " + component + ": " + errno_text(err), err);
     }
     FileDescriptor next(::openat(current.get(), component.c_str(),
                                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (next.get() < 0) {
       int err = errno;
-      if (err == ELOOP || err == ENOTDIR)
-        return gsym::Error(dir + ": " + component + " is a symlink or not a directory");
-      return gsym::Error(dir + ": " + errno_text(err));
+      if (err == ELOOP || err == ENOTDIR) return refused(component + " is a symlink or not a directory", err);
+      return refused(errno_text(err), err);
     }
     // Intermediate directories made here are like /var/cache: 0755 whatever
     // the umask.
     if (created && !last && ::fchmod(next.get(), 0755) != 0)
-      return gsym::Error(dir + ": chmod " + component + ": " + errno_text(errno));
+      return refused_errno("chmod " + component + ": ");
     current = std::move(next);
   }
   struct stat st;
-  if (::fstat(current.get(), &st) != 0) return gsym::Error(dir + ": " + errno_text(errno));
+  if (::fstat(current.get(), &st) != 0) return refused_errno("");
   if (st.st_uid != ::geteuid())
-    return gsym::Error(dir + ": owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
-                       std::to_string(::geteuid()));
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) return gsym::Error(dir + ": writable by group or others");
+    return refused("owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
+                   std::to_string(::geteuid()));
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return refused("writable by group or others");
   if ((st.st_mode & 07777) != 0700 && ::fchmod(current.get(), 0700) != 0)
-    return gsym::Error(dir + ": chmod 0700: " + errno_text(errno));
+    return refused_errno("chmod 0700: ");
   return current;
 }
 
@@ -89,8 +100,6 @@ std::string why_untrusted(const struct stat& st) {
 // version is never taken for this one's.
 // Identities other than GNU build IDs are named by kind ("go-HEX...",
 // "sha256-HEX..."), so no two kinds share a file.
-constexpr const char* kFileMissing = "file missing";
-
 std::string cache_name(const BuildId& id, const char* suffix) {
   const std::string prefix =
       id.kind() == BuildId::Kind::Gnu ? std::string() : std::string(kind_name(id.kind())) + "-";
@@ -197,7 +206,7 @@ struct GsymLocator::State {
 
   bool debuginfod_enabled() const { return options.use_debuginfod && DebuginfodClient::configured(); }
   gsym::Expected<DebuginfodClient::Found> ask_debuginfod(DebuginfodClient::Kind kind, const BuildId& id) {
-    if (!debuginfod) debuginfod = std::make_unique<DebuginfodClient>();
+    if (!debuginfod) debuginfod = std::make_unique<DebuginfodClient>(options.progress);
     return debuginfod->find(kind, id);
   }
 
@@ -213,7 +222,7 @@ struct GsymLocator::State {
     if (!cache_fd && (!cache_tried || (create && cache_absent))) {
       cache_tried = true;
       gsym::Expected<FileDescriptor> fd = open_cache_dir(options.cache_dir, create);
-      cache_absent = !fd && fd.error().message == "absent";
+      cache_absent = !fd && fd.error().code == gsym::ErrorCode::NotFound;
       if (fd) {
         cache_fd.emplace(std::move(*fd));
       } else if (!cache_absent) {
@@ -292,7 +301,7 @@ struct GsymLocator::State {
     gsym::Expected<gsym::OpenFile> file =
         gsym::open_regular_file_at(dir, name, gsym::Symlinks::RefuseFinal, path);
     if (!file) {
-      if (!gsym::is_missing_file(file.error()))
+      if (file.error().code != gsym::ErrorCode::NotFound)
         notes.push_back("skipped " + file.error().to_string());
       return std::nullopt;
     }
@@ -312,14 +321,18 @@ struct GsymLocator::State {
     return std::nullopt;
   }
 
-  // A conversion that failed earlier with this converter version ("" = none).
-  std::string remembered_failure(const BuildId& id) {
+  // A conversion that failed earlier with this converter version: its error
+  // as it was said and its code. The file holds the message, then a line
+  // "kind: CODE" (gsym::to_string(ErrorCode)); a file without that line
+  // (written before it existed) is not trusted, so that module is converted
+  // again once and the file rewritten.
+  std::optional<gsym::Error> remembered_failure(const BuildId& id) {
     const int dir = cache(false);
-    if (dir < 0) return "";
+    if (dir < 0) return std::nullopt;
     const std::string name = cache_name(id, ".failed");
     gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file_at(
         dir, name, gsym::Symlinks::RefuseFinal, options.cache_dir + "/" + name);
-    if (!file || file->status.st_uid != ::geteuid()) return "";
+    if (!file || file->status.st_uid != ::geteuid()) return std::nullopt;
     // A debug file that appeared since (the -dbgsym package installed, the
     // usual fix) is a reason to try again.
     for (const std::string& debug_dir : options.convert.debug_directories) {
@@ -329,19 +342,28 @@ struct GsymLocator::State {
           (st.st_ctim.tv_sec > file->status.st_mtim.tv_sec ||
            (st.st_ctim.tv_sec == file->status.st_mtim.tv_sec &&
             st.st_ctim.tv_nsec >= file->status.st_mtim.tv_nsec)))
-        return "";
+        return std::nullopt;
     }
     gsym::Expected<std::vector<uint8_t>> bytes = gsym::read_descriptor(file->fd.get(), 4096, name);
-    if (!bytes) return "";
-    std::string reason(bytes->begin(), bytes->end());
-    while (!reason.empty() && reason.back() == '\n') reason.pop_back();
-    return reason;
+    if (!bytes) return std::nullopt;
+    std::string text(bytes->begin(), bytes->end());
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    const size_t newline = text.rfind('\n');
+    constexpr std::string_view kKind = "kind: ";
+    if (newline == std::string::npos || text.compare(newline + 1, kKind.size(), kKind) != 0)
+      return std::nullopt;
+    std::optional<gsym::ErrorCode> code =
+        gsym::error_code_from_name(std::string_view(text).substr(newline + 1 + kKind.size()));
+    if (!code) return std::nullopt;
+    text.resize(newline);
+    return gsym::Error(*code, std::move(text));
   }
 
-  void remember_failure(const BuildId& id, const std::string& reason) {
+  void remember_failure(const BuildId& id, const gsym::Error& error) {
     const int dir = cache(true);
     if (dir < 0) return;
-    const std::string text = reason + "\n";
+    const std::string text =
+        error.to_string() + "\nkind: " + std::string(gsym::to_string(error.code)) + "\n";
     (void)gsym::write_file_atomically_at(
         dir, options.cache_dir, cache_name(id, ".failed"),
         std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()), 0600);
@@ -350,8 +372,11 @@ struct GsymLocator::State {
   // Converts the module's own file (`local`, opened by the caller) when its
   // build ID is `id`. Results of a file others could have written are kept
   // in memory for that file only, never cached.
+  // `local_problem` says why `local` is null ("file missing" when
+  // `local_missing`).
   Outcome convert(const BuildId& id, const gsym::OpenFile* local, const std::string& local_path,
-                  const std::string& module_path, const std::string& local_problem) {
+                  const std::string& module_path, const std::string& local_problem,
+                  bool local_missing) {
     Outcome out;
     std::string miss = no_gsym_for(id);
     // debuginfod serves GNU build IDs only.
@@ -366,7 +391,7 @@ struct GsymLocator::State {
       auto found = ask_debuginfod(DebuginfodClient::Kind::Executable, id);
       if (!found) {
         out.reason = miss + "; " + local_problem + "; " + found.error().message;
-        if (local_problem == kFileMissing) out.problem = ModuleProblem::FileMissing;
+        if (local_missing) out.problem = ModuleProblem::FileMissing;
         return out;
       }
       fetched_executable.emplace(std::move(*found));
@@ -375,7 +400,7 @@ struct GsymLocator::State {
     }
     if (!local) {
       out.reason = miss + "; " + local_problem;
-      if (local_problem == kFileMissing) out.problem = ModuleProblem::FileMissing;
+      if (local_missing) out.problem = ModuleProblem::FileMissing;
       return out;
     }
     // The file's identity by the same rule as the module's (build_id.h); a
@@ -410,19 +435,19 @@ struct GsymLocator::State {
     // A file with nothing to convert is a stripped binary whose debug file
     // is not installed: the usual case for a distribution's programs, not
     // an error of the conversion.
-    auto failed = [&](const std::string& error, const std::string& remembered_in) {
+    auto failed = [&](const gsym::Error& error, const std::string& remembered_in) {
       if (!fetched_debuginfo_any && !has_local_debug_info(*local, convert_options) &&
-          error.find(gsym::kNoFunctionsFound) != std::string::npos) {
+          error.code == gsym::ErrorCode::NoFunctions) {
         out.reason = miss + "; stripped: no function symbols, no DWARF, no debug file found" + remembered_in;
         out.problem = ModuleProblem::Stripped;
       } else {
-        out.reason = miss + "; conversion failed: " + error + remembered_in;
+        out.reason = miss + "; conversion failed: " + error.to_string() + remembered_in;
       }
     };
     if (shareable && !ask_for_debuginfo) {
-      if (std::string earlier = remembered_failure(id); !earlier.empty()) {
-        failed(earlier, " (remembered in " + options.cache_dir + "/" + cache_name(id, ".failed") +
-                            "; delete it to retry)");
+      if (std::optional<gsym::Error> earlier = remembered_failure(id)) {
+        failed(*earlier, " (remembered in " + options.cache_dir + "/" + cache_name(id, ".failed") +
+                             "; delete it to retry)");
         return out;
       }
     }
@@ -443,8 +468,8 @@ struct GsymLocator::State {
     gsym::Expected<std::vector<uint8_t>> bytes = gsym::convert_elf(
         "/proc/self/fd/" + std::to_string(local->fd.get()), convert_options, &stats);
     if (!bytes) {
-      failed(bytes.error().to_string(), "");
-      if (shareable) remember_failure(id, bytes.error().to_string());
+      failed(bytes.error(), "");
+      if (shareable) remember_failure(id, bytes.error());
       return out;
     }
     std::vector<uint8_t> owned = std::move(*bytes);
@@ -501,10 +526,15 @@ GsymLocator::~GsymLocator() = default;
 
 gsym::Status GsymLocator::add_gsym_dir(const std::string& dir) {
   FileDescriptor dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir_fd.valid())
-    return gsym::Error(dir + ": cannot open GSYM directory: " + errno_text(errno));
+  if (!dir_fd.valid()) {
+    const int err = errno;
+    return gsym::Error::from_errno(err, dir + ": cannot open GSYM directory: " + errno_text(err));
+  }
   DIR* handle = ::fdopendir(::fcntl(dir_fd.get(), F_DUPFD_CLOEXEC, 0));
-  if (!handle) return gsym::Error(dir + ": cannot open GSYM directory: " + errno_text(errno));
+  if (!handle) {
+    const int err = errno;
+    return gsym::Error::from_errno(err, dir + ": cannot open GSYM directory: " + errno_text(err));
+  }
   std::vector<std::string> names;
   while (dirent* entry = ::readdir(handle)) {
     std::string_view name = entry->d_name;
@@ -548,7 +578,7 @@ gsym::Status GsymLocator::add_gsym_dir(const std::string& dir) {
 gsym::Status GsymLocator::add_gsym_bytes(std::vector<uint8_t> bytes, const std::string& name) {
   gsym::Expected<gsym::Reader> reader =
       gsym::Reader::parse(std::span<const uint8_t>(bytes.data(), bytes.size()));
-  if (!reader) return gsym::Error(name + ": " + reader.error().to_string());
+  if (!reader) return reader.error().prefixed(name + ": ");
   BuildId id = build_id_of(*reader);
   if (id.empty()) return gsym::Error(name + ": no build ID in its header");
   if (state_->memory_index.contains(id)) {
@@ -587,12 +617,14 @@ const gsym::Reader* GsymLocator::locate(const BuildId& build_id,
   // made from another file claiming the same build ID (and vice versa).
   std::optional<gsym::OpenFile> local;
   std::string local_problem;
+  bool local_missing = false;
   if (!local_elf_path.empty()) {
     gsym::Expected<gsym::OpenFile> opened = gsym::open_regular_file(local_elf_path);
     if (opened) {
       local.emplace(std::move(*opened));
     } else {
-      local_problem = gsym::is_missing_file(opened.error()) ? kFileMissing : opened.error().message;
+      local_missing = opened.error().code == gsym::ErrorCode::NotFound;
+      local_problem = local_missing ? "file missing" : opened.error().message;
     }
   }
   const bool own_file_only = local && !gsym::writable_only_by_us(local->status);
@@ -615,7 +647,8 @@ const gsym::Reader* GsymLocator::locate(const BuildId& build_id,
   if (!own_file_only) found = s.from_cache(build_id);
   State::Outcome outcome =
       found ? std::move(*found)
-            : s.convert(build_id, local ? &*local : nullptr, local_elf_path, report.path, local_problem);
+            : s.convert(build_id, local ? &*local : nullptr, local_elf_path, report.path, local_problem,
+                        local_missing);
   if (!outcome.reader) s.misses.emplace(std::move(key), outcome);
   else if (own_file_only || outcome.for_this_file_only) s.resolved_for_file.emplace(std::make_pair(build_id, stamp), outcome);
   else s.resolved.emplace(build_id, outcome);

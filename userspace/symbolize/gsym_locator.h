@@ -36,7 +36,8 @@
 // Trust: the local file is opened once (non-blocking, regular files only)
 // and its owner decides. A file only root (or the effective user) could have
 // written is the authority for its build ID: its conversion is cached (and a
-// failed one remembered as <buildid-hex>.<converter version>.failed until
+// failed one remembered as <buildid-hex>.<converter version>.failed, its
+// error and a last line "kind: CODE" (gsym::ErrorCode's name), until
 // a DIR/.build-id/ debug file for it appears),
 // and cache hits serve it. Any other file claims its build ID without proof:
 // it skips the cache, and its conversion is kept in memory for that very
@@ -60,9 +61,10 @@
 #include <utility>
 #include <vector>
 
-#include "gsym/convert.h"
-#include "gsym/expected.h"
-#include "gsym/reader.h"
+#include "gsym/convert/convert.h"
+#include "gsym/base/expected.h"
+#include "gsym/reader/reader.h"
+#include "userspace/symbolize/progress.h"
 #include "userspace/base/build_id.h"
 
 namespace gsymprof {
@@ -75,6 +77,7 @@ struct LocatorOptions {
   bool convert_missing = true;  // convert local ELF files on a miss
   gsym::ConvertOptions convert; // for conversions (threads, debug dirs, ...)
   bool use_debuginfod = true;   // ask debuginfod when DEBUGINFOD_URLS is set
+  ProgressFn progress;          // downloads report here (none: silent)
 };
 
 enum class GsymOrigin : uint8_t {

@@ -26,6 +26,7 @@ struct GsymPrefetcher::State {
   };
 
   explicit State(GsymLocator& l) : locator(l) {}
+  ProgressFn progress;
 
   GsymLocator& locator;
   std::mutex mutex;
@@ -69,7 +70,9 @@ struct GsymPrefetcher::State {
   }
 };
 
-GsymPrefetcher::GsymPrefetcher(GsymLocator& locator) : state_(std::make_unique<State>(locator)) {
+GsymPrefetcher::GsymPrefetcher(GsymLocator& locator, ProgressFn progress)
+    : state_(std::make_unique<State>(locator)) {
+  state_->progress = std::move(progress);
   state_->locator.set_conversion_threads(1);
   state_->worker = std::thread([s = state_.get()] { s->run(); });
 }
@@ -104,12 +107,10 @@ PrefetchStats GsymPrefetcher::finish(bool drain_queue) {
     struct sched_param normal {};
     (void)::sched_setscheduler(tid, SCHED_OTHER, &normal);
   }
-  const bool shown = !waiting_for.empty() && ::isatty(STDERR_FILENO) == 1;
-  if (shown)
-    std::fprintf(stderr, "gsymprof: finishing the symbol conversion of %s...",
-                 escape_control(waiting_for).c_str());
+  const bool shown = !waiting_for.empty() && s.progress;
+  if (shown) s.progress("finishing the symbol conversion of " + waiting_for + "...");
   s.worker.join();
-  if (shown) std::fputs("\r\033[K", stderr);
+  if (shown) s.progress("");
   s.locator.set_conversion_threads(0);
   s.stats.finish_wait_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "userspace/symbolize/progress.h"
 #include "userspace/base/build_id.h"
 #include "userspace/symbolize/gsym_locator.h"
 
@@ -30,7 +31,8 @@ struct PrefetchStats {
 
 class GsymPrefetcher {
  public:
-  explicit GsymPrefetcher(GsymLocator& locator);
+  // `progress`: told which module the output waits for at finish().
+  explicit GsymPrefetcher(GsymLocator& locator, ProgressFn progress = {});
   ~GsymPrefetcher();  // finish()
   GsymPrefetcher(const GsymPrefetcher&) = delete;
   GsymPrefetcher& operator=(const GsymPrefetcher&) = delete;

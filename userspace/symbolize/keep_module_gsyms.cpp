@@ -5,7 +5,7 @@
 #include <map>
 #include <utility>
 
-#include "gsym/file_io.h"
+#include "gsym/base/file_io.h"
 
 namespace gsymprof {
 namespace {

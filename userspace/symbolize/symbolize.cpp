@@ -302,9 +302,9 @@ class Symbolizer {
     char address[32];
     std::snprintf(address, sizeof address, "0x%" PRIx64, key.address);
     for (const auto& report_key : reader_reports_[key.reader]) {
-      ModuleReport& report = reports_.at(report_key);
       // The first error says what is wrong; later ones would only repeat it.
-      if (report.note.find("lookup error") != std::string::npos) continue;
+      if (!lookup_error_noted_.insert(report_key).second) continue;
+      ModuleReport& report = reports_.at(report_key);
       if (!report.note.empty()) report.note += "; ";
       report.note += std::string("lookup error at ") + address + ": " + error.to_string();
     }
@@ -573,6 +573,7 @@ class Symbolizer {
   std::map<const gsym::Reader*, uint32_t> reader_ids_;
   std::vector<std::vector<ReportKey>> reader_reports_;  // reader id -> its modules' reports
   std::map<ReportKey, ModuleReport> reports_;
+  std::set<ReportKey> lookup_error_noted_;  // reports whose note has their first lookup error
   std::vector<uint32_t> order_;          // counted stacks' indexes, sorted as needed
   std::vector<uint32_t> sequences_;      // unique sequence -> a stack index holding it
   std::vector<uint32_t> sequence_of_;    // stack index -> unique sequence (kNone: count 0)

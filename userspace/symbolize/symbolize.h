@@ -41,8 +41,8 @@
 #include <string>
 #include <vector>
 
-#include "gsym/expected.h"
-#include "gsym/reader.h"
+#include "gsym/base/expected.h"
+#include "gsym/reader/reader.h"
 #include "userspace/base/build_id.h"
 #include "userspace/capture/capture.h"
 #include "userspace/symbolize/gsym_locator.h"

@@ -1,7 +1,7 @@
 #include "userspace/unwind/cfi_unwinder.h"
 
-#include "gsym/elf_image.h"
-#include "gsym/file_io.h"
+#include "gsym/convert/elf_image.h"
+#include "gsym/base/file_io.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -57,7 +57,6 @@ struct Registers {
     value[reg] = v;
     known |= 1u << reg;
   }
-  void forget(int reg) { known &= ~(1u << reg); }
 };
 
 enum class Eval : uint8_t { Ok, TooSmall, Unreadable, Bad };

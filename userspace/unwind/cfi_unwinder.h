@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "userspace/sample/raw_sample.h"
+#include "userspace/events/events.h"
 #include "userspace/unwind/stack_snapshot.h"
 
 namespace gsymprof {

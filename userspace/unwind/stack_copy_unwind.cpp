@@ -5,7 +5,7 @@
 #include <cctype>
 #include <cstdio>
 
-#include "userspace/aggregate/normalize.h"
+#include "userspace/process/normalize.h"
 
 namespace gsymprof {
 

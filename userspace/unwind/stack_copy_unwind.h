@@ -21,7 +21,7 @@
 
 #include "userspace/unwind/cfi_unwinder.h"
 #include "userspace/process/process_image.h"
-#include "userspace/sample/raw_sample.h"
+#include "userspace/events/events.h"
 #include "userspace/unwind/stack_snapshot.h"
 
 namespace gsymprof {

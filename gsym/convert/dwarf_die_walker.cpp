@@ -1,0 +1,336 @@
+#include "gsym/convert/dwarf_die_walker.h"
+
+#include <dwarf.h>
+
+#include <cstring>
+
+#include "gsym/base/expected.h"
+#include "gsym/format/leb128.h"
+
+namespace gsym {
+
+namespace {
+
+// Codes above this are kept out of the code-indexed table (a hostile table
+// could name code 2^63); real producers number their abbreviations 1, 2, ...
+constexpr uint64_t kMaxAbbrevCode = 1u << 16;
+constexpr size_t kMaxForms = 1u << 24;
+
+// LEB128 by leb128.h's rule with one byte of padding allowed beyond the
+// shortest 64-bit form; false on truncation, overlong or overflowing values
+// (LLVM: "uleb128 too big").
+constexpr unsigned kDwarfLebBytes = kMaxLebBytes + 1;
+
+bool read_uleb(const uint8_t*& p, const uint8_t* end, uint64_t& value) {
+  return leb128::decode_uleb<kDwarfLebBytes>(p, end, value) == leb128::Result::Ok;
+}
+
+bool read_sleb(const uint8_t*& p, const uint8_t* end, int64_t& value) {
+  return leb128::decode_sleb<kDwarfLebBytes>(p, end, value) == leb128::Result::Ok;
+}
+
+bool skip_leb(const uint8_t*& p, const uint8_t* end) { return leb128::skip<kDwarfLebBytes>(p, end); }
+
+}  // namespace
+
+void DwarfDieWalker::fail(std::string message) {
+  if (error_.empty()) error_ = std::move(message);
+  finished_ = true;
+}
+
+int DwarfDieWalker::fixed_form_size(uint64_t form) const {
+  switch (form) {
+    case DW_FORM_flag_present:
+    case DW_FORM_implicit_const:
+      return 0;
+    case DW_FORM_data1:
+    case DW_FORM_ref1:
+    case DW_FORM_flag:
+    case DW_FORM_strx1:
+    case DW_FORM_addrx1:
+      return 1;
+    case DW_FORM_data2:
+    case DW_FORM_ref2:
+    case DW_FORM_strx2:
+    case DW_FORM_addrx2:
+      return 2;
+    case DW_FORM_strx3:
+    case DW_FORM_addrx3:
+      return 3;
+    case DW_FORM_data4:
+    case DW_FORM_ref4:
+    case DW_FORM_strx4:
+    case DW_FORM_addrx4:
+    case DW_FORM_ref_sup4:
+      return 4;
+    case DW_FORM_data8:
+    case DW_FORM_ref8:
+    case DW_FORM_ref_sig8:
+    case DW_FORM_ref_sup8:
+      return 8;
+    case DW_FORM_data16:
+      return 16;
+    case DW_FORM_addr:
+      return shape_.address_size;
+    case DW_FORM_ref_addr:
+      return shape_.version <= 2 ? shape_.address_size : shape_.offset_size;
+    case DW_FORM_strp:
+    case DW_FORM_line_strp:
+    case DW_FORM_sec_offset:
+    case DW_FORM_strp_sup:
+    case DW_FORM_GNU_ref_alt:
+    case DW_FORM_GNU_strp_alt:
+      return shape_.offset_size;
+    default:
+      return -1;
+  }
+}
+
+bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t offset) {
+  abbrevs_.clear();
+  ops_.clear();
+  specs_.clear();
+  if (offset >= section.size()) {
+    fail("abbreviation offset " + hex_number(offset) + " is outside .debug_abbrev");
+    return false;
+  }
+  const uint8_t* p = section.data() + offset;
+  const uint8_t* const end = section.data() + section.size();
+  for (;;) {
+    uint64_t code, tag, name, form;
+    if (!read_uleb(p, end, code)) break;
+    if (code == 0) return true;
+    if (!read_uleb(p, end, tag) || p >= end) break;
+    const bool has_children = *p++ != 0;
+    if (code > kMaxAbbrevCode) {
+      fail("abbreviation code " + std::to_string(code) + " is too large");
+      return false;
+    }
+    if (code >= abbrevs_.size()) abbrevs_.resize(code + 1);
+    Abbrev& a = abbrevs_[code];
+    if (a.defined) {
+      fail("abbreviation code " + std::to_string(code) + " is defined twice");
+      return false;
+    }
+    a.defined = true;
+    a.tag = static_cast<uint32_t>(tag);
+    a.has_children = has_children;
+    a.ops_begin = static_cast<uint32_t>(ops_.size());
+    a.specs_begin = static_cast<uint32_t>(specs_.size());
+    int64_t fixed = 0;
+    for (;;) {
+      if (!read_uleb(p, end, name) || !read_uleb(p, end, form)) {
+        fail("truncated abbreviation " + std::to_string(code));
+        return false;
+      }
+      if (name == 0 && form == 0) break;
+      int64_t implicit_const = 0;
+      if (form == DW_FORM_implicit_const && !read_sleb(p, end, implicit_const)) {
+        fail("truncated abbreviation " + std::to_string(code));
+        return false;
+      }
+      if (form == 0 || form > UINT16_MAX || ops_.size() >= kMaxForms) {
+        fail("abbreviation " + std::to_string(code) + " has an unknown form " + hex_number(form));
+        return false;
+      }
+      specs_.push_back({static_cast<uint16_t>(name <= UINT16_MAX ? name : 0), static_cast<uint16_t>(form),
+                        implicit_const});
+      const int size = fixed_form_size(form);
+      fixed = size < 0 || fixed < 0 ? -1 : fixed + size;
+      if (size == 0) continue;
+      if (size > 0 && ops_.size() > a.ops_begin && ops_.back().form == 0 && ops_.back().size < 0x7fff)
+        ops_.back().size = static_cast<uint16_t>(ops_.back().size + size);
+      else
+        ops_.push_back(size > 0 ? SkipOp{0, static_cast<uint16_t>(size)}
+                                : SkipOp{static_cast<uint16_t>(form), 0});
+    }
+    a.ops_count = static_cast<uint32_t>(ops_.size() - a.ops_begin);
+    a.specs_count = static_cast<uint32_t>(specs_.size() - a.specs_begin);
+    a.fixed_size = fixed >= 0 && fixed < INT32_MAX ? static_cast<int32_t>(fixed) : -1;
+  }
+  fail("truncated abbreviation table at " + hex_number(offset));
+  return false;
+}
+
+bool DwarfDieWalker::start(std::span<const uint8_t> debug_abbrev, uint64_t abbrev_offset,
+                           std::span<const uint8_t> unit, uint64_t first_die_offset,
+                           const DwarfUnitShape& shape) {
+  shape_ = shape;
+  error_.clear();
+  finished_ = false;
+  started_ = false;
+  depth_ = 0;
+  begin_ = pos_ = unit.data();
+  end_ = unit.data() + unit.size();
+  first_offset_ = first_die_offset;
+  if (shape.offset_size != 4 && shape.offset_size != 8) {
+    fail("unit offset size " + std::to_string(shape.offset_size));
+    return false;
+  }
+  return parse_abbrevs(debug_abbrev, abbrev_offset);
+}
+
+bool DwarfDieWalker::skip_value(uint64_t form, const uint8_t*& p, int indirections) const {
+  const int fixed = fixed_form_size(form);
+  if (fixed >= 0) {
+    if (end_ - p < fixed) return false;
+    p += fixed;
+    return true;
+  }
+  uint64_t length = 0;
+  switch (form) {
+    case DW_FORM_udata:
+    case DW_FORM_sdata:
+    case DW_FORM_ref_udata:
+    case DW_FORM_strx:
+    case DW_FORM_addrx:
+    case DW_FORM_loclistx:
+    case DW_FORM_rnglistx:
+    case DW_FORM_GNU_addr_index:
+    case DW_FORM_GNU_str_index:
+      return skip_leb(p, end_);
+    case DW_FORM_string: {
+      const void* nul = std::memchr(p, 0, static_cast<size_t>(end_ - p));
+      if (!nul) return false;
+      p = static_cast<const uint8_t*>(nul) + 1;
+      return true;
+    }
+    case DW_FORM_block1:
+      if (end_ - p < 1) return false;
+      length = *p++;
+      break;
+    case DW_FORM_block2:
+    case DW_FORM_block4: {
+      const int width = form == DW_FORM_block2 ? 2 : 4;
+      if (end_ - p < width) return false;
+      for (int i = 0; i < width; ++i) {
+        const int shift = shape_.little_endian ? 8 * i : 8 * (width - 1 - i);
+        length |= uint64_t(p[i]) << shift;
+      }
+      p += width;
+      break;
+    }
+    case DW_FORM_block:
+    case DW_FORM_exprloc:
+      if (!read_uleb(p, end_, length)) return false;
+      break;
+    case DW_FORM_indirect: {
+      uint64_t actual;
+      if (indirections > 4 || !read_uleb(p, end_, actual) || actual == DW_FORM_implicit_const)
+        return false;
+      return skip_value(actual, p, indirections + 1);
+    }
+    default:
+      return false;
+  }
+  if (length > static_cast<uint64_t>(end_ - p)) return false;
+  p += length;
+  return true;
+}
+
+DwarfDieWalker::Step DwarfDieWalker::next() {
+  Step step;
+  if (finished_) return step;
+  if (started_ && depth_ == 0) {  // the unit DIE had no children, or they ended
+    finished_ = true;
+    return step;
+  }
+  const uint64_t offset = first_offset_ + static_cast<uint64_t>(pos_ - begin_);
+  uint64_t code;
+  if (!read_uleb(pos_, end_, code)) {
+    fail("unit ends inside its DIE tree at " + hex_number(offset));
+    return step;
+  }
+  if (code == 0) {
+    if (!started_) {
+      fail("the unit has no unit DIE");
+      return step;
+    }
+    --depth_;
+    step.kind = Step::EndOfChildren;
+    step.offset = offset;
+    return step;
+  }
+  const Abbrev* a = code < abbrevs_.size() ? &abbrevs_[code] : nullptr;
+  if (!a || !a->defined) {
+    fail("DIE at " + hex_number(offset) + " uses undefined abbreviation " + std::to_string(code));
+    return step;
+  }
+  const uint8_t* const attributes = pos_;
+  if (a->fixed_size >= 0) {
+    if (end_ - pos_ < a->fixed_size) {
+      fail("DIE at " + hex_number(offset) + " runs past the end of its unit");
+      return step;
+    }
+    pos_ += a->fixed_size;
+  } else {
+    for (uint32_t i = 0; i < a->ops_count; ++i) {
+      const SkipOp op = ops_[a->ops_begin + i];
+      if (op.form == 0) {
+        if (end_ - pos_ < op.size) {
+          fail("DIE at " + hex_number(offset) + " runs past the end of its unit");
+          return step;
+        }
+        pos_ += op.size;
+      } else if (!skip_value(op.form, pos_, 0)) {
+        fail("DIE at " + hex_number(offset) + ": cannot read an attribute of form " + hex_number(op.form));
+        return step;
+      }
+    }
+  }
+  step.abbrev = static_cast<uint32_t>(code);
+  step.attributes = attributes;
+  started_ = true;
+  if (a->has_children) ++depth_;
+  step.kind = Step::Die;
+  step.offset = offset;
+  step.tag = a->tag;
+  step.has_children = a->has_children;
+  return step;
+}
+
+bool DwarfDieWalker::unsigned_value(const Attribute& attr, uint64_t& value) const {
+  auto fixed = [&](int width) {
+    value = 0;
+    for (int i = 0; i < width; ++i) {
+      const int shift = shape_.little_endian ? 8 * i : 8 * (width - 1 - i);
+      value |= uint64_t(attr.value[i]) << shift;
+    }
+    return true;
+  };
+  switch (attr.form) {
+    case DW_FORM_flag_present:
+      value = 1;
+      return true;
+    case DW_FORM_implicit_const:
+      value = static_cast<uint64_t>(attr.implicit_const);
+      return true;
+    case DW_FORM_data1:
+    case DW_FORM_ref1:
+    case DW_FORM_flag:
+      return fixed(1);
+    case DW_FORM_data2:
+    case DW_FORM_ref2:
+      return fixed(2);
+    case DW_FORM_data4:
+    case DW_FORM_ref4:
+      return fixed(4);
+    case DW_FORM_data8:
+    case DW_FORM_ref8:
+      return fixed(8);
+    case DW_FORM_addr:
+      return shape_.address_size <= 8 && fixed(shape_.address_size);
+    case DW_FORM_sec_offset:
+    case DW_FORM_ref_addr:
+      return fixed(fixed_form_size(attr.form));
+    case DW_FORM_udata:
+    case DW_FORM_ref_udata: {
+      const uint8_t* p = attr.value;
+      return read_uleb(p, end_, value);
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace gsym

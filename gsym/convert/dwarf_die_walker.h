@@ -1,0 +1,136 @@
+// gsym/convert/dwarf_die_walker.h - the structure of one unit's DIE tree, read
+// straight from .debug_info and .debug_abbrev: each DIE's offset, tag and
+// whether it has children, in pre-order, with the ends of child lists.
+//
+// Why not libdw's dwarf_child/dwarf_siblingof: they look every DIE's
+// abbreviation up again in a locked hash table and scan its attributes once
+// more for the sibling; on C++ DWARF, where most DIEs are types, members and
+// parameters the converter never reads, that was most of the conversion time.
+// Here a unit's abbreviations are parsed once into a table indexed by code,
+// and DIEs whose attributes are all of fixed size are skipped in one step.
+// The converter still reads the attributes of the DIEs it needs with libdw.
+//
+// Like LLVM's DWARF parser, the walk is linear (DW_AT_sibling is not used).
+// Input is untrusted: every read is bounds-checked, and malformed input ends
+// the walk with an error message, never reads outside the unit.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace gsym {
+
+struct DwarfUnitShape {
+  uint16_t version = 4;
+  uint8_t address_size = 8;
+  uint8_t offset_size = 4;  // 4 = DWARF32, 8 = DWARF64
+  bool little_endian = true;
+};
+
+class DwarfDieWalker {
+ public:
+  // One step of the walk.
+  struct Step {
+    enum Kind : uint8_t { Die, EndOfChildren, End } kind = End;
+    uint64_t offset = 0;  // of the DIE in .debug_info (Die)
+    uint32_t tag = 0;
+    bool has_children = false;
+    uint32_t abbrev = 0;                // its abbreviation code
+    const uint8_t* attributes = nullptr;  // its attribute values
+  };
+
+  // One attribute of a DIE: its name, form and where its value is.
+  struct Attribute {
+    uint16_t name = 0;
+    uint16_t form = 0;
+    const uint8_t* value = nullptr;
+    int64_t implicit_const = 0;  // DW_FORM_implicit_const's value
+  };
+
+  // Calls `f(const Attribute&)` for each attribute of the DIE `step` returned
+  // (by the latest next(): the unit's bytes must still be there).
+  template <class F>
+  bool for_each_attribute(const Step& step, F&& f) const {
+    if (step.kind != Step::Die || step.abbrev >= abbrevs_.size()) return false;
+    const Abbrev& a = abbrevs_[step.abbrev];
+    const uint8_t* p = step.attributes;
+    for (uint32_t i = 0; i < a.specs_count; ++i) {
+      const Spec& spec = specs_[a.specs_begin + i];
+      Attribute attr{spec.name, spec.form, p, spec.implicit_const};
+      if (!skip_value(spec.form, p, 0)) return false;
+      f(attr);
+    }
+    return true;
+  }
+
+  // Whether the DIE `step` returned has an attribute `name` of its own.
+  bool has_attribute(const Step& step, uint16_t name) const {
+    if (step.kind != Step::Die || step.abbrev >= abbrevs_.size()) return false;
+    const Abbrev& a = abbrevs_[step.abbrev];
+    for (uint32_t i = 0; i < a.specs_count; ++i)
+      if (specs_[a.specs_begin + i].name == name) return true;
+    return false;
+  }
+
+  // The value of a constant, reference (unit-relative as stored), address,
+  // flag or section-offset attribute; false for other forms (strings,
+  // blocks, indexed forms, indirect).
+  bool unsigned_value(const Attribute& attr, uint64_t& value) const;
+
+  // Reads the abbreviation table at `abbrev_offset` of `debug_abbrev`.
+  // `unit` is the unit's DIE bytes: from its first DIE (at .debug_info
+  // offset `first_die_offset`) to the end of the unit.
+  bool start(std::span<const uint8_t> debug_abbrev, uint64_t abbrev_offset,
+             std::span<const uint8_t> unit, uint64_t first_die_offset, const DwarfUnitShape& shape);
+
+  // The next step: a DIE (its attributes are skipped, so the following step
+  // is its first child if it has children, else its next sibling), the end
+  // of the current child list, or End (the unit DIE's children are done, or
+  // an error: check ok()).
+  Step next();
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Abbrev {
+    uint32_t tag = 0;
+    bool has_children = false;
+    bool defined = false;
+    int32_t fixed_size = -1;  // all attribute values' total size, -1 = varies
+    uint32_t ops_begin = 0, ops_count = 0;
+    uint32_t specs_begin = 0, specs_count = 0;
+  };
+  // How to skip the attribute values: runs of fixed-size values merged into
+  // one op (form 0, `size` bytes), other forms one op each.
+  struct SkipOp {
+    uint16_t form = 0;
+    uint16_t size = 0;
+  };
+  struct Spec {
+    uint16_t name = 0;
+    uint16_t form = 0;
+    int64_t implicit_const = 0;
+  };
+  bool parse_abbrevs(std::span<const uint8_t> section, uint64_t offset);
+  bool skip_value(uint64_t form, const uint8_t*& p, int indirections) const;
+  int fixed_form_size(uint64_t form) const;  // -1 = not fixed
+  void fail(std::string message);
+
+  std::vector<Abbrev> abbrevs_;  // by code (codes are small and dense in practice)
+  std::vector<SkipOp> ops_;
+  std::vector<Spec> specs_;
+  DwarfUnitShape shape_;
+  const uint8_t* begin_ = nullptr;
+  const uint8_t* pos_ = nullptr;
+  const uint8_t* end_ = nullptr;
+  uint64_t first_offset_ = 0;
+  uint32_t depth_ = 0;  // open child lists
+  bool started_ = false;
+  bool finished_ = false;
+  std::string error_;
+};
+
+}  // namespace gsym

@@ -1,0 +1,74 @@
+// gsym/convert/dwarf_line_table.h - a DWARF 2-5 line-number program decoded the way
+// LLVM's DWARFDebugLine does it, because GSYM line tables must equal what
+// llvm-gsymutil derives: rows kept in program order, grouped in sequences
+// (sorted by end address), rows after a tombstone DW_LNE_set_address dropped,
+// and file paths built like LLVM's getFileNameByIndex(AbsoluteFilePath).
+// (libdw sorts all rows of a unit by address, which merges sequences.)
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gsym/base/expected.h"
+
+namespace gsym {
+
+// Decompressed sections a line program may reference.
+struct DwarfLineSections {
+  std::span<const uint8_t> debug_line;
+  std::span<const uint8_t> debug_line_str;
+  std::span<const uint8_t> debug_str;
+  bool little_endian = true;
+};
+
+struct DwarfLineRow {
+  uint64_t address = 0;
+  uint32_t file = 1;
+  uint32_t line = 1;
+  bool end_sequence = false;
+};
+
+struct DwarfLineSequence {
+  uint64_t low_pc = 0;   // address of the first row
+  uint64_t high_pc = 0;  // address of the end_sequence row
+  uint32_t first_row = 0;
+  uint32_t end_row = 0;  // one past the end_sequence row
+};
+
+struct DwarfLineTable {
+  uint16_t version = 0;
+  std::vector<std::string_view> include_directories;
+  struct FileName {
+    std::string_view name;
+    uint64_t directory_index = 0;
+  };
+  std::vector<FileName> file_names;
+  std::vector<DwarfLineRow> rows;
+  std::vector<DwarfLineSequence> sequences;  // valid ones, sorted by high_pc
+
+  // LLVM's Prologue::getFileNameByIndex with AbsoluteFilePath; false when the
+  // index names no entry.
+  bool file_path(uint64_t index, std::string_view comp_dir, std::string& out) const;
+  // Number of usable DWARF file indexes (LLVM sizes its per-unit cache
+  // file_names.size() + 1).
+  size_t file_index_limit() const { return file_names.size() + 1; }
+
+  // LLVM's LineTable::lookupAddressRange: indexes of the rows describing
+  // [address, address + size), false when no sequence contains `address`.
+  bool lookup_address_range(uint64_t address, uint64_t size, std::vector<uint32_t>& out) const;
+};
+
+// Decodes the line program at `offset` in .debug_line. `address_size` is the
+// unit's (for the tombstone value).
+Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& sections, uint64_t offset,
+                                          uint8_t address_size);
+
+// LLVM's sys::path::parent_path / filename for POSIX paths, which
+// GsymCreator::insertFile uses to split a path into directory and basename.
+std::string_view path_parent(std::string_view path);
+std::string_view path_filename(std::string_view path);
+
+}  // namespace gsym

@@ -1,0 +1,1248 @@
+#include "gsym/convert/dwarf_unit_converter.h"
+
+#include "gsym/convert/dwarf_die_walker.h"
+#include "gsym/format/leb128.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <unordered_map>
+
+namespace gsym {
+
+namespace {
+
+// Deeper DIE nesting than this is treated as a malformed unit (it also bounds
+// the recursion of the walk).
+constexpr int kMaxDieDepth = 1024;
+constexpr int kMaxDeclContextHops = 64;
+
+// A DIE's identity across the unit's file and its dwz alt file
+// (.gnu_debugaltlink): DW_FORM_GNU_ref_alt / DW_FORM_ref_sup* references
+// land in the alt file, whose offsets overlap the main file's, so every memo
+// is keyed by (file, offset): the offset, with the top bit set for the alt file.
+using DieKey = uint64_t;
+constexpr DieKey kAltFileBit = DieKey{1} << 63;
+
+bool in_other_file(Dwarf* main, Dwarf_Die* die) { return dwarf_cu_getdwarf(die->cu) != main; }
+
+DieKey die_key(Dwarf* main, Dwarf_Die* die) {
+  return dwarf_dieoffset(die) | (in_other_file(main, die) ? kAltFileBit : 0);
+}
+
+std::string dwarf_error() {
+  const char* msg = dwarf_errmsg(-1);
+  return msg ? msg : "unknown libdw error";
+}
+
+// dwarf_formref_die, except DWARF 5's DW_FORM_ref_sup4/8 (dwz -5), which
+// libdw 0.188 resolves in the DIE's own file at the same offset: those are
+// offsets in the supplementary file (installed as the alt file).
+bool formref_die(Dwarf_Attribute* attr, Dwarf_Die* result) {
+  if (attr->form != DW_FORM_ref_sup4 && attr->form != DW_FORM_ref_sup8)
+    return dwarf_formref_die(attr, result) != nullptr;
+  Dwarf* own = dwarf_cu_getdwarf(attr->cu);
+  Dwarf* alt = own ? dwarf_getalt(own) : nullptr;
+  Elf* elf = own ? dwarf_getelf(own) : nullptr;
+  const char* ident = elf ? elf_getident(elf, nullptr) : nullptr;
+  if (!alt || !ident || !attr->valp) return false;
+  // dwarf_getattrs / dwarf_attr checked the value lies inside the unit.
+  const int size = attr->form == DW_FORM_ref_sup4 ? 4 : 8;
+  uint64_t offset = 0;
+  for (int i = 0; i < size; ++i) {
+    const int shift = ident[EI_DATA] == ELFDATA2LSB ? 8 * i : 8 * (size - 1 - i);
+    offset |= uint64_t(attr->valp[i]) << shift;
+  }
+  return dwarf_offdie(alt, offset, result) != nullptr;
+}
+
+// dwarf_attr_integrate with formref_die: the attribute of the DIE, else of
+// its abstract_origin, else of its specification, ... (17 DIEs at most, as libdw).
+Dwarf_Attribute* attr_integrate(Dwarf_Die* die, unsigned name, Dwarf_Attribute* mem) {
+  Dwarf_Die current = *die;
+  for (int hop = 0; hop < 17; ++hop) {
+    if (Dwarf_Attribute* a = dwarf_attr(&current, name, mem)) return a;
+    Dwarf_Attribute ref;
+    if (!dwarf_attr(&current, DW_AT_abstract_origin, &ref) && !dwarf_attr(&current, DW_AT_specification, &ref))
+      return nullptr;
+    if (!formref_die(&ref, &current)) return nullptr;
+  }
+  return nullptr;
+}
+
+const char* attr_string(Dwarf_Die* die, unsigned name, bool integrate) {
+  Dwarf_Attribute mem;
+  Dwarf_Attribute* a = integrate ? attr_integrate(die, name, &mem) : dwarf_attr(die, name, &mem);
+  return a ? dwarf_formstring(a) : nullptr;
+}
+
+std::optional<uint64_t> attr_unsigned(Dwarf_Die* die, unsigned name, bool integrate) {
+  Dwarf_Attribute mem;
+  Dwarf_Attribute* a = integrate ? attr_integrate(die, name, &mem) : dwarf_attr(die, name, &mem);
+  Dwarf_Word v;
+  if (!a || dwarf_formudata(a, &v) != 0) return std::nullopt;
+  return v;
+}
+
+// The attributes the converter reads from a subprogram or inlined subroutine,
+// gathered in one dwarf_getattrs pass per DIE of its abstract_origin /
+// specification chain (instead of one dwarf_attr_integrate walk each).
+struct DieAttributes {
+  const char* linkage_name = nullptr;
+  const char* name = nullptr;
+  std::optional<uint64_t> call_file, call_line, decl_file, decl_line;  // call_line: own only
+  // decl_file's form was DW_FORM_implicit_const (gcc's DWARF 5 for a file
+  // shared by many DIEs): LLVM 22 cannot resolve such a file (the value has
+  // no unit), so its decl_file/decl_line line-table fallback gives nothing.
+  // Likewise a decl_file read from the dwz alt file: it indexes a partial
+  // unit's line table there, not this unit's.
+  bool decl_file_implicit_const = false;
+  DieKey origin = 0;        // the DIE's own abstract_origin/specification target
+  bool own_names = false;   // the DIE itself has a name or linkage name
+  // The DIE's own address attributes (valid while the DWARF data lives).
+  // [low_pc, high_pc) from the DIE's own pair, as dwarf_highpc reads it (a
+  // constant-class high_pc is an offset from low_pc); unknown = ask libdw's
+  // dwarf_ranges (DW_AT_ranges, or forms not read here).
+  AddressRange pc_range;
+  bool pc_range_known = false;
+};
+
+struct AttributeScan {
+  Dwarf_Attribute mips_linkage, linkage, name, origin, spec, call_file, call_line, decl_file,
+      decl_line, low_pc, high_pc;
+  unsigned found = 0;  // bit per member above, in order
+};
+
+int collect_attribute(Dwarf_Attribute* attr, void* arg) {
+  auto* scan = static_cast<AttributeScan*>(arg);
+  switch (dwarf_whatattr(attr)) {
+    case DW_AT_MIPS_linkage_name: scan->mips_linkage = *attr; scan->found |= 1; break;
+    case DW_AT_linkage_name: scan->linkage = *attr; scan->found |= 2; break;
+    case DW_AT_name: scan->name = *attr; scan->found |= 4; break;
+    case DW_AT_abstract_origin: scan->origin = *attr; scan->found |= 8; break;
+    case DW_AT_specification: scan->spec = *attr; scan->found |= 16; break;
+    case DW_AT_call_file: scan->call_file = *attr; scan->found |= 32; break;
+    case DW_AT_call_line: scan->call_line = *attr; scan->found |= 64; break;
+    case DW_AT_decl_file: scan->decl_file = *attr; scan->found |= 128; break;
+    case DW_AT_decl_line: scan->decl_line = *attr; scan->found |= 256; break;
+    case DW_AT_low_pc: scan->low_pc = *attr; scan->found |= 512; break;
+    case DW_AT_high_pc: scan->high_pc = *attr; scan->found |= 1024; break;
+    default: break;
+  }
+  return DWARF_CB_OK;
+}
+
+std::optional<uint64_t> form_unsigned(Dwarf_Attribute* a) {
+  Dwarf_Word v;
+  if (dwarf_formudata(a, &v) != 0) return std::nullopt;
+  return v;
+}
+
+bool own_pc_range(AttributeScan& scan, AddressRange& range) {
+  Dwarf_Addr low, high;
+  if (dwarf_formaddr(&scan.low_pc, &low) != 0) return false;
+  switch (dwarf_whatform(&scan.high_pc)) {
+    case DW_FORM_addr:
+    case DW_FORM_addrx:
+    case DW_FORM_addrx1:
+    case DW_FORM_addrx2:
+    case DW_FORM_addrx3:
+    case DW_FORM_addrx4:
+    case DW_FORM_GNU_addr_index:
+      if (dwarf_formaddr(&scan.high_pc, &high) != 0) return false;
+      break;
+    default: {
+      Dwarf_Word offset;
+      if (dwarf_formudata(&scan.high_pc, &offset) != 0) return false;
+      high = low + offset;
+    }
+  }
+  range = {low, high};
+  return true;
+}
+
+// Like dwarf_attr_integrate for each attribute: the first DIE of the chain
+// (the DIE, then its abstract_origin, else its specification, ...) that has it.
+// `max_hops` DIEs are scanned at most; when the chain goes on past them and
+// `unscanned` is given, it receives the next DIE (and true is stored in
+// `*has_unscanned`), so a caller can continue from a memoized result.
+DieAttributes die_attributes(Dwarf* main, Dwarf_Die* die, int max_hops = 16, Dwarf_Die* unscanned = nullptr,
+                             bool* has_unscanned = nullptr) {
+  DieAttributes out;
+  Dwarf_Die current = *die;
+  bool followed = false;
+  for (int hop = 0; hop < max_hops; ++hop) {
+    followed = false;
+    AttributeScan scan;
+    if (dwarf_getattrs(&current, collect_attribute, &scan, 0) != 1) break;
+    auto string_of = [](Dwarf_Attribute* a) { return dwarf_formstring(a); };
+    if (!out.linkage_name && (scan.found & 1)) out.linkage_name = string_of(&scan.mips_linkage);
+    if (!out.linkage_name && (scan.found & 2)) out.linkage_name = string_of(&scan.linkage);
+    if (!out.name && (scan.found & 4)) out.name = string_of(&scan.name);
+    if (hop == 0) {
+      if (scan.found & 64) out.call_line = form_unsigned(&scan.call_line);
+      out.own_names = (scan.found & 7) != 0;
+      if ((scan.found & 1536) == 1536) out.pc_range_known = own_pc_range(scan, out.pc_range);
+    }
+    if (!out.call_file && (scan.found & 32)) out.call_file = form_unsigned(&scan.call_file);
+    if (!out.decl_file && (scan.found & 128)) {
+      out.decl_file = form_unsigned(&scan.decl_file);
+      out.decl_file_implicit_const =
+          dwarf_whatform(&scan.decl_file) == DW_FORM_implicit_const || in_other_file(main, &current);
+    }
+    if (!out.decl_line && (scan.found & 256)) out.decl_line = form_unsigned(&scan.decl_line);
+    Dwarf_Attribute* next = (scan.found & 8) ? &scan.origin : (scan.found & 16) ? &scan.spec : nullptr;
+    if (!next || !formref_die(next, &current)) break;
+    followed = true;
+    if (hop == 0) out.origin = die_key(main, &current);
+  }
+  if (unscanned && followed) {
+    *unscanned = current;
+    *has_unscanned = true;
+  }
+  return out;
+}
+
+// LLVM's AddressRanges::insert: keeps ranges sorted, merging overlapping and
+// touching ones; empty ranges are dropped.
+void insert_range(std::vector<AddressRange>& ranges, AddressRange r) {
+  if (r.start >= r.end) return;
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), r);
+  auto it2 = it;
+  while (it2 != ranges.end() && it2->start <= r.end) ++it2;
+  if (it != it2) {
+    r.end = std::max(r.end, std::prev(it2)->end);
+    it = ranges.erase(it, it2);
+  }
+  if (it != ranges.begin() && r.start <= std::prev(it)->end) {
+    --it;
+    it->end = std::max(it->end, r.end);
+    return;
+  }
+  ranges.insert(it, r);
+}
+
+bool ranges_contain(std::span<const AddressRange> ranges, const AddressRange& r) {
+  if (r.start >= r.end) return false;
+  auto it = std::partition_point(ranges.begin(), ranges.end(),
+                                 [&](const AddressRange& x) { return x.start <= r.start; });
+  if (it == ranges.begin()) return false;
+  --it;
+  return r.end <= it->end;
+}
+
+// Whether a DIE of this tag can be asked for its parent when names are
+// qualified (a subprogram, or a context: namespace, class, lexical block,
+// ...). Parameters, members, variables and types other than classes cannot:
+// their parent links, most of a C++ unit's, are not kept.
+bool may_be_named_through_parent(uint32_t tag) {
+  switch (tag) {
+    case DW_TAG_inlined_subroutine:  // its name comes from its origin, never its parents
+    case DW_TAG_formal_parameter:
+    case DW_TAG_variable:
+    case DW_TAG_member:
+    case DW_TAG_template_type_parameter:
+    case DW_TAG_template_value_parameter:
+    case DW_TAG_GNU_template_parameter_pack:
+    case DW_TAG_GNU_formal_parameter_pack:
+    case DW_TAG_enumerator:
+    case DW_TAG_subrange_type:
+    case DW_TAG_base_type:
+    case DW_TAG_pointer_type:
+    case DW_TAG_reference_type:
+    case DW_TAG_rvalue_reference_type:
+    case DW_TAG_const_type:
+    case DW_TAG_volatile_type:
+    case DW_TAG_restrict_type:
+    case DW_TAG_typedef:
+    case DW_TAG_array_type:
+    case DW_TAG_subroutine_type:
+    case DW_TAG_unspecified_parameters:
+    case DW_TAG_unspecified_type:
+    case DW_TAG_ptr_to_member_type:
+    case DW_TAG_inheritance:
+    case DW_TAG_imported_declaration:
+    case DW_TAG_imported_module:
+    case DW_TAG_label:
+    case DW_TAG_call_site:
+    case DW_TAG_call_site_parameter:
+    case DW_TAG_GNU_call_site:
+    case DW_TAG_GNU_call_site_parameter:
+      return false;
+    default:
+      return true;
+  }
+}
+
+bool is_cplusplus_like(uint64_t language) {
+  switch (language) {
+    case DW_LANG_C_plus_plus:
+    case DW_LANG_C_plus_plus_03:
+    case DW_LANG_C_plus_plus_11:
+    case DW_LANG_C_plus_plus_14:
+    case DW_LANG_ObjC_plus_plus:
+    case DW_LANG_C:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Inline DIEs of all the unit's functions live in one pool (no per-node
+// vectors to allocate and free): ranges in a shared range pool, children as
+// an ordered sibling list.
+constexpr uint32_t kNoNode = UINT32_MAX;
+
+struct RawInline {
+  uint32_t ranges_begin = 0, ranges_count = 0;  // the DIE's ranges, normalized
+  Dwarf_Die die;                     // for the name, resolved after the walk
+  // What naming needs of the DIE's attributes (a few of millions of nodes'
+  // bytes: DieAttributes is four times the size).
+  const char* linkage_name = nullptr;
+  const char* short_name = nullptr;
+  DieKey origin = 0;
+  bool own_names = false;
+  bool name_resolved = false;
+  std::string_view name;             // "" = none
+  uint64_t call_file = UINT32_MAX;   // LLVM's default when absent (invalid)
+  uint32_t call_line = 0;
+  uint32_t first_child = kNoNode, last_child = kNoNode, next_sibling = kNoNode;
+};
+
+struct FunctionContext {
+  Dwarf_Die die;
+  DieAttributes attrs;
+  bool named = false;
+  bool collects = false;  // has at least one valid range
+  uint32_t group = 0;
+  std::string_view name;
+  std::vector<AddressRange> ranges;  // valid ranges, DWARF order
+  bool has_inline = false;
+  uint32_t root = kNoNode;  // the subprogram itself, in Impl::raw_nodes
+};
+
+// Open-addressing map from a string's address to its index in the unit's
+// string list (hot: one lookup per function and inline node).
+class PointerIndex {
+ public:
+  // Returns {index, inserted}.
+  std::pair<uint32_t, bool> emplace(const char* key, uint32_t value) {
+    if ((count_ + 1) * 2 > slots_.size()) grow();
+    size_t i = slot_for(key);
+    if (slots_[i].key == key) return {slots_[i].value, false};
+    slots_[i] = {key, value};
+    ++count_;
+    return {value, true};
+  }
+  void clear() {
+    slots_.assign(64, Slot{});
+    count_ = 0;
+  }
+
+ private:
+  struct Slot {
+    const char* key = nullptr;
+    uint32_t value = 0;
+  };
+  size_t slot_for(const char* key) const {
+    const size_t mask = slots_.size() - 1;
+    size_t i = (reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull >> 20) & mask;
+    while (slots_[i].key && slots_[i].key != key) i = (i + 1) & mask;
+    return i;
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
+    for (const Slot& s : old)
+      if (s.key) slots_[slot_for(s.key)] = s;
+  }
+  std::vector<Slot> slots_ = std::vector<Slot>(64);
+  size_t count_ = 0;
+};
+
+}  // namespace
+
+struct DwarfUnitConverter::Impl {
+  Dwarf* dwarf;
+  const DwarfLineSections& line_sections;
+  const UnitConverterOptions& options;
+
+  // Per unit.
+  UnitOutput out;
+  std::vector<std::vector<UnitOp>> groups;
+  std::vector<std::unique_ptr<FunctionContext>> function_stack;
+  std::vector<std::unique_ptr<FunctionContext>> pending;  // finished after the walk
+  std::optional<DwarfLineTable> line_table;
+  std::string comp_dir;
+  uint64_t language = 0;
+  uint8_t address_size = 8;
+  std::vector<int64_t> file_cache;  // DWARF index -> local index; -1 = not yet
+  std::unordered_map<std::string, uint32_t> local_file_by_path;
+  PointerIndex string_index;  // by address: each DWARF string has one
+  std::vector<uint32_t> file_stamp;  // per local file: last group that interned it
+  std::vector<uint32_t> row_indexes;
+  std::vector<AddressRange> range_scratch;  // one DIE's raw ranges, reused
+  std::vector<AddressRange> normalized_scratch;
+  std::vector<RawInline> raw_nodes;       // per unit
+  std::vector<AddressRange> raw_ranges;   // per unit
+  std::string path_buffer;
+  bool failed = false;
+  std::string failure;
+
+  // Parent links per unit, built on first need (a referenced DIE may live in
+  // another unit).
+  using ParentLinks = std::vector<std::pair<Dwarf_Off, Dwarf_Off>>;  // (DIE, parent), sorted
+  // The unit being walked records its links as it goes (pre-order = offset
+  // order); another unit, or a DIE ahead of the walk, gets a full index.
+  ParentLinks walk_parents;
+  // Qualified names of inlined subroutines by their abstract origin: an
+  // inlined DIE without names of its own is named exactly like its origin
+  // (LLVM never qualifies it through its own parents), and C++ inlines the
+  // same few hundred functions thousands of times.
+  std::unordered_map<DieKey, std::string_view> origin_names;
+  // The rest of an abstract_origin/specification chain, by its first DIE:
+  // every inlined copy of a function scans the same origin chain.
+  std::unordered_map<DieKey, DieAttributes> origin_attributes;
+  // LLVM's qualification walks the same namespaces and classes for every
+  // member: memoize each DIE's declaration context and each context's
+  // "outer::inner" prefix (per unit).
+  // Keyed by DieKey: a context may be in the alt file, and is kept as a
+  // handle (its file's), never re-read by offset from the main file.
+  std::unordered_map<DieKey, std::optional<Dwarf_Die>> context_of;  // nullopt = none
+  std::unordered_map<DieKey, std::string> prefix_of;
+  DieKey walk_unit = 0;
+  std::unordered_map<DieKey, ParentLinks> other_parents;  // by unit DIE
+
+  Impl(Dwarf* d, const DwarfLineSections& s, const UnitConverterOptions& o)
+      : dwarf(d), line_sections(s), options(o) {}
+
+  void fail(std::string message) {
+    if (!failed) {
+      failed = true;
+      failure = std::move(message);
+    }
+  }
+
+  bool valid_text_address(uint64_t addr) const {
+    if (options.text_ranges.empty()) return true;
+    auto it = std::upper_bound(options.text_ranges.begin(), options.text_ranges.end(), addr,
+                               [](uint64_t a, const AddressRange& r) { return a < r.start; });
+    return it != options.text_ranges.begin() && std::prev(it)->contains(addr);
+  }
+
+  bool is_highest_address(uint64_t addr) const {
+    if (address_size == 4) return addr == UINT32_MAX;
+    if (address_size == 8) return addr == UINT64_MAX;
+    return false;
+  }
+
+  // --- names -------------------------------------------------------------
+
+  static bool find_parent(const ParentLinks& links, Dwarf_Off off, Dwarf_Off& parent) {
+    auto it = std::lower_bound(links.begin(), links.end(), std::pair<Dwarf_Off, Dwarf_Off>{off, 0});
+    if (it == links.end() || it->first != off || it->second == 0) return false;
+    parent = it->second;
+    return true;
+  }
+
+  bool parent_of(Dwarf_Die* die, Dwarf_Die* parent) {
+    Dwarf_Die cu;
+    if (!dwarf_diecu(die, &cu, nullptr, nullptr)) return false;
+    // The DIE's own file: the alt file's DIEs have their parents there.
+    Dwarf* owner = dwarf_cu_getdwarf(die->cu);
+    const Dwarf_Off off = dwarf_dieoffset(die), cu_off = dwarf_dieoffset(&cu);
+    const DieKey cu_key = die_key(dwarf, &cu);
+    Dwarf_Off parent_off = 0;
+    if (cu_key == walk_unit && !walk_parents.empty() && off <= walk_parents.back().first) {
+      if (!find_parent(walk_parents, off, parent_off)) return false;
+      return dwarf_offdie(owner, parent_off, parent) != nullptr;
+    }
+    ParentLinks& links = other_parents[cu_key];
+    if (links.empty()) {
+      std::vector<Dwarf_Die> stack = {cu};
+      links.emplace_back(cu_off, 0);
+      while (!stack.empty()) {
+        Dwarf_Die d = stack.back();
+        stack.pop_back();
+        Dwarf_Die child;
+        if (!dwarf_haschildren(&d) || dwarf_child(&d, &child) != 0) continue;
+        const Dwarf_Off d_off = dwarf_dieoffset(&d);
+        Dwarf_Off previous = 0;
+        do {
+          const Dwarf_Off c_off = dwarf_dieoffset(&child);
+          if (c_off <= previous) break;  // a backwards DW_AT_sibling: stop, never loop
+          previous = c_off;
+          links.emplace_back(c_off, d_off);
+          stack.push_back(child);
+        } while (dwarf_siblingof(&child, &child) == 0);
+      }
+      std::sort(links.begin(), links.end());
+    }
+    if (!find_parent(links, off, parent_off)) return false;
+    return dwarf_offdie(owner, parent_off, parent) != nullptr;
+  }
+
+  bool referenced_die(Dwarf_Die* die, unsigned attr, Dwarf_Die* result) {
+    Dwarf_Attribute mem;
+    Dwarf_Attribute* a = dwarf_attr(die, attr, &mem);
+    return a && formref_die(a, result);
+  }
+
+  // LLVM's GetParentDeclContextDIE (memoized).
+  bool parent_decl_context(Dwarf_Die* die, Dwarf_Die* result, int hops) {
+    const DieKey key = die_key(dwarf, die);
+    if (auto it = context_of.find(key); it != context_of.end()) {
+      if (!it->second) return false;
+      *result = *it->second;
+      return true;
+    }
+    const bool found = compute_decl_context(die, result, hops);
+    context_of.emplace(key, found ? std::optional<Dwarf_Die>(*result) : std::nullopt);
+    return found;
+  }
+
+  bool compute_decl_context(Dwarf_Die* die, Dwarf_Die* result, int hops) {
+    if (hops > kMaxDeclContextHops) return false;
+    Dwarf_Die ref;
+    if (referenced_die(die, DW_AT_specification, &ref) && parent_decl_context(&ref, result, hops + 1))
+      return true;
+    if (referenced_die(die, DW_AT_abstract_origin, &ref) &&
+        parent_decl_context(&ref, result, hops + 1))
+      return true;
+    if (dwarf_tag(die) == DW_TAG_inlined_subroutine) return false;
+    Dwarf_Die parent;
+    if (!parent_of(die, &parent)) return false;
+    switch (dwarf_tag(&parent)) {
+      case DW_TAG_namespace:
+      case DW_TAG_structure_type:
+      case DW_TAG_union_type:
+      case DW_TAG_class_type:
+      case DW_TAG_subprogram:
+        *result = parent;
+        return true;
+      case DW_TAG_lexical_block:
+        return parent_decl_context(&parent, result, hops + 1);
+      default:
+        return false;
+    }
+  }
+
+  // The "::"-joined names of `context` and its enclosing contexts, outermost
+  // first; unnamed contexts are skipped, "<lambda>" becomes "{lambda}".
+  const std::string& context_prefix(Dwarf_Die* context, int depth) {
+    const DieKey key = die_key(dwarf, context);
+    if (auto it = prefix_of.find(key); it != prefix_of.end()) return it->second;
+    std::string prefix;
+    Dwarf_Die outer;
+    if (depth < kMaxDeclContextHops && parent_decl_context(context, &outer, 0))
+      prefix = context_prefix(&outer, depth + 1);
+    const char* name = attr_string(context, DW_AT_name, true);
+    if (name && *name) {
+      std::string_view p = name;
+      std::string part = p.size() >= 2 && p.front() == '<' && p.back() == '>'
+                             ? "{" + std::string(p.substr(1, p.size() - 2)) + "}"
+                             : std::string(p);
+      prefix = prefix.empty() ? std::move(part) : prefix + "::" + part;
+    }
+    return prefix_of.emplace(key, std::move(prefix)).first->second;
+  }
+
+  // LLVM's getQualifiedNameIndex; "" = no name. The view points into the
+  // DWARF data, or into out.owned_strings for composed names.
+  std::string_view qualified_name(Dwarf_Die* die) {
+    return qualified_name(die, attributes(die));
+  }
+  std::string_view qualified_name(Dwarf_Die* die, const DieAttributes& attrs) {
+    return qualified_name(die, attrs.linkage_name, attrs.name);
+  }
+  std::string_view qualified_name(Dwarf_Die* die, const char* linkage_name, const char* short_name) {
+    if (linkage_name && *linkage_name) return linkage_name;
+    if (!short_name || !*short_name) return {};
+    const std::string_view plain = short_name;
+    if (!is_cplusplus_like(language)) return plain;
+    if (plain.starts_with("_Z") &&
+        (plain.find(".isra.") != std::string_view::npos || plain.find(".part.") != std::string_view::npos))
+      return plain;
+    Dwarf_Die context;
+    if (!parent_decl_context(die, &context, 0)) return plain;
+    const std::string& prefix = context_prefix(&context, 0);
+    if (prefix.empty()) return plain;
+    std::string name = prefix + "::" + std::string(plain);
+    out.owned_strings.push_back(std::move(name));
+    return out.owned_strings.back();
+  }
+
+  // --- files ---------------------------------------------------------------
+
+  uint32_t local_file_for_path(const std::string& path) {
+    auto [it, inserted] =
+        local_file_by_path.emplace(path, static_cast<uint32_t>(out.files.size() + 1));
+    if (inserted) {
+      out.files.push_back({std::string(path_parent(path)), std::string(path_filename(path))});
+      file_stamp.push_back(UINT32_MAX);
+    }
+    return it->second;
+  }
+
+  // die_attributes(die), with the chain past the DIE's own attributes
+  // memoized (same first-found-wins merge, same 16-DIE limit).
+  DieAttributes attributes(Dwarf_Die* die) {
+    Dwarf_Die origin_die;
+    bool has_origin = false;
+    DieAttributes out = die_attributes(dwarf, die, 1, &origin_die, &has_origin);
+    if (!has_origin) return out;
+    inherit_from_origin(out, &origin_die);
+    return out;
+  }
+
+  // Fills in what `out` lacks from the chain of its origin `origin_die`
+  // (out.origin), memoized per origin.
+  void inherit_from_origin(DieAttributes& out, Dwarf_Die* origin_die) {
+    auto [it, inserted] = origin_attributes.try_emplace(out.origin);
+    if (inserted) it->second = die_attributes(dwarf, origin_die, 15);
+    const DieAttributes& rest = it->second;
+    if (!out.linkage_name) out.linkage_name = rest.linkage_name;
+    if (!out.name) out.name = rest.name;
+    if (!out.call_file) out.call_file = rest.call_file;
+    if (!out.decl_file) {
+      out.decl_file = rest.decl_file;
+      out.decl_file_implicit_const = rest.decl_file_implicit_const;
+    }
+    if (!out.decl_line) out.decl_line = rest.decl_line;
+  }
+
+  void use_file(uint32_t group, uint32_t local) {
+    if (local == 0 || file_stamp[local - 1] == group) return;
+    file_stamp[local - 1] = group;
+    groups[group].push_back({UnitOp::File, local});
+  }
+
+  // Returns the string's local index.
+  uint32_t use_string(uint32_t group, std::string_view s) {
+    auto [index, inserted] = string_index.emplace(s.data(), static_cast<uint32_t>(out.strings.size()));
+    if (inserted) out.strings.push_back(s);
+    groups[group].push_back({UnitOp::String, index});
+    return index;
+  }
+
+  // LLVM's CUInfo::DWARFToGSYMFileIndex, on local indexes.
+  std::optional<uint32_t> file_index(uint32_t group, uint64_t dwarf_index) {
+    if (!line_table) return 0;
+    if (dwarf_index >= file_cache.size()) return std::nullopt;
+    int64_t& cached = file_cache[dwarf_index];
+    if (cached < 0) {
+      cached = line_table->file_path(dwarf_index, comp_dir, path_buffer)
+                   ? local_file_for_path(path_buffer)
+                   : 0;
+    }
+    use_file(group, static_cast<uint32_t>(cached));
+    return static_cast<uint32_t>(cached);
+  }
+
+  // --- functions -------------------------------------------------------------
+
+  // LLVM's convertFunctionLineTable: appends the rows of [start, end) to
+  // out.lines.
+  void convert_lines(FunctionContext& ctx, uint64_t start, uint64_t end) {
+    const DwarfLineTable& table = *line_table;
+    std::vector<LineEntry>& lines = out.lines;
+    const size_t first = lines.size();
+    if (!table.lookup_address_range(start, end - start, row_indexes)) {
+      const DieAttributes attrs = attributes(&ctx.die);
+      const auto& decl_file = attrs.decl_file;
+      if (!decl_file || attrs.decl_file_implicit_const ||
+          !table.file_path(*decl_file, comp_dir, path_buffer) || path_buffer.empty())
+        return;
+      const auto& decl_line = attrs.decl_line;
+      if (!decl_line) return;
+      const uint32_t local = local_file_for_path(path_buffer);
+      use_file(ctx.group, local);
+      lines.push_back({start, local, static_cast<uint32_t>(*decl_line)});
+      return;
+    }
+    uint64_t prev_address = 0;
+    for (uint32_t index : row_indexes) {
+      const DwarfLineRow& row = table.rows[index];
+      std::optional<uint32_t> file = file_index(ctx.group, row.file);
+      if (!file) continue;
+      uint64_t address = row.address;
+      if (!(address >= start && address < end)) {
+        if (address < start)
+          address = start;
+        else
+          continue;
+      }
+      LineEntry entry{address, *file, row.line};
+      if (index != row_indexes[0] && row.address < prev_address) break;
+      if (lines.size() > first && lines.back().file == *file && lines.back().line == row.line)
+        continue;
+      if (row.end_sequence) {
+        prev_address = 0;
+      } else {
+        lines.push_back(entry);
+        prev_address = row.address;
+      }
+    }
+  }
+
+  // LLVM's parseInlineInfo below one node, for one function range: appends
+  // the children of raw node `raw_index` (and their subtrees, pre-order) to
+  // out.inline_nodes below flat node `parent`. Returns the nodes added.
+  uint64_t build_inline(FunctionContext& ctx, uint32_t raw_index, uint32_t parent) {
+    uint64_t added = 0;
+    for (uint32_t child_index = raw_nodes[raw_index].first_child; child_index != kNoNode;
+         child_index = raw_nodes[child_index].next_sibling) {
+      RawInline& raw = raw_nodes[child_index];
+      const std::span<const AddressRange> parent_ranges(
+          out.inline_ranges.data() + out.inline_nodes[parent].ranges_begin,
+          out.inline_nodes[parent].ranges_count);
+      std::vector<AddressRange>& ranges = normalized_scratch;
+      ranges.clear();
+      for (uint32_t r = 0; r < raw.ranges_count; ++r) {
+        const AddressRange& range = raw_ranges[raw.ranges_begin + r];
+        if (ranges_contain(parent_ranges, range)) insert_range(ranges, range);
+      }
+      if (ranges.empty()) continue;
+      FlatInlineNode node;
+      if (const std::string_view name = inline_name(raw); !name.empty())
+        node.name = use_string(ctx.group, name) + 1;
+      std::optional<uint32_t> call_file = file_index(ctx.group, raw.call_file);
+      if (!call_file) continue;  // invalid DW_AT_call_file: LLVM drops the subtree
+      node.call_file = *call_file;
+      node.call_line = raw.call_line;
+      node.ranges_begin = static_cast<uint32_t>(out.inline_ranges.size());
+      node.ranges_count = static_cast<uint32_t>(ranges.size());
+      out.inline_ranges.insert(out.inline_ranges.end(), ranges.begin(), ranges.end());
+      const uint32_t index = static_cast<uint32_t>(out.inline_nodes.size());
+      out.inline_nodes.push_back(node);
+      ++out.inline_nodes[parent].child_count;
+      added += 1 + build_inline(ctx, child_index, index);
+    }
+    return added;
+  }
+
+  // die_ranges with the DIE's own pc pair already read (DieAttributes).
+  bool die_ranges(Dwarf_Die* die, const DieAttributes& attrs, std::vector<AddressRange>& ranges) {
+    if (!attrs.pc_range_known) return die_ranges(die, ranges);
+    ranges.clear();
+    ranges.push_back(attrs.pc_range);
+    return true;
+  }
+
+  bool die_ranges(Dwarf_Die* die, std::vector<AddressRange>& ranges) {
+    ranges.clear();
+    if (split_unit) {
+      // A split unit's range lists are relative to the skeleton's base
+      // address, which libdw does not know here (split_dwarf.h).
+      Dwarf_Attribute mem;
+      if (Dwarf_Attribute* a = dwarf_attr(die, DW_AT_ranges, &mem)) {
+        uint64_t value = 0;
+        if (a->form == DW_FORM_rnglistx) {
+          const uint8_t* p = a->valp;
+          const uint8_t* end = unit_info.data() + unit_info.size();
+          if (p < unit_info.data() || p >= end || !leb128::read_uleb_fast(p, end, value)) return false;
+        } else if (dwarf_formudata(a, &value) != 0) {
+          return false;
+        }
+        std::string error;
+        return read_split_ranges(split_ranges, a->form, value, ranges, error);
+      }
+    }
+    Dwarf_Addr base, start, end;
+    ptrdiff_t offset = 0;
+    while ((offset = dwarf_ranges(die, offset, &base, &start, &end)) > 0) {
+      ranges.push_back({start, end});
+      if (ranges.size() > (1u << 20)) return false;
+    }
+    return offset == 0;
+  }
+
+  std::unique_ptr<FunctionContext> start_subprogram(Dwarf_Die* die) {
+    auto ctx = std::make_unique<FunctionContext>();
+    ctx->die = *die;
+    std::vector<AddressRange>& ranges = range_scratch;
+    if (!die_ranges(die, ranges) || ranges.empty()) return ctx;
+    // Names are composed after the walk, when every parent link of the unit
+    // is known; here only whether there is a name decides.
+    ctx->attrs = attributes(die);
+    const bool has_linkage = ctx->attrs.linkage_name && *ctx->attrs.linkage_name;
+    if (!has_linkage && !(ctx->attrs.name && *ctx->attrs.name)) return ctx;
+    ctx->named = true;
+    ctx->group = static_cast<uint32_t>(groups.size());
+    groups.emplace_back();
+    for (const AddressRange& r : ranges) {
+      // LLVM stops at the first dead or out-of-text range (a quirk kept for
+      // equal output): later ranges of the same subprogram are dropped too.
+      if (r.start >= r.end || is_highest_address(r.start)) break;
+      if (!valid_text_address(r.start)) break;
+      ctx->ranges.push_back(r);
+    }
+    ctx->collects = !ctx->ranges.empty();
+    ctx->root = static_cast<uint32_t>(raw_nodes.size());
+    raw_nodes.emplace_back();
+    return ctx;
+  }
+
+  std::string_view inline_name(RawInline& raw) {
+    if (!raw.name_resolved) {
+      raw.name_resolved = true;
+      if (raw.origin && !raw.own_names) {
+        auto [it, inserted] = origin_names.emplace(raw.origin, std::string_view());
+        if (inserted) it->second = qualified_name(&raw.die, raw.linkage_name, raw.short_name);
+        raw.name = it->second;
+      } else {
+        raw.name = qualified_name(&raw.die, raw.linkage_name, raw.short_name);
+      }
+    }
+    return raw.name;
+  }
+
+  void finish_subprogram(FunctionContext& ctx) {
+    if (!ctx.named) return;
+    ctx.name = qualified_name(&ctx.die, ctx.attrs);
+    const uint32_t name = use_string(ctx.group, ctx.name);
+    if (!ctx.collects) return;
+    for (const AddressRange& range : ctx.ranges) {
+      UnitOutput::Function f;
+      f.range = range;
+      f.name = name;
+      f.lines_begin = static_cast<uint32_t>(out.lines.size());
+      if (line_table) convert_lines(ctx, range.start, range.end);
+      f.lines_count = static_cast<uint32_t>(out.lines.size() - f.lines_begin);
+      if (options.inline_info && ctx.has_inline) {
+        const uint32_t root = static_cast<uint32_t>(out.inline_nodes.size());
+        const size_t ranges_before = out.inline_ranges.size();
+        FlatInlineNode node;
+        node.ranges_begin = static_cast<uint32_t>(ranges_before);
+        node.ranges_count = 1;
+        node.name = name + 1;
+        out.inline_ranges.push_back(range);
+        out.inline_nodes.push_back(node);
+        const uint64_t below_root = build_inline(ctx, ctx.root, root);
+        if (out.inline_nodes[root].child_count == 0) {
+          out.inline_nodes.resize(root);
+          out.inline_ranges.resize(ranges_before);
+        } else {
+          out.inline_nodes_total += 1 + below_root;
+          f.nodes_begin = root;
+          f.nodes_count = static_cast<uint32_t>(out.inline_nodes.size() - root);
+        }
+      }
+      out.line_rows += f.lines_count;
+      out.functions.push_back(f);
+      groups[ctx.group].push_back(
+          {UnitOp::Function, static_cast<uint32_t>(out.functions.size() - 1)});
+    }
+  }
+
+  // A Dwarf_Die for the DIE at `offset` of the unit being walked, for libdw
+  // to read its attributes. When libdw's unit DIE lies in the same bytes the
+  // walker reads (always, short of a libdw change), the handle is made the
+  // way libdw makes its own (address + unit), without a unit lookup.
+  Dwarf_Die die_at(Dwarf_Off offset) {
+    Dwarf_Die die;
+    if (direct_dies) {
+      std::memset(&die, 0, sizeof die);
+      die.addr = const_cast<uint8_t*>(unit_info.data() + offset);
+      die.cu = unit_cu;
+      return die;
+    }
+    if (!dwarf_offdie(dwarf, offset, &die)) fail("cannot read DIE " + hex_number(offset) + ": " + dwarf_error());
+    return die;
+  }
+
+  // What the walk knows of each DIE whose child list is open.
+  struct OpenDie {
+    Dwarf_Off offset;
+    int64_t child_inline_parent;  // raw inline node of the DIEs below, -1 = none
+    bool is_subprogram;
+  };
+  std::vector<OpenDie> open_dies;
+  DwarfDieWalker walker;
+  Dwarf_CU* unit_cu = nullptr;
+  // The .debug_info and .debug_abbrev bytes of the unit being converted:
+  // the options' sections, or a split unit's image's.
+  std::span<const uint8_t> unit_info, unit_abbrev;
+  const SplitSource* split_unit = nullptr;  // the split unit being converted, if any
+  SplitRanges split_ranges;                 // its range-list sections
+  Dwarf_Off unit_header_offset = 0, unit_die_offset = 0, unit_end_offset = 0;
+  bool direct_dies = false;
+
+  void end_subprogram() {
+    if (function_stack.back()->named) pending.push_back(std::move(function_stack.back()));
+    function_stack.pop_back();
+  }
+
+  // Pre-order over the unit's DIEs (LLVM's handleDie recursion): collects
+  // subprograms and the inlined subroutines below them.
+  void walk(Dwarf_Die* cu, const UnitLocation& unit) {
+    if (!start_walker(cu, unit)) return;
+    open_dies.clear();
+    while (!failed) {
+      const DwarfDieWalker::Step step = walker.next();
+      if (step.kind == DwarfDieWalker::Step::End) break;
+      if (step.kind == DwarfDieWalker::Step::EndOfChildren) {
+        const bool was_subprogram = open_dies.back().is_subprogram;
+        open_dies.pop_back();
+        if (was_subprogram) end_subprogram();
+        continue;
+      }
+      const Dwarf_Off parent_offset = open_dies.empty() ? 0 : open_dies.back().offset;
+      const int64_t inline_parent = open_dies.empty() ? -1 : open_dies.back().child_inline_parent;
+      if (may_be_named_through_parent(step.tag)) walk_parents.emplace_back(step.offset, parent_offset);
+      if (open_dies.size() > size_t(kMaxDieDepth))
+        return fail("DIE nesting deeper than " + std::to_string(kMaxDieDepth));
+      int64_t child_inline_parent = -1;
+      bool is_subprogram = false;
+      if (step.tag == DW_TAG_subprogram) {
+        child_inline_parent = enter_subprogram(step);
+        if (failed) break;
+        is_subprogram = true;
+      } else if (step.tag == DW_TAG_inlined_subroutine) {
+        if (!function_stack.empty()) {
+          FunctionContext& fn = *function_stack.back();
+          fn.has_inline = true;
+          if (inline_parent >= 0 && fn.collects && options.inline_info) {
+            Dwarf_Die die = die_at(step.offset);
+            if (failed) break;
+            child_inline_parent = add_raw_inline(step, &die, inline_parent);
+          }
+        }
+      } else if (step.tag == DW_TAG_lexical_block) {
+        child_inline_parent = inline_parent;
+      }
+      if (step.has_children)
+        open_dies.push_back({step.offset, child_inline_parent, is_subprogram});
+      else if (is_subprogram)
+        end_subprogram();
+    }
+    if (!walker.ok()) fail(walker.error());
+  }
+
+  // Reads the unit header and points the walker at the unit's DIEs; false
+  // (failed) when either is unusable.
+  bool start_walker(Dwarf_Die* cu, const UnitLocation& unit) {
+    Dwarf_Half version = 0;
+    Dwarf_Off abbrev_offset = 0;
+    uint8_t addr_size = 0, offset_size = 0;
+    Dwarf_Die unit_die;
+    if (!dwarf_cu_die(cu->cu, &unit_die, &version, &abbrev_offset, &addr_size, &offset_size, nullptr,
+                      nullptr))
+      return fail_with("cannot read the unit header: " + dwarf_error());
+    const std::span<const uint8_t> info = unit_info;
+    if (unit.end_offset > info.size() || unit.die_offset >= unit.end_offset)
+      return fail_with("unit bounds " + hex_number(unit.die_offset) + ".." +
+                       hex_number(unit.end_offset) + " are outside .debug_info");
+    DwarfUnitShape shape;
+    shape.version = version;
+    shape.address_size = addr_size;
+    shape.offset_size = offset_size;
+    shape.little_endian = line_sections.little_endian;
+    unit_cu = cu->cu;
+    unit_header_offset = unit.header_offset;
+    unit_die_offset = unit.die_offset;
+    unit_end_offset = unit.end_offset;
+    direct_dies = cu->addr == info.data() + unit.die_offset;
+    if (!walker.start(unit_abbrev, abbrev_offset,
+                      info.subspan(unit.die_offset, unit.end_offset - unit.die_offset), unit.die_offset,
+                      shape))
+      return fail_with(walker.error());
+    return true;
+  }
+
+  bool fail_with(std::string message) {
+    fail(std::move(message));
+    return false;
+  }
+
+  // Starts the function context of a subprogram DIE; returns the inline
+  // parent of its children (its tree's root when it collects one), -1 else.
+  int64_t enter_subprogram(const DwarfDieWalker::Step& step) {
+    Dwarf_Die die = die_at(step.offset);
+    if (failed) return -1;
+    // A subprogram without address attributes of its own (a
+    // declaration, an abstract instance) has no ranges: LLVM reads only
+    // a DIE's own low_pc/high_pc/ranges. Most C++ subprogram DIEs are
+    // such declarations, and libdw's dwarf_ranges would look at each.
+    const bool may_have_ranges = walker.has_attribute(step, DW_AT_low_pc) ||
+                                 walker.has_attribute(step, DW_AT_high_pc) ||
+                                 walker.has_attribute(step, DW_AT_ranges);
+    if (may_have_ranges) {
+      function_stack.push_back(start_subprogram(&die));
+    } else {
+      function_stack.push_back(std::make_unique<FunctionContext>());
+      function_stack.back()->die = die;
+    }
+    const FunctionContext& fn = *function_stack.back();
+    return fn.collects ? int64_t{fn.root} : int64_t{-1};
+  }
+
+  // attributes() for an inlined subroutine, read from the walker's bytes
+  // in the shapes gcc and clang write (abstract_origin a unit reference,
+  // call file/line constants, low_pc an address, high_pc an address or a
+  // length); false for anything else, which libdw then reads. Same result
+  // as attributes(): the origin's chain comes from the same memo.
+  bool inline_attributes(const DwarfDieWalker::Step& step, DieAttributes& out) {
+    bool supported = true, has_origin = false, has_low = false, has_high = false, high_is_length = false;
+    uint64_t origin = 0, low = 0, high = 0;
+    const bool read = walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& attr) {
+      uint64_t v = 0;
+      switch (attr.name) {
+        case DW_AT_abstract_origin:
+          if (attr.form == DW_FORM_ref_addr || !walker.unsigned_value(attr, v)) {
+            supported = false;
+          } else {
+            has_origin = true;
+            origin = unit_header_offset + v;
+          }
+          break;
+        case DW_AT_call_file:
+        case DW_AT_call_line:
+        case DW_AT_decl_file:
+        case DW_AT_decl_line:
+          if (!walker.unsigned_value(attr, v)) {
+            supported = false;
+            break;
+          }
+          if (attr.name == DW_AT_call_file) out.call_file = v;
+          if (attr.name == DW_AT_call_line) out.call_line = v;
+          if (attr.name == DW_AT_decl_file) {
+            out.decl_file = v;
+            out.decl_file_implicit_const = attr.form == DW_FORM_implicit_const;
+          }
+          if (attr.name == DW_AT_decl_line) out.decl_line = v;
+          break;
+        case DW_AT_low_pc:
+          has_low = attr.form == DW_FORM_addr && walker.unsigned_value(attr, low);
+          supported = supported && has_low;
+          break;
+        case DW_AT_high_pc:
+          has_high = walker.unsigned_value(attr, high);
+          high_is_length = attr.form != DW_FORM_addr;
+          supported = supported && has_high;
+          break;
+        case DW_AT_name:
+        case DW_AT_linkage_name:
+        case DW_AT_MIPS_linkage_name:
+        case DW_AT_specification:
+          supported = false;
+          break;
+        default:
+          break;
+      }
+    });
+    // An origin outside this unit, or one that is not a DIE start, is left
+    // to libdw (so its errors are libdw's).
+    if (!read || !supported || !has_origin || origin < unit_die_offset || origin >= unit_end_offset)
+      return false;
+    Dwarf_Die origin_die = die_at(origin);
+    if (failed) return false;
+    out.origin = origin;
+    out.own_names = false;
+    // Without both, die_ranges asks libdw (DW_AT_ranges, the usual case of
+    // an inline split in pieces).
+    if (has_low && has_high) {
+      out.pc_range = {low, high_is_length ? low + high : high};
+      out.pc_range_known = true;
+    }
+    inherit_from_origin(out, &origin_die);  // names: none of its own (else unsupported)
+    return true;
+  }
+
+  // Records an inlined subroutine below raw node `parent`; returns its index.
+  int64_t add_raw_inline(const DwarfDieWalker::Step& step, Dwarf_Die* die, int64_t parent_index) {
+    RawInline raw;
+    raw.die = *die;
+    DieAttributes attrs;
+    if (!inline_attributes(step, attrs)) attrs = attributes(die);
+    raw.linkage_name = attrs.linkage_name;
+    raw.short_name = attrs.name;
+    raw.origin = attrs.origin;
+    raw.own_names = attrs.own_names;
+    normalized_scratch.clear();
+    if (die_ranges(die, attrs, range_scratch))
+      for (const AddressRange& r : range_scratch) insert_range(normalized_scratch, r);
+    raw.ranges_begin = static_cast<uint32_t>(raw_ranges.size());
+    raw.ranges_count = static_cast<uint32_t>(normalized_scratch.size());
+    raw_ranges.insert(raw_ranges.end(), normalized_scratch.begin(), normalized_scratch.end());
+    if (attrs.call_file) raw.call_file = *attrs.call_file;
+    raw.call_line = static_cast<uint32_t>(attrs.call_line.value_or(0));
+    const uint32_t index = static_cast<uint32_t>(raw_nodes.size());
+    raw_nodes.push_back(raw);
+    RawInline& parent = raw_nodes[static_cast<size_t>(parent_index)];
+    if (parent.last_child == kNoNode)
+      parent.first_child = index;
+    else
+      raw_nodes[parent.last_child].next_sibling = index;
+    parent.last_child = index;
+    return index;
+  }
+
+  UnitOutput convert(const UnitLocation& unit) {
+    if (unit.split) return convert_split(unit);
+    unit_info = options.debug_info;
+    unit_abbrev = options.debug_abbrev;
+    return convert_unit(unit, nullptr);
+  }
+
+  // A split unit: its image (split_dwarf.h) opened by libdw as a .dwo of
+  // one unit, converted like any unit with the skeleton's line table.
+  UnitOutput convert_split(const UnitLocation& skeleton) {
+    struct Image {
+      std::vector<uint8_t> bytes;
+      Elf* elf = nullptr;
+      Dwarf* dwarf = nullptr;
+      ~Image() {
+        if (dwarf) dwarf_end(dwarf);
+        if (elf) elf_end(elf);
+      }
+    };
+    const SplitSource& split = *skeleton.split;
+    auto image = std::make_shared<Image>();
+    image->bytes = build_elf_image(split.unit.sections, line_sections.little_endian);
+    image->elf = elf_memory(reinterpret_cast<char*>(image->bytes.data()), image->bytes.size());
+    if (image->elf) image->dwarf = dwarf_begin_elf(image->elf, DWARF_C_READ, nullptr);
+    unit_info = unit_abbrev = {};
+    for (Elf_Scn* scn = nullptr; image->dwarf && (scn = elf_nextscn(image->elf, scn));) {
+      GElf_Shdr shdr;
+      size_t names = 0;
+      if (!gelf_getshdr(scn, &shdr) || elf_getshdrstrndx(image->elf, &names) != 0) continue;
+      const char* name = elf_strptr(image->elf, names, shdr.sh_name);
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (!name || !data || !data->d_buf) continue;
+      const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data->d_buf), data->d_size);
+      if (std::strcmp(name, ".debug_info.dwo") == 0) unit_info = bytes;
+      if (std::strcmp(name, ".debug_abbrev.dwo") == 0) unit_abbrev = bytes;
+    }
+    if (!image->dwarf || unit_info.size() != split.unit.end_offset) {
+      UnitOutput failed;
+      failed.skipped = true;
+      failed.warnings.push_back(split.unit.source + ": split unit of the skeleton at " +
+                                hex_number(skeleton.die_offset) + " unreadable: " + dwarf_error());
+      return failed;
+    }
+    Dwarf* const main = std::exchange(dwarf, image->dwarf);
+    UnitLocation unit;
+    unit.header_offset = 0;
+    unit.die_offset = split.unit.die_offset;
+    unit.end_offset = split.unit.end_offset;
+    split_unit = &split;
+    split_ranges = SplitRanges{};
+    split_ranges.little_endian = line_sections.little_endian;
+    split_ranges.base_address = split.base_address;
+    for (const auto& [name, bytes] : split.unit.sections) {
+      if (name == ".debug_rnglists.dwo") split_ranges.rnglists = bytes;
+      if (name == ".debug_ranges.dwo") split_ranges.ranges = bytes;
+      if (name == ".debug_addr.dwo") split_ranges.addr = bytes;
+    }
+    UnitOutput result = convert_unit(unit, &split);
+    split_unit = nullptr;
+    dwarf = main;
+    result.keep_alive = std::move(image);
+    return result;
+  }
+
+  UnitOutput convert_unit(const UnitLocation& unit, const SplitSource* split) {
+    const Dwarf_Off unit_die_offset = unit.die_offset;
+    out = UnitOutput{};
+    groups.clear();
+    function_stack.clear();
+    pending.clear();
+    line_table.reset();
+    comp_dir.clear();
+    file_cache.clear();
+    local_file_by_path.clear();
+    string_index.clear();
+    file_stamp.clear();
+    walk_parents.clear();
+    origin_names.clear();
+    origin_attributes.clear();
+    raw_nodes.clear();
+    raw_ranges.clear();
+    context_of.clear();
+    prefix_of.clear();
+    other_parents.clear();  // bounded memory: rebuilt on demand, rarely needed
+    failed = false;
+    failure.clear();
+
+    Dwarf_Die cu;
+    if (!dwarf_offdie(dwarf, unit_die_offset, &cu)) {
+      out.skipped = true;
+      out.warnings.push_back("unit at " + hex_number(unit_die_offset) + ": " + dwarf_error());
+      return std::move(out);
+    }
+    Dwarf_Die cu_again;
+    uint8_t addr_size = 8, offset_size = 4;
+    if (dwarf_diecu(&cu, &cu_again, &addr_size, &offset_size)) address_size = addr_size;
+    if (split) {
+      Dwarf_Half version = 5;
+      dwarf_cu_info(cu.cu, &version, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+      split_ranges.version = version;
+      split_ranges.address_size = addr_size;
+      split_ranges.offset_size = offset_size;
+    }
+    language = attr_unsigned(&cu, DW_AT_language, false).value_or(0);
+    if (split) {
+      comp_dir = split->comp_dir;
+    } else if (const char* dir = attr_string(&cu, DW_AT_comp_dir, false)) {
+      comp_dir = dir;
+    }
+    if (auto stmt_list = split ? split->stmt_list : attr_unsigned(&cu, DW_AT_stmt_list, false)) {
+      Expected<DwarfLineTable> table = parse_line_table(line_sections, *stmt_list, address_size);
+      if (table) {
+        line_table = std::move(*table);
+        file_cache.assign(line_table->file_index_limit(), -1);
+      } else {
+        out.warnings.push_back("unit at " + hex_number(unit_die_offset) +
+                               ": line table ignored: " + table.error().message);
+      }
+    }
+    walk_unit = die_key(dwarf, &cu);
+    walk(&cu, unit);
+    if (!failed)
+      for (auto& ctx : pending) finish_subprogram(*ctx);
+    pending.clear();
+    if (failed) {
+      UnitOutput skipped;
+      skipped.skipped = true;
+      skipped.warnings = std::move(out.warnings);
+      skipped.warnings.push_back("unit at " + hex_number(unit_die_offset) + " skipped: malformed DWARF: " +
+                                 failure);
+      return skipped;
+    }
+    // Groups in DIE order; a string or file interned earlier in the unit
+    // needs no second op (interning is idempotent, only the first counts).
+    std::vector<bool> string_done(out.strings.size()), file_done(out.files.size() + 1);
+    for (const auto& g : groups) {
+      for (const UnitOp& op : g) {
+        if (op.kind == UnitOp::String) {
+          if (string_done[op.index]) continue;
+          string_done[op.index] = true;
+        } else if (op.kind == UnitOp::File) {
+          if (file_done[op.index]) continue;
+          file_done[op.index] = true;
+        }
+        out.ops.push_back(op);
+      }
+    }
+    groups.clear();
+    return std::move(out);
+  }
+};
+
+DwarfUnitConverter::DwarfUnitConverter(Dwarf* dwarf, const DwarfLineSections& line_sections,
+                                       const UnitConverterOptions& options)
+    : impl_(std::make_unique<Impl>(dwarf, line_sections, options)) {}
+
+DwarfUnitConverter::~DwarfUnitConverter() = default;
+
+UnitOutput DwarfUnitConverter::convert(const UnitLocation& unit) {
+  return impl_->convert(unit);
+}
+
+}  // namespace gsym

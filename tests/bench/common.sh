@@ -1,0 +1,197 @@
+# tests/bench/common.sh - helpers shared by the sections of tests/bench/run.sh
+# (sourced by it, after its configuration: ROOT, BUILD, GSYMPROF, TMP, ...):
+# statistics and formatting, timing, the RESULTS.md writer, readiness
+# checks, the corpus, the cppcheck workload, and the gated speedtest1 run
+# that the profile and stacks sections share.
+# shellcheck shell=bash
+# Variables set here are read by the sections.
+# shellcheck disable=SC2034
+
+log() { echo "bench: $*" >&2; }
+die() { echo "bench: $*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- helpers --
+
+# Median of the numbers on stdin ("-" when there are none).
+median() {
+  sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) { print "-"; exit }
+    if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# ratio A B [DIGITS]: A / B, "-" when either is missing or B is zero.
+ratio() {
+  awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN {
+    if (a == "-" || b == "-" || a == "" || b == "" || b + 0 == 0) print "-";
+    else printf("%.*f\n", d, a / b) }'
+}
+
+# fmt NUMBER [DIGITS]: rounds, passes "-" through.
+fmt() {
+  awk -v a="$1" -v d="${2:-1}" 'BEGIN { if (a == "-" || a == "") print "-"; else printf("%.*f\n", d, a) }'
+}
+
+# measure FILE CMD...: runs CMD (stdin/stdout as given), appends
+# "wall_s cpu_s maxrss_kb exit" to FILE. Wall from the shell clock; CPU
+# (user+sys) and peak RSS from GNU time, of CMD and its waited-for children.
+measure() {
+  local out=$1
+  shift
+  local t0 t1 rc
+  t0=$EPOCHREALTIME
+  /usr/bin/time -f '%U %S %M' -o "$TMP/time.out" "$@"
+  rc=$?
+  t1=$EPOCHREALTIME
+  awk -v t0="$t0" -v t1="$t1" -v rc="$rc" '{ printf("%.4f %.3f %d %d\n", t1 - t0, $1 + $2, $3, rc) }' \
+    "$TMP/time.out" >> "$out"
+  return $rc
+}
+
+# column FILE N: the median of column N of FILE.
+column() { awk -v n="$2" '{ print $n }' "$1" | median; }
+
+# Replaces the block of section $1 in $RESULTS with the file $2 (markdown).
+write_section() {
+  local name=$1 body=$2
+  local begin="<!-- bench:$name -->" end="<!-- /bench:$name -->"
+  if [[ ! -f $RESULTS ]]; then
+    {
+      echo "# gsymprof benchmark results"
+      echo
+      echo "Written by \`tests/bench/run.sh\` (\`make bench\`); each section is replaced when it runs."
+      echo "Medians of alternating runs on a shared, noisy 2-vCPU KVM guest."
+    } > "$RESULTS"
+  fi
+  awk -v begin="$begin" -v end="$end" -v body="$body" '
+    $0 == begin { skip = 1; while ((getline line < body) > 0) buf = buf line "\n"; printf("%s\n%s%s\n", begin, buf, end); done = 1; next }
+    $0 == end { skip = 0; next }
+    !skip { print }
+    END { if (!done) { printf("\n%s\n", begin); while ((getline line < body) > 0) print line; print end } }
+  ' "$RESULTS" > "$RESULTS.tmp" && mv "$RESULTS.tmp" "$RESULTS"
+}
+
+# The section's markdown is collected here and printed as it goes.
+section_begin() { SECTION_MD=$TMP/section-$1.md; : > "$SECTION_MD"; }
+md() { printf '%s\n' "$*" | tee -a "$SECTION_MD"; }
+
+machine_line() {
+  md "_$(date -u +%Y-%m-%d) on $(nproc) CPUs, kernel $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg); tree at commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), gsymprof built $(date -u -r "$GSYMPROF" '+%H:%M UTC' 2>/dev/null || echo "-")._"
+}
+
+gsymprof_ready() { [[ -x $GSYMPROF ]]; }
+
+subcommand_has() {
+  local flag=$1
+  shift
+  gsymprof_ready && "$GSYMPROF" "$@" --help 2>&1 | grep -q -- "$flag"
+}
+subcommand_works() { gsymprof_ready && "$GSYMPROF" "$@" --help >/dev/null 2>&1; }
+
+corpus() { "$HERE/build-corpus.sh" "$@" || die "corpus build failed"; }
+
+# ------------------------------------------------------ shared workloads --
+
+# cppcheck checking two of its own sources: ~11 s of C++ work, ~10k
+# samples at 999 Hz (the size of the profile in field-notes.md).
+CPPCHECK_WORKLOAD=()
+set_cppcheck_workload() {
+  CPPCHECK_WORKLOAD=(--quiet "$CPPCHECK/src/lib/check64bit.cpp" "$CPPCHECK/src/lib/checkstring.cpp")
+}
+
+SPEEDTEST_SIZE=${SPEEDTEST_SIZE:-60}
+
+# Runs speedtest1 variant $2 (fp|nofp) held at a gate, so that the profiler
+# started by $3... attaches before the first instruction of the workload:
+#   run_gated RESULTFILE VARIANT PROFILER-KIND HZ
+# PROFILER-KIND: none | gsymprof | bpftrace | perf | perf-dwarf | gsymprof-fp | gsymprof-dwarf
+# Appends "workload_cpu_s workload_wall_s profiler_cpu_s profiler_rss_kb" to
+# RESULTFILE and leaves the profiler's output in $TMP/prof.out.
+run_gated() {
+  local result=$1 variant=$2 kind=$3 hz=$4
+  local gate=$TMP/gate
+  rm -f "$gate" "$TMP/prof.out" "$TMP/prof.err" "$TMP/prof.time" "$TMP/work.time" "$TMP/work.out"
+  mkfifo "$gate"
+  # The gated shell execs speedtest1 in place, so its pid is the workload's.
+  /usr/bin/time -f '%U %S' -o "$TMP/work.time" \
+    bash -c 'read -r _ < "$1"; exec "$2" --memdb --size "$3"' _ "$gate" "$SQLITE/speedtest1-$variant" "$SPEEDTEST_SIZE" \
+    > "$TMP/work.out" 2>&1 &
+  local timer=$! pid=""
+  for _ in $(seq 100); do pid=$(pgrep -P "$timer" | head -n 1); [[ -n $pid ]] && break; sleep 0.05; done
+  [[ -n $pid ]] || { log "workload did not start"; return 1; }
+  local prof=""
+  local ptime=(/usr/bin/time -f '%U %S %M' -o "$TMP/prof.time")
+  case $kind in
+    none) ;;
+    gsymprof) "${ptime[@]}" "$GSYMPROF" profile -p "$pid" -F "$hz" -o "$TMP/prof.out" 2>"$TMP/prof.err" & prof=$! ;;
+    gsymprof-fp | gsymprof-dwarf)
+      "${ptime[@]}" "$GSYMPROF" profile -p "$pid" -F "$hz" --call-graph "${kind#gsymprof-}" -o "$TMP/prof.out" 2>"$TMP/prof.err" & prof=$! ;;
+    bpftrace)
+      "${ptime[@]}" bpftrace -e "profile:hz:$hz /pid == $pid/ { @[ustack] = count(); }" > "$TMP/prof.out" 2>"$TMP/prof.err" & prof=$! ;;
+    perf)
+      "${ptime[@]}" perf record -q -F "$hz" -g -p "$pid" -o "$TMP/perf.data" 2>"$TMP/prof.err" & prof=$! ;;
+    perf-dwarf)
+      "${ptime[@]}" perf record -q -F "$hz" --call-graph dwarf -p "$pid" -o "$TMP/perf.data" 2>"$TMP/prof.err" & prof=$! ;;
+  esac
+  if [[ -n $prof ]]; then
+    # Ready when the profiler holds a perf_event fd (sampling attached), and
+    # bpftrace has said "Attaching"; then a short grace for the rest of the
+    # set-up. At most 15 s.
+    local waited=0 tool=""
+    while ((waited < 150)); do
+      kill -0 "$prof" 2>/dev/null || break
+      [[ -n $tool ]] || tool=$(pgrep -P "$prof" | head -n 1)
+      if [[ -n $tool ]] && ls -l "/proc/$tool/fd" 2>/dev/null | grep -q 'perf_event'; then
+        [[ $kind != bpftrace ]] || grep -q Attaching "$TMP/prof.out" 2>/dev/null && break
+      fi
+      sleep 0.1; ((waited++))
+    done
+    ((waited < 150)) || log "$kind did not attach within 15 s"
+    sleep 0.3
+  fi
+  echo go > "$gate"
+  # bpftrace prints raw addresses for a process that has exited: keep the
+  # workload's maps to place main in them.
+  local exe=$SQLITE/speedtest1-$variant
+  : > "$TMP/work.maps"
+  for _ in $(seq 100); do
+    if [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$exe" ]]; then cat "/proc/$pid/maps" > "$TMP/work.maps" 2>/dev/null; break; fi
+    sleep 0.02
+  done
+  WORK_EXE=$exe
+  wait "$timer"
+  if [[ -n $prof ]]; then
+    # gsymprof and perf -p stop when the target exits; bpftrace needs a
+    # signal. Signals go to the profiler itself: GNU time ignores SIGINT.
+    local tool
+    tool=$(pgrep -P "$prof" | head -n 1)
+    [[ $kind == bpftrace && -n $tool ]] && kill -INT "$tool" 2>/dev/null
+    local n=0
+    while kill -0 "$prof" 2>/dev/null && ((n < 1200)); do
+      sleep 0.1; ((n++))
+      [[ $n == 300 && -n $tool ]] && { log "$kind still running 30 s after the workload: SIGINT"; kill -INT "$tool" 2>/dev/null; }
+      [[ $n == 900 && -n $tool ]] && { log "$kind ignored SIGINT: SIGKILL"; kill -KILL "$tool" 2>/dev/null; }
+    done
+    wait "$prof"
+  fi
+  local wall
+  wall=$(awk '/TOTAL/ { sub(/s$/, "", $NF); print $NF }' "$TMP/work.out")
+  local pc="-" pr="-"
+  [[ -s $TMP/prof.time ]] && read -r pc pr < <(awk '{ printf("%.3f %d\n", $1 + $2, $3) }' "$TMP/prof.time")
+  awk -v w="${wall:--}" -v pc="$pc" -v pr="$pr" '{ printf("%.3f %s %s %s\n", $1 + $2, w, pc, pr) }' "$TMP/work.time" >> "$result"
+}
+
+profiler_ready() {
+  case $1 in
+    none) return 0 ;;
+    gsymprof) subcommand_works profile ;;
+    gsymprof-fp) subcommand_has --call-graph profile ;;
+    gsymprof-dwarf) subcommand_has 'fp|dwarf' profile ;;
+    bpftrace) command -v bpftrace >/dev/null ;;
+    perf | perf-dwarf) command -v perf >/dev/null ;;
+  esac
+}
+
+# Samples in a perf.data file (perf script ends each sample with a blank line).
+perf_sample_count() {
+  perf script -i "$1" -F ip --no-inline 2>/dev/null | awk 'NF == 0 { if (inside) n++; inside = 0; next } { inside = 1 } END { print n + inside }'
+}

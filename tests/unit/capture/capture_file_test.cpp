@@ -1,0 +1,736 @@
+// Capture file: canonical JSON writer, strict reader, atomic file I/O.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "userspace/capture/capture_file.h"
+
+using namespace gsymprof;
+using nlohmann::json;
+
+namespace {
+
+CaptureModule make_module(std::string path, std::string build_id_hex, uint64_t bias, uint64_t start) {
+  CaptureModule m;
+  m.path = std::move(path);
+  m.build_id = *BuildId::from_hex(build_id_hex);
+  m.load_bias = bias;
+  m.mappings.push_back({start + 0x1000, start + 0x3000, 0x1000, "r-xp"});
+  m.mappings.push_back({start, start + 0x1000, 0, "r--p"});
+  return m;
+}
+
+// Modules, processes and stacks deliberately out of canonical order, with a
+// duplicate stack.
+Capture sample_capture() {
+  Capture c;
+  c.host = "box";
+  c.kernel_release = "6.18.0";
+  c.frequency_hz = 999;
+  c.start_time_unix_ns = 1700000000123456789ull;
+  c.duration_ns = 2000000000;
+  c.call_graph = "fp";
+  c.lost = {{"stack_error", 2}, {"ringbuf_full", 0}};
+  c.modules.push_back(make_module("/usr/lib/libz.so", "bbbb", 0x7f0000000000, 0x7f0000000000));  // 0
+  c.modules.push_back(make_module("/bin/app", "aaaa", 0x555500000000, 0x555500000000));          // 1
+  c.modules.push_back(make_module("/bin/other", "", 0, 0x400000));                              // 2
+  c.modules[0].build_id = *BuildId::from_hex("bbbb", BuildId::Kind::Go);  // version 3: identity kinds
+  c.processes.push_back({20, "other", {2}});
+  c.processes.push_back({10, "app", {1, 0}});
+  CaptureStack s1{10, "app", {{1, 0x1234, UnresolvedReason::None}, {0, 0x99, UnresolvedReason::None}}, false, 5};
+  CaptureStack s2{20, "other", {{2, 0x401000, UnresolvedReason::None}}, false, 3};
+  CaptureStack s3{10, "app", {{-1, 0x7ffd0000, UnresolvedReason::AnonymousMapping}, {1, 0x1000, UnresolvedReason::None}}, true, 1, 10};
+  s2.frames.insert(s2.frames.begin(), CaptureFrame{-1, 0xffffffff81000010, UnresolvedReason::None, true});
+  // JIT frames (jit indexes into c.jit_symbols, which canonicalize sorts,
+  // dropping the unused one).
+  CaptureStack s4{20, "other", {{-1, 0x7e0000002010, UnresolvedReason::AnonymousMapping, false, 0},
+                               {-1, 0x7e0000000040, UnresolvedReason::AnonymousMapping, false, 2},
+                               {2, 0x401000, UnresolvedReason::None}}, false, 2, 21};
+  c.jit_symbols = {{0x7e0000002000, 0x7e0000002100, "JS:*fib /x.js:1"},
+                   {0x7e0000001000, 0x7e0000001080, "unused"},
+                   {0x7e0000000000, 0x7e0000000100, "JS:^main /x.js:5"}};
+  s1.tid = 11;
+  s2.tid = 20;
+  c.stacks = {s1, s2, s4, s3, s1};
+  c.samples = 5 + 3 + 2 + 1 + 5;
+  c.kernel.build_id = *BuildId::from_hex("cccc");
+  c.kernel.symbols = {{0xffffffff81000100, 0xffffffff81000180, "ext4_read", "ext4"},
+                      {0xffffffff81000000, 0xffffffff81000100, "do_syscall_64", ""}};
+  return c;
+}
+
+const char* kSampleJson =
+    "{\n"
+    "\"format\": \"gsymprof-capture\",\n"
+    "\"version\": 3,\n"
+    "\"host\": \"box\",\n"
+    "\"kernel_release\": \"6.18.0\",\n"
+    "\"frequency_hz\": 999,\n"
+    "\"start_time_unix_ns\": 1700000000123456789,\n"
+    "\"duration_ns\": 2000000000,\n"
+    "\"call_graph\": \"fp\",\n"
+    "\"samples\": 16,\n"
+    "\"lost\": {\"ringbuf_full\":0,\"stack_error\":2},\n"
+    "\"kernel\": {\"build_id\":\"cccc\",\"error\":\"\",\"symbols\":[\n"
+    "  {\"start\":\"0xffffffff81000000\",\"end\":\"0xffffffff81000100\",\"name\":\"do_syscall_64\",\"module\":\"\"},\n"
+    "  {\"start\":\"0xffffffff81000100\",\"end\":\"0xffffffff81000180\",\"name\":\"ext4_read\",\"module\":\"ext4\"}\n"
+    "]},\n"
+    "\"jit_symbols\": [\n"
+    "  {\"start\":\"0x7e0000000000\",\"end\":\"0x7e0000000100\",\"name\":\"JS:^main /x.js:5\"},\n"
+    "  {\"start\":\"0x7e0000002000\",\"end\":\"0x7e0000002100\",\"name\":\"JS:*fib /x.js:1\"}\n"
+    "],\n"
+    "\"modules\": [\n"
+    "  {\"path\":\"/bin/app\",\"build_id\":\"aaaa\",\"build_id_kind\":\"gnu\",\"load_bias\":\"0x555500000000\",\"mappings\":["
+    "{\"start\":\"0x555500000000\",\"end\":\"0x555500001000\",\"file_offset\":\"0x0\",\"perms\":\"r--p\"},"
+    "{\"start\":\"0x555500001000\",\"end\":\"0x555500003000\",\"file_offset\":\"0x1000\",\"perms\":\"r-xp\"}],"
+    "\"error\":\"\"},\n"
+    "  {\"path\":\"/bin/other\",\"build_id\":\"\",\"build_id_kind\":\"gnu\",\"load_bias\":\"0x0\",\"mappings\":["
+    "{\"start\":\"0x400000\",\"end\":\"0x401000\",\"file_offset\":\"0x0\",\"perms\":\"r--p\"},"
+    "{\"start\":\"0x401000\",\"end\":\"0x403000\",\"file_offset\":\"0x1000\",\"perms\":\"r-xp\"}],"
+    "\"error\":\"\"},\n"
+    "  {\"path\":\"/usr/lib/libz.so\",\"build_id\":\"bbbb\",\"build_id_kind\":\"go\",\"load_bias\":\"0x7f0000000000\",\"mappings\":["
+    "{\"start\":\"0x7f0000000000\",\"end\":\"0x7f0000001000\",\"file_offset\":\"0x0\",\"perms\":\"r--p\"},"
+    "{\"start\":\"0x7f0000001000\",\"end\":\"0x7f0000003000\",\"file_offset\":\"0x1000\",\"perms\":\"r-xp\"}],"
+    "\"error\":\"\"}\n"
+    "],\n"
+    "\"processes\": [\n"
+    "  {\"pid\":10,\"comm\":\"app\",\"modules\":[0,2]},\n"
+    "  {\"pid\":20,\"comm\":\"other\",\"modules\":[1]}\n"
+    "],\n"
+    "\"stacks\": [\n"
+    "  {\"pid\":10,\"tid\":10,\"comm\":\"app\",\"count\":1,\"truncated\":true,\"frames\":["
+    "{\"unresolved\":\"anonymous-mapping\",\"address\":\"0x7ffd0000\"},{\"module\":0,\"address\":\"0x1000\"}]},\n"
+    "  {\"pid\":10,\"tid\":11,\"comm\":\"app\",\"count\":10,\"truncated\":false,\"frames\":["
+    "{\"module\":0,\"address\":\"0x1234\"},{\"module\":2,\"address\":\"0x99\"}]},\n"
+    "  {\"pid\":20,\"tid\":20,\"comm\":\"other\",\"count\":3,\"truncated\":false,\"frames\":["
+    "{\"kernel\":true,\"address\":\"0xffffffff81000010\"},"
+    "{\"module\":1,\"address\":\"0x401000\"}]},\n"
+    "  {\"pid\":20,\"tid\":21,\"comm\":\"other\",\"count\":2,\"truncated\":false,\"frames\":["
+    "{\"unresolved\":\"anonymous-mapping\",\"address\":\"0x7e0000002010\",\"jit\":1},"
+    "{\"unresolved\":\"anonymous-mapping\",\"address\":\"0x7e0000000040\",\"jit\":0},"
+    "{\"module\":1,\"address\":\"0x401000\"}]}\n"
+    "]\n"
+    "}\n";
+
+// The error message for `text`, or "" if it parses.
+std::string error_of(const std::string& text) {
+  auto parsed = capture_from_json(text);
+  return parsed ? "" : parsed.error().message;
+}
+
+// The sample capture's JSON with one edit applied.
+template <class Edit>
+std::string edited(Edit edit) {
+  json doc = json::parse(capture_to_json(sample_capture()));
+  edit(doc);
+  return doc.dump();
+}
+
+}  // namespace
+
+TEST_CASE("capture JSON: exact canonical text") {
+  CHECK(capture_to_json(sample_capture()) == kSampleJson);
+}
+
+TEST_CASE("capture JSON: round trip is lossless after canonicalization") {
+  Capture expected = sample_capture();
+  canonicalize(expected);
+  auto parsed = capture_from_json(kSampleJson);
+  REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
+  const Capture& c = *parsed;
+  CHECK(c.host == "box");
+  CHECK(c.kernel_release == "6.18.0");
+  CHECK(c.frequency_hz == 999);
+  CHECK(c.start_time_unix_ns == 1700000000123456789ull);
+  CHECK(c.duration_ns == 2000000000);
+  CHECK(c.call_graph == "fp");
+  CHECK(c.samples == 16);
+  CHECK(c.jit_symbols == expected.jit_symbols);
+  REQUIRE(c.jit_symbols.size() == 2);
+  CHECK(c.lost == expected.lost);
+  REQUIRE(c.modules.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(c.modules[i].path == expected.modules[i].path);
+    CHECK(c.modules[i].build_id == expected.modules[i].build_id);
+    CHECK(c.modules[i].load_bias == expected.modules[i].load_bias);
+    REQUIRE(c.modules[i].mappings.size() == expected.modules[i].mappings.size());
+    for (size_t j = 0; j < c.modules[i].mappings.size(); ++j) {
+      CHECK(c.modules[i].mappings[j].start == expected.modules[i].mappings[j].start);
+      CHECK(c.modules[i].mappings[j].end == expected.modules[i].mappings[j].end);
+      CHECK(c.modules[i].mappings[j].file_offset == expected.modules[i].mappings[j].file_offset);
+      CHECK(c.modules[i].mappings[j].perms == expected.modules[i].mappings[j].perms);
+    }
+  }
+  REQUIRE(c.processes.size() == 2);
+  CHECK(c.processes[0].pid == 10);
+  CHECK(c.processes[0].modules == std::vector<uint32_t>{0, 2});
+  REQUIRE(c.stacks.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    CHECK(c.stacks[i].pid == expected.stacks[i].pid);
+    CHECK(c.stacks[i].comm == expected.stacks[i].comm);
+    CHECK(c.stacks[i].count == expected.stacks[i].count);
+    CHECK(c.stacks[i].truncated == expected.stacks[i].truncated);
+    CHECK(c.stacks[i].frames == expected.stacks[i].frames);
+  }
+  // And the text is a fixed point.
+  CHECK(capture_to_json(c) == kSampleJson);
+}
+
+TEST_CASE("canonicalize keeps every frame on its module") {
+  Capture c = sample_capture();
+  canonicalize(c);
+  // s1's frames were /bin/app then /usr/lib/libz.so, whatever the indexes are now.
+  const CaptureStack& s1 = c.stacks[1];
+  REQUIRE(s1.frames.size() == 2);
+  CHECK(c.modules[static_cast<size_t>(s1.frames[0].module)].path == "/bin/app");
+  CHECK(c.modules[static_cast<size_t>(s1.frames[1].module)].path == "/usr/lib/libz.so");
+  CHECK(s1.count == 10);  // the duplicate merged
+  // Identical modules (a forked child's) merge into one entry.
+  Capture forked = sample_capture();
+  forked.modules.push_back(forked.modules[1]);
+  forked.processes.push_back({30, "app", {3}});
+  forked.stacks.push_back({30, "app", {{3, 0x1234, UnresolvedReason::None}}, false, 2});
+  forked.samples += 2;
+  canonicalize(forked);
+  CHECK(forked.modules.size() == 3);
+  CHECK(forked.processes.back().modules == std::vector<uint32_t>{0});
+  CHECK(forked.stacks.back().frames[0].module == 0);
+}
+
+TEST_CASE("capture JSON: input order does not change the bytes") {
+  Capture a = sample_capture(), b = sample_capture();
+  std::reverse(b.modules.begin(), b.modules.end());  // 0<->2 swapped: remap references
+  for (CaptureProcess& p : b.processes)
+    for (uint32_t& m : p.modules) m = 2 - m;
+  for (CaptureStack& s : b.stacks)
+    for (CaptureFrame& f : s.frames)
+      if (f.module >= 0) f.module = 2 - f.module;
+  std::reverse(b.processes.begin(), b.processes.end());
+  std::reverse(b.stacks.begin(), b.stacks.end());
+  CHECK(capture_to_json(a) == capture_to_json(b));
+}
+
+TEST_CASE("unresolved reason names round trip") {
+  for (auto reason : {UnresolvedReason::NoMapping, UnresolvedReason::AnonymousMapping,
+                      UnresolvedReason::ModuleUnreadable, UnresolvedReason::NoSegment,
+                      UnresolvedReason::ProcessGone}) {
+    UnresolvedReason back = UnresolvedReason::None;
+    CHECK(parse_unresolved_reason(to_string(reason), &back));
+    CHECK(back == reason);
+  }
+  CHECK(std::string(to_string(UnresolvedReason::NoSegment)) == "no-segment");
+  UnresolvedReason r;
+  CHECK_FALSE(parse_unresolved_reason("bogus", &r));
+}
+
+TEST_CASE("capture JSON: strict parser, one-line errors naming the field") {
+  CHECK(error_of(kSampleJson) == "");
+  CHECK(error_of("").rfind("not valid JSON: ", 0) == 0);
+  CHECK(error_of("{\"format\":").rfind("not valid JSON: ", 0) == 0);
+  CHECK(error_of("[]") == "capture: expected a JSON object at top level");
+  // Document order: the top level is an array before it is too deep.
+  CHECK(error_of(std::string(100, '[') + std::string(100, ']')) ==
+        "capture: expected a JSON object at top level");
+  CHECK(error_of("{\"x\":" + std::string(100, '[') + std::string(100, ']') + "}") ==
+        "not a capture: JSON nested deeper than 16 levels");
+  CHECK(error_of(edited([](json& d) { d["format"] = "perf"; })) ==
+        "format: not a gsymprof capture (format is \"perf\")");
+  CHECK(error_of(edited([](json& d) { d.erase("format"); })) == "format: missing field");
+  CHECK(error_of(edited([](json& d) { d["version"] = 4; })) ==
+        "version: unsupported capture version 4 (this gsymprof reads versions 1 to 3)");
+  CHECK(error_of(edited([](json& d) { d["version"] = "1"; })) ==
+        "version: expected an unsigned integer, got a string");
+  CHECK(error_of(edited([](json& d) { d.erase("host"); })) == "host: missing field");
+  CHECK(error_of(edited([](json& d) { d["frequency_hz"] = 4294967296ull; })) ==
+        "frequency_hz: value 4294967296 does not fit in 32 bits");
+  CHECK(error_of(edited([](json& d) { d["duration_ns"] = -1; })) ==
+        "duration_ns: expected an unsigned integer, got a negative one");
+  CHECK(error_of(edited([](json& d) { d["duration_ns"] = 1.5; })) ==
+        "duration_ns: expected an unsigned integer, got a non-integer number");
+  CHECK(error_of(edited([](json& d) { d["format"] = "a\nb"; })) ==
+        "format: not a gsymprof capture (format is \"a\\nb\")");
+  CHECK(error_of(edited([](json& d) { d["format"] = std::string(50, 'f'); })) ==
+        "format: not a gsymprof capture (format is \"" + std::string(40, 'f') + "\"...)");
+  CHECK(error_of(edited([](json& d) { d["call_graph"] = ""; })) == "call_graph: must not be empty");
+  CHECK(error_of(edited([](json& d) { d["lost"] = json::array(); })) ==
+        "lost: expected an object, got an array");
+  CHECK(error_of(edited([](json& d) { d["lost"]["x"] = true; })) ==
+        "lost.\"x\": expected an unsigned integer, got a boolean");
+  CHECK(error_of(edited([](json& d) { d["modules"] = nullptr; })) ==
+        "modules: expected an array, got null");
+  CHECK(error_of(edited([](json& d) { d["modules"][1]["load_bias"] = "12"; })) ==
+        "modules[1].load_bias: expected a hex string \"0x...\" of at most 16 digits");
+  CHECK(error_of(edited([](json& d) { d["modules"][1]["load_bias"] = "0x12345678901234567"; })) ==
+        "modules[1].load_bias: expected a hex string \"0x...\" of at most 16 digits");
+  CHECK(error_of(edited([](json& d) { d["modules"][1]["load_bias"] = "0xg"; })) ==
+        "modules[1].load_bias: invalid hex digit in \"0xg\"");
+  CHECK(error_of(edited([](json& d) { d["modules"][0]["build_id"] = "abc"; })) ==
+        "modules[0].build_id: not an even-length hex string");
+  CHECK(error_of(edited([](json& d) { d["modules"][0]["mappings"][0]["end"] = "0x0"; })) ==
+        "modules[0].mappings[0]: start is not below end");
+  CHECK(error_of(edited([](json& d) { d["modules"][0]["mappings"][0].erase("perms"); })) ==
+        "modules[0].mappings[0].perms: missing field");
+  CHECK(error_of(edited([](json& d) { d["processes"][0]["modules"][1] = 3; })) ==
+        "processes[0].modules[1]: module index 3 out of range (3 modules)");
+  CHECK(error_of(edited([](json& d) { d["processes"][1]["pid"] = 10; })) ==
+        "processes[1].pid: duplicate process 10");
+  CHECK(error_of(edited([](json& d) { d["stacks"][2]["pid"] = 30; })) ==
+        "stacks[2].pid: process 30 is not in \"processes\"");
+  CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0]["module"] = 7; })) ==
+        "stacks[1].frames[0].module: module index 7 out of range (3 modules)");
+  CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0]["module"] = 1; })) ==
+        "stacks[1].frames[0].module: module 1 is not a module of the stack's process");
+  CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0]["module"] = -1; })) ==
+        "stacks[1].frames[0].module: expected an unsigned integer, got a negative one");
+  CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0]["unresolved"] = "no-mapping"; })) ==
+        "stacks[1].frames[0]: a frame needs exactly one of \"module\", \"unresolved\" and \"kernel\"");
+  CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0].erase("module"); })) ==
+        "stacks[1].frames[0]: a frame needs exactly one of \"module\", \"unresolved\" and \"kernel\"");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["frames"][0]["unresolved"] = "none"; })) ==
+        "stacks[0].frames[0].unresolved: unknown reason \"none\"");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["frames"][0]["unresolved"] = 3; })) ==
+        "stacks[0].frames[0].unresolved: expected a string, got an integer");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["frames"][0].erase("address"); })) ==
+        "stacks[0].frames[0].address: missing field");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["count"] = 0; })) == "stacks[0].count: must be at least 1");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["truncated"] = 1; })) ==
+        "stacks[0].truncated: expected a boolean, got an integer");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["frames"] = "x"; })) ==
+        "stacks[0].frames: expected an array, got a string");
+  CHECK(error_of(edited([](json& d) { d["samples"] = 15; })) ==
+        "samples: 15 does not equal the sum of stack counts (16)");
+  CHECK(error_of(edited([](json& d) {
+          d["stacks"][0]["count"] = UINT64_MAX;
+          d["stacks"][1]["count"] = 2;
+        })) == "stacks[1].count: sample counts overflow 64 bits");
+  // Version 2: kernel frames and symbols, threads.
+  CHECK(error_of(edited([](json& d) { d["stacks"][2]["frames"][0]["kernel"] = false; })) ==
+        "stacks[2].frames[0].kernel: must be true when present");
+  CHECK(error_of(edited([](json& d) { d["stacks"][2]["frames"][0]["module"] = 1; })) ==
+        "stacks[2].frames[0]: a frame needs exactly one of \"module\", \"unresolved\" and \"kernel\"");
+  CHECK(error_of(edited([](json& d) { d["kernel"]["symbols"][1]["start"] = "0xffffffff810000f0"; })) ==
+        "kernel.symbols[1]: overlaps or precedes the symbol before it");
+  CHECK(error_of(edited([](json& d) { d["kernel"]["symbols"][0]["end"] = "0xffffffff81000000"; })) ==
+        "kernel.symbols[0]: start is not below end");
+  CHECK(error_of(edited([](json& d) { d["kernel"]["symbols"][0].erase("name"); })) ==
+        "kernel.symbols[0].name: missing field");
+  CHECK(error_of(edited([](json& d) { d["kernel"]["build_id"] = "xyz"; })) ==
+        "kernel.build_id: not an even-length hex string");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["tid"] = -1; })) ==
+        "stacks[0].tid: expected an unsigned integer, got a negative one");
+  // JIT frames and symbols.
+  CHECK(error_of(edited([](json& d) { d["stacks"][3]["frames"][0]["jit"] = 2; })) ==
+        "stacks[3].frames[0].jit: JIT symbol index 2 out of range (2 JIT symbols)");
+  CHECK(error_of(edited([](json& d) { d["stacks"][3]["frames"][0]["jit"] = 0; })) ==
+        "stacks[3].frames[0].jit: the frame's address is outside JIT symbol 0");
+  CHECK(error_of(edited([](json& d) { d["stacks"][3]["frames"][0]["jit"] = "1"; })) ==
+        "stacks[3].frames[0].jit: expected an unsigned integer, got a string");
+  CHECK(error_of(edited([](json& d) { d["stacks"][3]["frames"][0]["unresolved"] = "no-mapping"; })) ==
+        "stacks[3].frames[0].jit: only a frame with \"unresolved\": \"anonymous-mapping\" is JIT code");
+  CHECK(error_of(edited([](json& d) { d["stacks"][1]["frames"][0]["jit"] = 0; })) ==
+        "stacks[1].frames[0].jit: only a frame with \"unresolved\": \"anonymous-mapping\" is JIT code");
+  CHECK(error_of(edited([](json& d) { d["jit_symbols"][1]["start"] = "0x7dffffffff00"; })) ==
+        "jit_symbols[1]: not after the symbol before it (sorted by start, end, name; no repeats)");
+  CHECK(error_of(edited([](json& d) { d["jit_symbols"][1] = d["jit_symbols"][0]; })) ==
+        "jit_symbols[1]: not after the symbol before it (sorted by start, end, name; no repeats)");
+  CHECK(error_of(edited([](json& d) { d["jit_symbols"][0]["end"] = "0x7e0000000000"; })) ==
+        "jit_symbols[0]: start is not below end");
+  CHECK(error_of(edited([](json& d) { d["jit_symbols"][0].erase("name"); })) ==
+        "jit_symbols[0].name: missing field");
+  CHECK(error_of(edited([](json& d) { d["jit_symbols"][0]["name"] = 5; })) ==
+        "jit_symbols[0].name: expected a string, got an integer");
+  CHECK(error_of(edited([](json& d) { d["jit_symbols"] = json::object(); })) ==
+        "jit_symbols: expected an array, got an object");
+  // A return address may be the symbol's end; one past it is not.
+  CHECK(error_of(edited([](json& d) { d["stacks"][3]["frames"][1]["address"] = "0x7e0000000100"; })) == "");
+  CHECK(error_of(edited([](json& d) { d["stacks"][3]["frames"][1]["address"] = "0x7e0000000101"; })) ==
+        "stacks[3].frames[1].jit: the frame's address is outside JIT symbol 0");
+  // jit_symbols may come after the stacks that use it.
+  {
+    json doc = json::parse(capture_to_json(sample_capture()));
+    const std::string text = doc.dump();
+    json symbols = doc["jit_symbols"];
+    doc.erase("jit_symbols");
+    std::string moved = doc.dump();
+    moved.insert(moved.size() - 1, ",\"jit_symbols\":" + symbols.dump());
+    auto parsed = capture_from_json(moved);
+    REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
+    CHECK(capture_to_json(*parsed) == kSampleJson);
+  }
+  // Version 1 (no kernel, no tids) still reads.
+  {
+    json doc = json::parse(capture_to_json(sample_capture()));
+    doc["version"] = 1;
+    doc.erase("kernel");
+    doc["stacks"][2]["frames"].erase(0);
+    doc.erase("jit_symbols");
+    doc["stacks"].erase(3);
+    doc["samples"] = 14;
+    for (json& stack : doc["stacks"]) stack.erase("tid");
+    auto parsed = capture_from_json(doc.dump());
+    REQUIRE(parsed);
+    CHECK(parsed->kernel.symbols.empty());
+    CHECK(parsed->stacks[1].tid == 0);
+  }
+  // Version 2 (no build_id_kind): every build ID is a GNU build ID.
+  {
+    json doc = json::parse(capture_to_json(sample_capture()));
+    doc["version"] = 2;
+    for (json& module : doc["modules"]) module.erase("build_id_kind");
+    auto parsed = capture_from_json(doc.dump());
+    REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
+    CHECK(parsed->modules[2].build_id == *BuildId::from_hex("bbbb"));
+    CHECK(parsed->modules[2].build_id.kind() == BuildId::Kind::Gnu);
+  }
+  // Version 3: the kind is read whatever the field order; unknown kinds and
+  // identities longer than 128 bytes are refused.
+  {
+    json doc = json::parse(capture_to_json(sample_capture()));
+    json kind = doc["modules"][0]["build_id_kind"];
+    doc["modules"][0].erase("build_id_kind");
+    json reordered = {{"build_id_kind", "sha256"}};
+    for (auto& [key, value] : doc["modules"][0].items()) reordered[key] = value;
+    doc["modules"][0] = reordered;
+    auto parsed = capture_from_json(doc.dump());
+    REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
+    CHECK(parsed->modules[0].build_id == *BuildId::from_hex("aaaa", BuildId::Kind::ContentSha256));
+  }
+  CHECK(error_of(edited([](json& d) { d["modules"][0]["build_id_kind"] = "md5"; })) ==
+        "modules[0].build_id_kind: unknown build ID kind \"md5\" (known: gnu, go, sha256)");
+  CHECK(error_of(edited([](json& d) { d["modules"][0]["build_id"] = std::string(258, 'a'); })) ==
+        "modules[0].build_id: longer than 128 bytes");
+  CHECK(error_of(edited([](json& d) { d["modules"][0]["build_id"] = std::string(256, 'a'); })) == "");
+  // Unknown fields are ignored (compatible additions need no new version).
+  CHECK(error_of(edited([](json& d) {
+          d["future"] = {1, 2};
+          d["stacks"][0]["weight"] = 3;
+        })) == "");
+  // An empty capture (nothing sampled) is valid.
+  Capture empty;
+  CHECK(error_of(capture_to_json(empty)) == "");
+}
+
+TEST_CASE("capture JSON: every truncation of a valid file is an error") {
+  const std::string text = kSampleJson;
+  // The last byte is the final newline; without it the document is complete.
+  for (size_t n = 0; n + 1 < text.size(); ++n) {
+    auto parsed = capture_from_json(std::string_view(text).substr(0, n));
+    CHECK_MESSAGE(!parsed.ok(), "prefix of " << n << " bytes parsed");
+  }
+}
+
+TEST_CASE("capture files: atomic write, read back, errors name the file") {
+  char dir_template[] = "/tmp/capture_file_test.XXXXXX";
+  REQUIRE(mkdtemp(dir_template) != nullptr);
+  const std::filesystem::path dir = dir_template;
+  const std::string path = (dir / "c.json").string();
+  REQUIRE(write_capture_file(sample_capture(), path).ok());
+  auto back = read_capture_file(path);
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(capture_to_json(*back) == kSampleJson);
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    (void)entry;
+    ++files;
+  }
+  CHECK(files == 1);  // no temporary left behind
+
+  auto missing = read_capture_file((dir / "nope.json").string());
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message == (dir / "nope.json").string() + ": cannot open: No such file or directory");
+
+  {
+    FILE* f = std::fopen(path.c_str(), "w");
+    REQUIRE(f);
+    std::fputs("{\"format\":\"gsymprof-capture\",\"version\":9}", f);
+    std::fclose(f);
+  }
+  auto bad = read_capture_file(path);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == path + ": version: unsupported capture version 9 (this gsymprof reads versions 1 to 3)");
+
+  auto unwritable = write_capture_file(sample_capture(), (dir / "no/such/dir.json").string());
+  CHECK_FALSE(unwritable.ok());
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// A temporary directory, removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char dir_template[] = "/tmp/capture_file_test.XXXXXX";
+    REQUIRE(mkdtemp(dir_template) != nullptr);
+    path = dir_template;
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string file = (path / name).string();
+    std::ofstream(file, std::ios::binary) << text;
+    return file;
+  }
+};
+
+// The sample with every object's keys in reverse order, sections last to
+// first (stacks before the processes and modules they refer to).
+std::string reversed_sample() {
+  json doc = json::parse(kSampleJson);
+  std::function<std::string(const json&)> dump = [&](const json& v) -> std::string {
+    if (v.is_object()) {
+      std::string out = "{";
+      for (auto it = v.end(); it != v.begin();) {
+        --it;
+        if (out.size() > 1) out += ",";
+        out += json(it.key()).dump() + ":" + dump(*it);
+      }
+      return out + "}";
+    }
+    if (v.is_array()) {
+      std::string out = "[";
+      for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + dump(v[i]);
+      return out + "]";
+    }
+    return v.dump();
+  };
+  return dump(doc);
+}
+
+}  // namespace
+
+TEST_CASE("capture JSON: field order does not matter, sections may refer forward") {
+  const std::string text = reversed_sample();
+  REQUIRE(text.find("\"stacks\"") < text.find("\"processes\""));
+  REQUIRE(text.find("\"processes\"") < text.find("\"modules\""));
+  auto parsed = capture_from_json(text);
+  REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
+  CHECK(capture_to_json(*parsed) == kSampleJson);
+  // Errors found in the later passes name the same paths.
+  json doc = json::parse(kSampleJson);
+  doc["processes"][0]["modules"][1] = 3;
+  const json processes = doc["processes"];
+  doc.erase("processes");
+  const std::string bad = "{\"processes\":" + processes.dump() + "," + doc.dump().substr(1);  // processes first...
+  CHECK(error_of(bad) == "processes[0].modules[1]: module index 3 out of range (3 modules)");
+  // ... and frames before their stack's pid are checked when it is read.
+  json stacks = json::parse(kSampleJson)["stacks"];
+  std::string reordered = "[";
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    json frames = stacks[i]["frames"];
+    if (i == 1) frames[0]["module"] = 1;
+    json rest = stacks[i];
+    rest.erase("frames");
+    reordered += (i ? ",{\"frames\":" : "{\"frames\":") + frames.dump() + "," + rest.dump().substr(1);
+  }
+  reordered += "]";
+  json whole = json::parse(kSampleJson);
+  whole.erase("stacks");
+  std::string text2 = whole.dump();
+  text2 = text2.substr(0, text2.size() - 1) + ",\"stacks\":" + reordered + "}";
+  CHECK(error_of(text2) == "stacks[1].frames[0].module: module 1 is not a module of the stack's process");
+}
+
+TEST_CASE("capture JSON: the first error in document order wins") {
+  // edited() writes keys in alphabetical order: call_graph, ..., format, ...,
+  // host, ..., lost, modules, processes, samples, stacks, ..., version.
+  // A section's error before a missing header field (found at the top
+  // level's end) or a bad one after it.
+  CHECK(error_of(edited([](json& d) {
+          d["stacks"][0]["count"] = 0;
+          d.erase("host");
+        })) == "stacks[0].count: must be at least 1");
+  CHECK(error_of(edited([](json& d) {
+          d["modules"][0]["load_bias"] = 1;
+          d["version"] = 9;
+        })) == "modules[0].load_bias: expected a string, got an integer");
+  CHECK(error_of(edited([](json& d) {
+          d["modules"][0]["load_bias"] = 1;
+          d["format"] = "perf";
+        })) == "format: not a gsymprof capture (format is \"perf\")");
+  CHECK(error_of(edited([](json& d) {
+          d["samples"] = "x";
+          d["call_graph"] = "";
+        })) == "call_graph: must not be empty");
+  // `lost` in document order, not key order.
+  {
+    std::string text = kSampleJson;
+    const std::string from = "{\"ringbuf_full\":0,\"stack_error\":2}";
+    text.replace(text.find(from), from.size(), "{\"b\":-1,\"a\":\"x\"}");
+    CHECK(error_of(text) == "lost.\"b\": expected an unsigned integer, got a negative one");
+  }
+  // A repeated pid (found by sorting) before a later error in `processes`.
+  CHECK(error_of(edited([](json& d) {
+          d["processes"][1]["pid"] = 10;
+          d["processes"].push_back({{"pid", 30}, {"comm", "x"}, {"modules", {9}}});
+        })) == "processes[1].pid: duplicate process 10");
+  // A JIT frame is checked where it is read once jit_symbols is known, not
+  // after the whole capture (`samples` is).
+  CHECK(error_of(edited([](json& d) {
+          d["stacks"][3]["frames"][0]["jit"] = 2;
+          d["samples"] = 15;
+        })) == "stacks[3].frames[0].jit: JIT symbol index 2 out of range (2 JIT symbols)");
+  {
+    json doc = json::parse(kSampleJson);
+    doc["stacks"][3]["frames"][0]["jit"] = 2;
+    json symbols = doc["jit_symbols"];
+    doc.erase("jit_symbols");
+    std::string text = doc.dump();
+    text.insert(text.size() - 1, ",\"jit_symbols\":" + symbols.dump());  // after the stacks
+    CHECK(error_of(text) == "stacks[3].frames[0].jit: JIT symbol index 2 out of range (2 JIT symbols)");
+  }
+  // A section before one it refers to is checked by a later pass, after the
+  // rest of the document: here stacks and processes come before modules.
+  std::string text = reversed_sample();
+  text.replace(text.find("\"r-xp\""), 6, "7");  // modules[0].mappings[1].perms
+  text.replace(text.find("\"count\":10"), 10, "\"count\":0");
+  CHECK(error_of(text) == "modules[0].mappings[1].perms: expected a string, got an integer");
+  // A syntax error after another error is not reached; one before it is.
+  std::string broken = edited([](json& d) { d["format"] = "perf"; });
+  CHECK(error_of(broken.substr(0, broken.size() - 1)) == "format: not a gsymprof capture (format is \"perf\")");
+  broken.insert(1, "x");
+  CHECK(error_of(broken).rfind("not valid JSON: ", 0) == 0);
+}
+
+TEST_CASE("capture JSON: duplicate fields are rejected") {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string text = kSampleJson;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  CHECK(error_of(with("\"version\": 3,", "\"version\": 3, \"version\": 3,")) == "version: duplicate field");
+  CHECK(error_of(with("\"count\":1,", "\"count\":1,\"count\":1,")) == "stacks[0].count: duplicate field");
+  CHECK(error_of(with("{\"ringbuf_full\":0,", "{\"ringbuf_full\":0,\"ringbuf_full\":0,")) ==
+        "lost.\"ringbuf_full\": duplicate field");
+  CHECK(error_of(with("\"stacks\": [", "\"stacks\": [], \"stacks\": [")) == "stacks: duplicate field");
+  // Unknown fields are not interpreted, so they may repeat.
+  CHECK(error_of(with("\"version\": 3,", "\"version\": 3, \"x\": 1, \"x\": [],")) == "");
+}
+
+TEST_CASE("capture JSON: bounded memory for hostile shapes") {
+  // Nesting is bounded anywhere, also in fields nobody reads.
+  auto nested = [](int depth) {
+    json doc = json::parse(kSampleJson);
+    std::string text = doc.dump();
+    std::string junk = std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+    return "{\"future\":" + junk + "," + text.substr(1);
+  };
+  CHECK(error_of(nested(15)) == "");
+  CHECK(error_of(nested(16)) == "not a capture: JSON nested deeper than 16 levels");
+  // A process's module list is a set: repeats cost nothing.
+  std::string many = "[";
+  for (int i = 0; i < 100000; ++i) many += i ? ",2,0" : "2,0";
+  many += "]";
+  json doc = json::parse(kSampleJson);
+  std::string text = doc.dump();
+  const std::string from = "\"modules\":[0,2]";
+  text.replace(text.find(from), from.size(), "\"modules\":" + many);
+  auto parsed = capture_from_json(text);
+  REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
+  CHECK(parsed->processes[0].modules == std::vector<uint32_t>{0, 2});
+  CHECK(parsed->processes[0].modules.capacity() < 16);
+  // `lost` reasons are bounded in number.
+  json lost = json::object();
+  for (int i = 0; i < 1024; ++i) lost["r" + std::to_string(i)] = 0;
+  CHECK(error_of(edited([&](json& d) { d["lost"] = lost; })) == "");
+  lost["r1024"] = 0;
+  CHECK(error_of(edited([&](json& d) { d["lost"] = lost; })) == "lost: more than 1024 reasons");
+}
+
+TEST_CASE("capture JSON: size limit") {
+  const std::string text = kSampleJson;
+  CHECK(error_of(text) == "");
+  auto small = capture_from_json(text, text.size());
+  CHECK(small.ok());
+  auto over = capture_from_json(text, text.size() - 1);
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.error().message == "capture too large: " + std::to_string(text.size()) + " bytes (limit " +
+                                    std::to_string(text.size() - 1) + ")");
+  CHECK(kMaxCaptureBytes == uint64_t{1} << 30);
+
+  TempDir dir;
+  const std::string path = dir.write("c.json", text);
+  CHECK(read_capture_file(path, text.size()).ok());
+  auto file_over = read_capture_file(path, 100);
+  REQUIRE_FALSE(file_over.ok());
+  CHECK(file_over.error().message ==
+        path + ": capture too large: " + std::to_string(text.size()) + " bytes (limit 100)");
+}
+
+TEST_CASE("capture files: only regular files, never blocking") {
+  TempDir dir;
+  const std::string fifo = (dir.path / "fifo").string();
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  auto from_fifo = read_capture_file(fifo);  // would block without O_NONBLOCK
+  REQUIRE_FALSE(from_fifo.ok());
+  CHECK(from_fifo.error().message == fifo + ": not a regular file");
+  auto from_dir = read_capture_file(dir.path.string());
+  REQUIRE_FALSE(from_dir.ok());
+  CHECK(from_dir.error().message == dir.path.string() + ": is a directory");
+}
+
+TEST_CASE("capture files: streamed in pieces, same result as from memory") {
+  // Well over the reader's buffer, so tokens straddle refills.
+  Capture big = sample_capture();
+  for (uint32_t i = 0; i < 20000; ++i) {
+    big.stacks.push_back({10, "app", {{1, 0x1000 + i, UnresolvedReason::None}, {0, i, UnresolvedReason::None}},
+                          i % 2 == 0, 1});
+    ++big.samples;
+  }
+  const std::string text = capture_to_json(big);
+  REQUIRE(text.size() > 1024 * 1024);
+  TempDir dir;
+  const std::string path = dir.write("big.json", text);
+  auto from_file = read_capture_file(path);
+  REQUIRE_MESSAGE(from_file.ok(), from_file.error().message);
+  CHECK(capture_to_json(*from_file) == text);
+
+  // Sections out of order need further passes over the file.
+  const size_t stacks_at = text.find("\"stacks\"");
+  const std::string stacks_first = "{" + text.substr(stacks_at, text.rfind("\n}") - stacks_at) + ",\n" +
+                                   text.substr(2, text.find(",\n\"stacks\"") - 2) + "}";
+  REQUIRE(json::parse(stacks_first).size() == json::parse(text).size());
+  auto reordered = read_capture_file(dir.write("reordered.json", stacks_first));
+  REQUIRE_MESSAGE(reordered.ok(), reordered.error().message);
+  CHECK(capture_to_json(*reordered) == text);
+
+  // An error deep in the file names its path and the file.
+  const json stacks = json::parse(text)["stacks"];
+  size_t index = 0;
+  while (index < stacks.size() && stacks[index]["frames"][0] != json{{"module", 0}, {"address", "0x4e1f"}})
+    ++index;
+  REQUIRE(index > 10000);
+  REQUIRE(index < stacks.size());
+  std::string bad = text;
+  bad.replace(bad.find("{\"module\":0,\"address\":\"0x4e1f\"}"), 31, "{\"module\":0,\"address\":\"0xge1f\"}");
+  const std::string bad_path = dir.write("bad.json", bad);
+  auto error = read_capture_file(bad_path);
+  REQUIRE_FALSE(error.ok());
+  CHECK(error.error().message == bad_path + ": stacks[" + std::to_string(index) +
+                                     "].frames[0].address: invalid hex digit in \"0xge1f\"");
+  CHECK(error.error().message == bad_path + ": " + error_of(bad));
+}
+
+TEST_CASE("capture JSON: strings are written as nlohmann writes them") {
+  Capture c = sample_capture();
+  const std::string odd[] = {"a\"b\\c", "tab\there\n", std::string("nul\0x", 5), "\x7f", "caf\xc3\xa9",
+                             "bad \xff byte", "\x01\x1f"};
+  c.stacks.clear();
+  c.samples = 0;
+  for (const std::string& comm : odd) {
+    c.stacks.push_back({10, comm, {}, false, 1});
+    ++c.samples;
+  }
+  const std::string text = capture_to_json(c);
+  for (const std::string& comm : odd)
+    CHECK_MESSAGE(text.find(json(comm).dump(-1, ' ', false, json::error_handler_t::replace)) != std::string::npos,
+                  comm);
+  auto back = capture_from_json(text);
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(capture_to_json(*back) == text);
+}

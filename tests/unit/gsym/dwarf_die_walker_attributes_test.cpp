@@ -1,0 +1,172 @@
+// DwarfDieWalker's attribute access (what the converter reads of inlined
+// subroutines without libdw): each attribute's name, form and value, in
+// abbreviation order, in both byte orders and with both address sizes.
+#include <doctest/doctest.h>
+
+#include <dwarf.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gsym/convert/dwarf_die_walker.h"
+
+using namespace gsym;
+
+namespace {
+
+struct Assembler {
+  std::vector<uint8_t> bytes;
+  bool little = true;
+  Assembler& u8(uint8_t b) {
+    bytes.push_back(b);
+    return *this;
+  }
+  Assembler& fixed(uint64_t v, int width) {
+    for (int i = 0; i < width; ++i) {
+      const int shift = little ? 8 * i : 8 * (width - 1 - i);
+      bytes.push_back(static_cast<uint8_t>(v >> shift));
+    }
+    return *this;
+  }
+  Assembler& uleb(uint64_t v) {
+    do {
+      uint8_t b = v & 0x7f;
+      v >>= 7;
+      bytes.push_back(v ? uint8_t(b | 0x80) : b);
+    } while (v);
+    return *this;
+  }
+  Assembler& sleb(int64_t v) {
+    for (;;) {
+      uint8_t b = v & 0x7f;
+      v >>= 7;
+      const bool done = (v == 0 && !(b & 0x40)) || (v == -1 && (b & 0x40));
+      bytes.push_back(done ? b : uint8_t(b | 0x80));
+      if (done) return *this;
+    }
+  }
+  Assembler& str(const char* s) {
+    bytes.insert(bytes.end(), s, s + std::strlen(s) + 1);
+    return *this;
+  }
+};
+
+struct Seen {
+  uint16_t name, form;
+  bool has_value;
+  uint64_t value;
+};
+
+void check_inlined_subroutine(bool little, uint8_t address_size) {
+  Assembler abbrevs;
+  // 1: compile unit with children, no attributes.
+  abbrevs.uleb(1).uleb(DW_TAG_compile_unit).u8(DW_CHILDREN_yes).u8(0).u8(0);
+  // 2: an inlined subroutine as gcc writes it, plus forms that have no
+  // plain unsigned value.
+  abbrevs.uleb(2).uleb(DW_TAG_inlined_subroutine).u8(DW_CHILDREN_no);
+  abbrevs.uleb(DW_AT_abstract_origin).uleb(DW_FORM_ref4);
+  abbrevs.uleb(DW_AT_entry_pc).uleb(DW_FORM_addr);
+  abbrevs.uleb(DW_AT_GNU_entry_view).uleb(DW_FORM_data1);
+  abbrevs.uleb(DW_AT_low_pc).uleb(DW_FORM_addr);
+  abbrevs.uleb(DW_AT_high_pc).uleb(DW_FORM_data8);
+  abbrevs.uleb(DW_AT_call_file).uleb(DW_FORM_implicit_const).sleb(3);
+  abbrevs.uleb(DW_AT_call_line).uleb(DW_FORM_udata);
+  abbrevs.uleb(DW_AT_call_column).uleb(DW_FORM_data2);
+  abbrevs.uleb(DW_AT_external).uleb(DW_FORM_flag_present);
+  abbrevs.uleb(DW_AT_name).uleb(DW_FORM_string);
+  abbrevs.uleb(DW_AT_linkage_name).uleb(DW_FORM_strp);
+  abbrevs.uleb(DW_AT_location).uleb(DW_FORM_exprloc);
+  abbrevs.uleb(DW_AT_sibling).uleb(DW_FORM_ref_udata);
+  abbrevs.u8(0).u8(0);
+  abbrevs.u8(0);
+
+  Assembler unit;
+  unit.little = little;
+  const uint64_t first = 0x0c;
+  unit.uleb(1);
+  const uint64_t inlined_offset = first + unit.bytes.size();
+  const uint64_t address = address_size == 8 ? 0x1122334455667788ull : 0x11223344ull;
+  unit.uleb(2)
+      .fixed(0x2a, 4)
+      .fixed(address - 1, address_size)
+      .u8(7)
+      .fixed(address, address_size)
+      .fixed(0x123456789aull, 8)
+      .uleb(300)
+      .fixed(0xbeef, 2)
+      .str("inlined")
+      .fixed(0x40, 4)
+      .uleb(2)
+      .u8(DW_OP_lit1)
+      .u8(DW_OP_stack_value)
+      .uleb(0x81);
+  unit.u8(0);
+
+  DwarfUnitShape shape;
+  shape.version = 5;
+  shape.address_size = address_size;
+  shape.little_endian = little;
+  DwarfDieWalker walker;
+  REQUIRE(walker.start(abbrevs.bytes, 0, unit.bytes, first, shape));
+  const DwarfDieWalker::Step cu = walker.next();
+  REQUIRE(cu.kind == DwarfDieWalker::Step::Die);
+  CHECK_FALSE(walker.has_attribute(cu, DW_AT_name));
+  const DwarfDieWalker::Step step = walker.next();
+  REQUIRE(step.kind == DwarfDieWalker::Step::Die);
+  CHECK(step.offset == inlined_offset);
+  CHECK(step.tag == DW_TAG_inlined_subroutine);
+  CHECK(walker.has_attribute(step, DW_AT_low_pc));
+  CHECK(walker.has_attribute(step, DW_AT_call_file));
+  CHECK_FALSE(walker.has_attribute(step, DW_AT_ranges));
+
+  std::vector<Seen> seen;
+  REQUIRE(walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& a) {
+    uint64_t v = 0;
+    const bool has = walker.unsigned_value(a, v);
+    seen.push_back({a.name, a.form, has, v});
+  }));
+  const std::vector<Seen> expected = {
+      {DW_AT_abstract_origin, DW_FORM_ref4, true, 0x2a},
+      {DW_AT_entry_pc, DW_FORM_addr, true, address - 1},
+      {DW_AT_GNU_entry_view, DW_FORM_data1, true, 7},
+      {DW_AT_low_pc, DW_FORM_addr, true, address},
+      {DW_AT_high_pc, DW_FORM_data8, true, 0x123456789aull},
+      {DW_AT_call_file, DW_FORM_implicit_const, true, 3},
+      {DW_AT_call_line, DW_FORM_udata, true, 300},
+      {DW_AT_call_column, DW_FORM_data2, true, 0xbeef},
+      {DW_AT_external, DW_FORM_flag_present, true, 1},
+      {DW_AT_name, DW_FORM_string, false, 0},
+      {DW_AT_linkage_name, DW_FORM_strp, false, 0},
+      {DW_AT_location, DW_FORM_exprloc, false, 0},
+      {DW_AT_sibling, DW_FORM_ref_udata, true, 0x81},
+  };
+  REQUIRE(seen.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CAPTURE(i);
+    CHECK(seen[i].name == expected[i].name);
+    CHECK(seen[i].form == expected[i].form);
+    CHECK(seen[i].has_value == expected[i].has_value);
+    if (expected[i].has_value) CHECK(seen[i].value == expected[i].value);
+  }
+  // The string's bytes are where the attribute says.
+  walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& a) {
+    if (a.name == DW_AT_name) CHECK(std::string(reinterpret_cast<const char*>(a.value)) == "inlined");
+  });
+
+  CHECK(walker.next().kind == DwarfDieWalker::Step::EndOfChildren);
+  const DwarfDieWalker::Step end = walker.next();
+  CHECK(end.kind == DwarfDieWalker::Step::End);
+  CHECK(walker.ok());
+  // Steps that are not DIEs have no attributes.
+  CHECK_FALSE(walker.for_each_attribute(end, [](const DwarfDieWalker::Attribute&) {}));
+  CHECK_FALSE(walker.has_attribute(end, DW_AT_low_pc));
+}
+
+}  // namespace
+
+TEST_CASE("DIE walker: attributes of a DIE, in order, with their values") {
+  SUBCASE("little-endian, 64-bit addresses") { check_inlined_subroutine(true, 8); }
+  SUBCASE("big-endian, 64-bit addresses") { check_inlined_subroutine(false, 8); }
+  SUBCASE("little-endian, 32-bit addresses") { check_inlined_subroutine(true, 4); }
+}

@@ -1,0 +1,126 @@
+// Tests for userspace/sample/ring_records: BPF ring-buffer records, laid out
+// as bpf/profile.h says, decode into the events the assembler takes
+// (frame-pointer samples with kernel frames, stack copies with their bytes),
+// and every record whose sizes or counts run past its bytes is refused.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "userspace/sample/ring_records.h"
+
+using namespace gsymprof;
+
+namespace {
+
+struct Collected : EventSink {
+  std::vector<std::vector<uint64_t>> user, kernel;
+  std::vector<std::vector<uint8_t>> stacks;
+  std::vector<UserRegisters> regs;
+  std::vector<std::string> comms;
+  std::vector<bool> flags;
+  void on_sample(const RawSample& s) override {
+    user.emplace_back(s.ips.begin(), s.ips.end());
+    kernel.emplace_back(s.kernel_ips.begin(), s.kernel_ips.end());
+    comms.emplace_back(s.comm);
+    flags.push_back(s.truncated);
+  }
+  void on_stack_copy(const RawStackCopy& c) override {
+    stacks.emplace_back(c.stack.stack.begin(), c.stack.stack.end());
+    kernel.emplace_back(c.kernel_ips.begin(), c.kernel_ips.end());
+    regs.push_back(c.stack.regs);
+    comms.emplace_back(c.comm);
+    flags.push_back(c.copy_short);
+  }
+  void on_exec(uint32_t, uint64_t) override {}
+  void on_mapping(const RawMapping&) override {}
+  void on_fork(uint32_t, uint32_t, uint64_t) override {}
+  void on_exit(uint32_t) override {}
+  void on_lost(std::string_view, uint64_t) override {}
+};
+
+void fill_header(profile_event_header& h, uint32_t kind, uint32_t size) {
+  h.kind = kind;
+  h.size = size;
+  h.tgid = 42;
+  h.tid = 43;
+  h.time_ns = 123456789;
+  std::memcpy(h.comm, "worker\0\0\0\0\0\0\0\0\0", PROFILE_COMM_LEN);
+}
+
+std::vector<uint8_t> fp_record(uint32_t frames, uint32_t kernel_frames, uint32_t flags = 0) {
+  profile_fp_stack_event e{};
+  fill_header(e.header, PROFILE_EVENT_FP_STACK, sizeof(e));
+  e.frame_count = frames;
+  e.kernel_frame_count = kernel_frames;
+  e.flags = flags;
+  for (uint32_t i = 0; i < PROFILE_MAX_FRAMES; ++i) e.ips[i] = 0x400000 + i;
+  for (uint32_t i = 0; i < PROFILE_MAX_KERNEL_FRAMES; ++i) e.kernel_ips[i] = 0xffffffff81000000ull + i;
+  std::vector<uint8_t> bytes(sizeof(e));
+  std::memcpy(bytes.data(), &e, sizeof(e));
+  return bytes;
+}
+
+std::vector<uint8_t> copy_record(uint32_t stack_size, uint32_t kernel_frames, size_t extra = 0) {
+  const size_t fixed = sizeof(profile_stack_copy_event);
+  profile_stack_copy_event e{};
+  fill_header(e.header, PROFILE_EVENT_STACK_COPY, static_cast<uint32_t>(fixed + stack_size + extra));
+  e.ip = 0x401000, e.sp = 0x7ffd0000, e.bp = 0x7ffd0040;
+  e.stack_size = stack_size;
+  e.kernel_frame_count = kernel_frames;
+  std::vector<uint8_t> bytes(fixed + stack_size + extra);
+  std::memcpy(bytes.data(), &e, fixed);
+  for (size_t i = fixed; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i);
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("ring records: a frame-pointer sample with kernel frames") {
+  Collected sink;
+  RingRecordScratch scratch;
+  auto bytes = fp_record(3, 2, PROFILE_STACK_TRUNCATED);
+  CHECK(ring_record_time(bytes) == 123456789u);
+  REQUIRE(decode_ring_record(bytes, scratch, sink) == RingRecordKind::Sample);
+  REQUIRE(sink.user.size() == 1);
+  CHECK(sink.user[0] == std::vector<uint64_t>{0x400000, 0x400001, 0x400002});
+  CHECK(sink.kernel[0] == std::vector<uint64_t>{0xffffffff81000000ull, 0xffffffff81000001ull});
+  CHECK(sink.comms[0] == "worker");
+  CHECK(sink.flags[0]);
+}
+
+TEST_CASE("ring records: a stack copy carries its registers and exactly its valid bytes") {
+  Collected sink;
+  RingRecordScratch scratch;
+  auto bytes = copy_record(64, 1, /*extra=*/16);  // the record holds more than is valid
+  REQUIRE(decode_ring_record(bytes, scratch, sink) == RingRecordKind::Sample);
+  REQUIRE(sink.stacks.size() == 1);
+  CHECK(sink.stacks[0].size() == 64);
+  CHECK(sink.stacks[0][0] == static_cast<uint8_t>(sizeof(profile_stack_copy_event)));
+  CHECK(sink.regs[0] == UserRegisters{0x401000, 0x7ffd0000, 0x7ffd0040});
+  CHECK(sink.kernel[0].size() == 1);
+}
+
+TEST_CASE("ring records: sizes and counts past the bytes are refused, never read") {
+  Collected sink;
+  RingRecordScratch scratch;
+  auto fp = fp_record(PROFILE_MAX_FRAMES + 1, 0);
+  CHECK(decode_ring_record(fp, scratch, sink) == RingRecordKind::Bad);
+  fp = fp_record(1, PROFILE_MAX_KERNEL_FRAMES + 1);
+  CHECK(decode_ring_record(fp, scratch, sink) == RingRecordKind::Bad);
+  fp = fp_record(1, 1);
+  // Every truncation of a good record is refused.
+  for (size_t n = 0; n < fp.size(); ++n)
+    CHECK(decode_ring_record(std::span<const uint8_t>(fp.data(), n), scratch, sink) == RingRecordKind::Bad);
+  auto copy = copy_record(64, 0);
+  uint32_t too_big = 65;  // stack_size past the record's size
+  std::memcpy(copy.data() + offsetof(profile_stack_copy_event, stack_size), &too_big, 4);
+  CHECK(decode_ring_record(copy, scratch, sink) == RingRecordKind::Bad);
+  auto unknown = fp_record(1, 1);
+  uint32_t kind = 99;
+  std::memcpy(unknown.data(), &kind, 4);
+  CHECK(decode_ring_record(unknown, scratch, sink) == RingRecordKind::Bad);
+  CHECK(sink.user.empty());
+  CHECK(sink.stacks.empty());
+}

@@ -1,0 +1,114 @@
+// userspace/assemble/stack_aggregator.h - stage: raw samples -> unique stacks with
+// counts -> Capture.
+//
+// Samples are aggregated on the raw (process image, thread, comm, kernel
+// IPs, user IPs) first; each
+// unique stack is normalized once, in build(). add() checks the addresses of
+// a stack only the first time it is seen, reading the process's maps again
+// when one lies outside every known mapping (dlopen). Nothing here
+// symbolizes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "userspace/capture/capture.h"
+#include "userspace/events/events.h"
+#include "userspace/process/perf_map.h"
+#include "userspace/process/process_image.h"
+
+namespace gsymprof {
+
+// Samples whose stack holds a frame in anonymous executable memory (JIT
+// code) that no perf map names, by pid; what build() saw.
+struct JitReport {
+  uint64_t named_samples = 0;    // samples with a frame named from a perf map
+  uint64_t unnamed_samples = 0;  // samples with an unnamed frame in anonymous executable memory
+  std::map<uint32_t, uint64_t> unnamed_by_pid;  // of those: pid -> samples
+  std::map<uint32_t, bool> has_map;             // of those pids: whether a perf map was read
+};
+
+class StackAggregator {
+ public:
+  // `perf_maps` (optional): names frames in anonymous executable memory
+  // (JIT code) from the processes' perf maps (perf_map.h).
+  explicit StackAggregator(ProcessTable& processes, PerfMaps* perf_maps = nullptr)
+      : processes_(processes), perf_maps_(perf_maps) {}
+
+  void add(const RawSample& sample);
+  // The same, from the side-band: the new image is built from its events.
+  void note_exec(uint32_t pid, uint64_t mm) {
+    processes_.note_exec(pid, mm);
+    if (perf_maps_) perf_maps_->note_exec(pid);
+  }
+
+  // A module some stack uses: (image id, index into that image's modules).
+  struct ModuleUse {
+    uint32_t image = 0;
+    int32_t module = 0;
+    auto operator<=>(const ModuleUse&) const = default;
+  };
+  // The modules stacks used for the first time since the last call, in the
+  // order first used (work that may start before build(): GSYM prefetch).
+  std::vector<ModuleUse> take_new_module_uses() { return std::exchange(new_module_uses_, {}); }
+
+  uint64_t samples() const { return samples_; }
+  size_t unique_stacks() const { return stacks_.size(); }
+
+  // Normalizes every unique stack once and fills capture.modules, processes,
+  // stacks and samples (other fields are left as they are). Only modules that
+  // some frame references are included. The result is canonicalized. JIT
+  // frames are named (capture.jit_symbols) and `jit` says what was not.
+  void build(Capture& capture, JitReport* jit = nullptr) const;
+
+ private:
+  using Comm = std::array<char, 16>;
+  // ips holds the kernel frames (kernel_count of them), then the user frames.
+  struct Key {
+    uint32_t image = 0, tid = 0;
+    bool truncated = false;
+    uint32_t kernel_count = 0;
+    Comm comm{};
+    std::vector<uint64_t> ips;
+  };
+  struct KeyView {
+    uint32_t image = 0, tid = 0;
+    bool truncated = false;
+    uint32_t kernel_count = 0;
+    Comm comm{};
+    std::span<const uint64_t> kernel_ips, user_ips;
+  };
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(const Key& k) const;
+    size_t operator()(const KeyView& k) const;
+  };
+  struct KeyEqual {
+    using is_transparent = void;
+    bool operator()(const Key& a, const Key& b) const;
+    bool operator()(const KeyView& a, const Key& b) const;
+    bool operator()(const Key& a, const KeyView& b) const { return (*this)(b, a); }
+  };
+
+  // Records the modules lookup_scratch_'s addresses fall in (new_module_uses_).
+  void note_module_uses(uint32_t image_id, const ProcessImage& image);
+  // Whether user frame `index` (IP `ip`) lies in anonymous executable memory.
+  static bool in_anonymous_code(const ProcessImage& image, uint64_t ip, size_t index);
+
+  ProcessTable& processes_;
+  PerfMaps* perf_maps_ = nullptr;
+  std::unordered_map<Key, uint64_t, KeyHash, KeyEqual> stacks_;
+  std::vector<uint64_t> lookup_scratch_;
+  std::set<ModuleUse> used_modules_;
+  std::vector<ModuleUse> new_module_uses_;
+  uint64_t samples_ = 0;
+};
+
+}  // namespace gsymprof

@@ -1,0 +1,109 @@
+// userspace/events/events.h - stage: the one event contract between the
+// sources (the live sampler, a perf.data file) and the capture assembler.
+//
+// A source turns what it reads into these plain values, in time order, and
+// hands them to an EventSink: a sample's IPs (RawSample), or its registers
+// and a copy of the top of its user stack for the CFI unwinder
+// (RawStackCopy); and the side-band that explains them: exec, mapping, fork,
+// exit; and what was lost, by reason. The assembler is the only sink that
+// builds captures (assemble/capture_assembler.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string_view>
+
+#include "userspace/base/build_id.h"
+
+namespace gsymprof {
+
+// One sample as the sampler delivers it (views valid during the call).
+struct RawSample {
+  uint32_t pid = 0, tid = 0;
+  std::string_view comm;
+  std::span<const uint64_t> ips;         // user frames, leaf first
+  bool truncated = false;                // the unwinder stopped at its depth limit
+  std::span<const uint64_t> kernel_ips;  // kernel frames, leaf first (leafward of ips)
+  // The process image (ProcessTable id) the IPs were unwound against;
+  // kNoImage: the pid's current one.
+  uint32_t image = kNoImage;
+  static constexpr uint32_t kNoImage = UINT32_MAX;
+};
+
+using SampleCallback = std::function<void(const RawSample&)>;
+
+// The registers an x86-64 unwind needs at the sampled instruction.
+struct UserRegisters {
+  uint64_t ip = 0;
+  uint64_t sp = 0;
+  uint64_t bp = 0;
+  bool operator==(const UserRegisters&) const = default;
+};
+
+// Borrowed view of one sample: registers plus the copied stack bytes, which
+// hold the memory [stack_start, stack_start + stack.size()) of the process.
+struct StackView {
+  UserRegisters regs;
+  uint64_t stack_start = 0;  // runtime address of stack[0] (normally regs.sp)
+  std::span<const uint8_t> stack;
+};
+
+// One stack-copy sample as the sampler delivers it (--call-graph dwarf);
+// views valid during the call.
+struct RawStackCopy {
+  uint32_t pid = 0, tid = 0;
+  std::string_view comm;
+  StackView stack;
+  // The kernel stopped at an unreadable page of the live stack (not at the
+  // size cap): the unwinder then reports unreadable memory, not a copy too small.
+  bool copy_short = false;
+  std::span<const uint64_t> kernel_ips;  // kernel frames, leaf first
+};
+
+// Side-band: a process mapped executable memory (mmap, or mprotect adding
+// PROT_EXEC), as the kernel reported it; views valid during the call.
+struct RawMapping {
+  uint32_t pid = 0;
+  uint64_t mm = 0;  // the address space, an opaque id (0: not told; exec is)
+  uint64_t start = 0, end = 0, file_offset = 0;
+  uint32_t dev_major = 0, dev_minor = 0;
+  uint64_t inode = 0;  // 0: anonymous memory (JIT code) or the vDSO
+  // When it was mapped (CLOCK_MONOTONIC ns): a file whose ctime is older was
+  // not written since, so the file opened later is the one mapped.
+  uint64_t time_ns = 0;
+  bool readable = false, writable = false, shared = false;
+  bool vdso = false;
+  // Mapped by the kernel's ELF loader at exec: the file's other code
+  // segments were mapped with it (program headers).
+  bool elf_loader = false;
+  // The file's path in the mapping process's mount tree; complete only when
+  // path_complete (else "" or its last components).
+  std::string_view path;
+  bool path_complete = false;
+  bool deleted = false;  // unlinked before it was mapped (" (deleted)")
+  // The file's build ID as a recording noted it (perf.data: MMAP2 with a
+  // build ID, or its header's build-ID table); empty: not recorded.
+  BuildId build_id;
+};
+
+// Where a source delivers events, in the order they happened. Handlers must
+// be quick: the live sampler calls them inside its ring-buffer read.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void on_sample(const RawSample& sample) = 0;
+  virtual void on_stack_copy(const RawStackCopy& copy) = 0;  // --call-graph dwarf
+  // `tgid` exec'd into address space `mm` (0: not told); its new mappings follow.
+  virtual void on_exec(uint32_t tgid, uint64_t mm) = 0;
+  // `tgid` mapped executable memory.
+  virtual void on_mapping(const RawMapping& mapping) = 0;
+  // `parent_tgid` forked a process (not a thread) that shares its image.
+  virtual void on_fork(uint32_t parent_tgid, uint32_t child_tgid, uint64_t child_mm) = 0;
+  // `tgid`'s main thread exited (its pid may be reused from now on).
+  virtual void on_exit(uint32_t tgid) = 0;
+  // `count` samples were lost for `reason` (a Capture::lost key).
+  virtual void on_lost(std::string_view reason, uint64_t count) = 0;
+};
+
+}  // namespace gsymprof

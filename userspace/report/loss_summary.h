@@ -1,0 +1,44 @@
+// userspace/report/loss_summary.h - stage: what a capture lost and cut
+// short, as data (LossSummary) and as the summary lines every command prints
+// (profile, record, symbolize of a capture or a perf.data file). The report
+// stage owns the "gsymprof: ..." lines on stderr; libraries return values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "userspace/capture/capture.h"
+
+namespace gsymprof {
+
+// Capture::lost holds the sampler's losses by name (sample/counters.h);
+// --call-graph dwarf adds "unwind_<reason>" counters (stack_copy_unwind.h):
+// samples kept, but whose stack the CFI unwinder had to cut short.
+inline constexpr const char* kTruncatedByUnwinderPrefix = "unwind_";
+
+// The losses of a capture, from Capture::lost and its stacks' truncated
+// flags: taken before the stacks are freed (render's free_stacks).
+struct LossSummary {
+  uint64_t lost = 0;       // samples lost: every reason but unwind_* (those were kept)
+  uint64_t truncated = 0;  // samples whose stack the unwinder cut short
+  std::string lost_reasons, truncation_reasons;  // "REASON N, ..."
+  std::string kernel_problem;  // why the kernel frames have no names ("" = named, or none)
+  std::string fixes;  // truncations a flag fixes, with the flag ("" = none)
+  // Samples with a process-gone frame: their process exited before its
+  // maps could be read (the module-level case is a module report).
+  uint64_t exited_samples = 0, exited_processes = 0;
+};
+LossSummary summarize_losses(const Capture& capture);
+
+// The two loss lines of every summary (profile, record, and symbolize of a
+// capture or a perf.data file):
+//   gsymprof: lost by reason: REASON N, ...
+//   gsymprof: truncated stacks: N (unwind_REASON N, ...)
+//   gsymprof: to unwind them further: N stacks are deeper than ...: FLAG
+// and, when the kernel frames could not be named:
+//   gsymprof: kernel frames are not named: WHY
+// and, when some process was gone before its maps were read:
+//   gsymprof: N samples of P processes that exited before their maps could be read: frames [unknown]
+void print_losses(const LossSummary& losses);
+
+}  // namespace gsymprof

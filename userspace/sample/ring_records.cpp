@@ -1,0 +1,90 @@
+#include "userspace/sample/ring_records.h"
+
+#include <cstddef>
+#include <cstring>
+#include <string_view>
+
+namespace gsymprof {
+namespace {
+
+std::string_view comm_of(const profile_event_header& header) {
+  return std::string_view(header.comm, strnlen(header.comm, sizeof(header.comm)));
+}
+
+std::span<const uint64_t> copy_ips(const uint8_t* source, uint32_t count, uint64_t* target) {
+  std::memcpy(target, source, count * sizeof(uint64_t));
+  return std::span<const uint64_t>(target, count);
+}
+
+RingRecordKind decode_fp_stack(std::span<const uint8_t> record, const profile_event_header& header,
+                               RingRecordScratch& scratch, EventSink& sink) {
+  if (header.size < sizeof(profile_fp_stack_event)) return RingRecordKind::Bad;
+  const size_t counts = offsetof(profile_fp_stack_event, frame_count);
+  uint32_t frame_count, flags, kernel_frame_count;
+  std::memcpy(&frame_count, record.data() + counts, 4);
+  std::memcpy(&flags, record.data() + counts + 4, 4);
+  std::memcpy(&kernel_frame_count, record.data() + counts + 8, 4);
+  if (frame_count > PROFILE_MAX_FRAMES || kernel_frame_count > PROFILE_MAX_KERNEL_FRAMES)
+    return RingRecordKind::Bad;
+  RawSample sample;
+  sample.pid = header.tgid;
+  sample.tid = header.tid;
+  sample.comm = comm_of(header);
+  sample.ips = copy_ips(record.data() + offsetof(profile_fp_stack_event, ips), frame_count,
+                        scratch.ips.data());
+  sample.truncated = (flags & PROFILE_STACK_TRUNCATED) != 0;
+  sample.kernel_ips = copy_ips(record.data() + offsetof(profile_fp_stack_event, kernel_ips),
+                               kernel_frame_count, scratch.kernel_ips.data());
+  sink.on_sample(sample);
+  return RingRecordKind::Sample;
+}
+
+RingRecordKind decode_stack_copy(std::span<const uint8_t> record, const profile_event_header& header,
+                                 RingRecordScratch& scratch, EventSink& sink) {
+  const size_t fixed = offsetof(profile_stack_copy_event, stack);
+  if (header.size < fixed) return RingRecordKind::Bad;
+  profile_stack_copy_event event;
+  std::memcpy(&event, record.data(), fixed);
+  if (event.stack_size > header.size - fixed || event.kernel_frame_count > PROFILE_MAX_KERNEL_FRAMES)
+    return RingRecordKind::Bad;
+  RawStackCopy copy;
+  copy.pid = header.tgid;
+  copy.tid = header.tid;
+  copy.comm = comm_of(header);
+  copy.stack.regs = {event.ip, event.sp, event.bp};
+  copy.stack.stack_start = event.sp;
+  copy.stack.stack = record.subspan(fixed, event.stack_size);
+  copy.copy_short = (event.flags & PROFILE_STACK_TRUNCATED) != 0;
+  copy.kernel_ips = copy_ips(record.data() + offsetof(profile_stack_copy_event, kernel_ips),
+                             event.kernel_frame_count, scratch.kernel_ips.data());
+  sink.on_stack_copy(copy);
+  return RingRecordKind::Sample;
+}
+
+}  // namespace
+
+std::optional<uint64_t> ring_record_time(std::span<const uint8_t> record) {
+  if (record.size() < sizeof(profile_event_header)) return std::nullopt;
+  uint64_t time;
+  std::memcpy(&time, record.data() + offsetof(profile_event_header, time_ns), sizeof(time));
+  return time;
+}
+
+RingRecordKind decode_ring_record(std::span<const uint8_t> record, RingRecordScratch& scratch,
+                                  EventSink& sink) {
+  profile_event_header header;
+  if (record.size() < sizeof(header)) return RingRecordKind::Bad;
+  std::memcpy(&header, record.data(), sizeof(header));
+  if (header.size > record.size() || header.size < sizeof(header)) return RingRecordKind::Bad;
+  record = record.first(header.size);
+  switch (header.kind) {
+    case PROFILE_EVENT_FP_STACK:
+      return decode_fp_stack(record, header, scratch, sink);
+    case PROFILE_EVENT_STACK_COPY:
+      return decode_stack_copy(record, header, scratch, sink);
+    default:
+      return RingRecordKind::Bad;
+  }
+}
+
+}  // namespace gsymprof

@@ -1,0 +1,33 @@
+// userspace/sample/ring_records.h - stage: the BPF ring buffer's records
+// (bpf/profile.h) -> events (events.h). Pure over bytes: unit-tested and
+// fuzzed without BPF. Every size in a record is checked against its bytes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "bpf/profile.h"
+#include "userspace/events/events.h"
+
+namespace gsymprof {
+
+// Where decoded IPs live while the sink runs (a record's __u64 arrays are
+// copied: __u64 is not uint64_t's type, and the bytes may be unaligned).
+struct RingRecordScratch {
+  std::array<uint64_t, PROFILE_MAX_FRAMES> ips{};
+  std::array<uint64_t, PROFILE_MAX_KERNEL_FRAMES> kernel_ips{};
+};
+
+// The record's time (bpf_ktime_get_ns, CLOCK_MONOTONIC), if it has a header.
+std::optional<uint64_t> ring_record_time(std::span<const uint8_t> record);
+
+enum class RingRecordKind { Sample, Bad };
+
+// Hands `sink` the sample in `record`. Bad: too short, a size or count past
+// its bytes, or a kind this reader does not know (the caller counts it).
+RingRecordKind decode_ring_record(std::span<const uint8_t> record, RingRecordScratch& scratch,
+                                  EventSink& sink);
+
+}  // namespace gsymprof
