@@ -3,6 +3,7 @@
 // their results into the Builder in unit order, then adds symbol-table
 // functions, as llvm-gsymutil --convert does.
 #include "gsym/convert/convert.h"
+#include "gsym/convert/signal_frames.h"
 
 #include "gsym/base/file_io.h"
 #include "gsym/base/hex.h"
@@ -660,6 +661,37 @@ void add_profiler_names(const ElfImage& image, const ElfImage* debug_image, cons
       f.range = {entry.address, entry.address + entry.size};
       f.name = builder.add_string(entry.name);
       if (builder.add_flat_function(f)) ++stats.plt_functions;
+    }
+  }
+  if (options.entry_name) {
+    // A stripped program's entry code: the root of its main thread's stack.
+    // Toolchains name it _start (crt1.o); a program whose symbols cover it
+    // keeps its own name.
+    // Its extent: through the first hlt (0xf4), with which crt1's _start
+    // ends after calling __libc_start_main; none found within 64 bytes (or
+    // code covered before it): no name, as a guess could name other code.
+    std::optional<uint64_t> entry = image.program_entry();
+    const std::vector<uint8_t> code = entry ? image.code_at(*entry, 64) : std::vector<uint8_t>();
+    const auto hlt = std::find(code.begin(), code.end(), uint8_t{0xf4});
+    const uint64_t size = hlt == code.end() ? 0 : static_cast<uint64_t>(hlt - code.begin()) + 1;
+    bool free_run = size > 0;
+    for (uint64_t i = 0; free_run && i < size; ++i) free_run = free_code(*entry + i);
+    if (free_run) {
+      FlatFunction f;
+      f.range = {*entry, *entry + size};
+      f.name = builder.add_string(kEntryName);
+      if (builder.add_flat_function(f)) ++stats.label_functions;
+    }
+  }
+  if (options.signal_frames) {
+    // Signal trampolines no symbol names (a stripped libc's __restore_rt):
+    // named from the runtime file's .eh_frame (a debug file's is empty).
+    for (const AddressRange& tramp : signal_trampolines(image)) {
+      if (!free_code(tramp.start) || !free_code(tramp.end - 1)) continue;
+      FlatFunction f;
+      f.range = tramp;
+      f.name = builder.add_string(kSignalFrameName);
+      if (builder.add_flat_function(f)) ++stats.label_functions;
     }
   }
   if (options.code_labels) {

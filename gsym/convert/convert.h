@@ -60,6 +60,13 @@ struct ConvertOptions {
   //    function (DWARF or symbol) covers them; LLVM reads only STT_FUNC.
   bool plt_names = false;
   bool code_labels = false;
+  //  - entry_name: a program's ELF entry point (ElfImage::program_entry)
+  //    that no symbol covers, named kEntryName ("_start", the toolchains'
+  //    name for it), so a stripped program's stacks end at a named root.
+  bool entry_name = false;
+  //  - signal_frames: signal trampolines (FDEs whose CIE has the 'S'
+  //    augmentation) no symbol covers, named kSignalFrameName.
+  bool signal_frames = false;
   // Called now and then with (units done, units total); may be empty.
   std::function<void(uint64_t done, uint64_t total)> progress;
   // Called with each non-fatal warning (a malformed CU skipped, ...).
@@ -76,7 +83,11 @@ struct ConvertOptions {
 // c3: the cache's conversions name PLT stubs and code labels.
 // c4: dwz alt references resolved in the alt file (names, qualifiers) and
 // split DWARF (.dwo/.dwp) read.
-inline constexpr const char* kConverterVersion = "c4";
+// c5: a stripped program's entry point and signal trampolines are named
+// (entry_name, signal_frames).
+inline constexpr const char* kConverterVersion = "c5";
+inline constexpr const char* kEntryName = "_start";
+inline constexpr const char* kSignalFrameName = "[signal]";
 
 struct ConvertStats {
   std::string debug_file_used;     // "" when DWARF came from the input itself

@@ -445,6 +445,35 @@ std::optional<uint64_t> ElfImage::first_load_address() const {
   return std::nullopt;
 }
 
+std::optional<uint64_t> ElfImage::program_entry() const {
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(impl_->elf, &ehdr) || ehdr.e_entry == 0) return std::nullopt;
+  bool program = ehdr.e_type == ET_EXEC;
+  size_t phnum = 0;
+  if (!program && elf_getphdrnum(impl_->elf, &phnum) == 0)
+    for (size_t i = 0; i < phnum && !program; ++i) {
+      GElf_Phdr phdr;
+      program = gelf_getphdr(impl_->elf, static_cast<int>(i), &phdr) && phdr.p_type == PT_INTERP;
+    }
+  if (!program) return std::nullopt;
+  return ehdr.e_entry;
+}
+
+std::vector<uint8_t> ElfImage::code_at(uint64_t addr, size_t max) const {
+  for (Elf_Scn* scn = elf_nextscn(impl_->elf, nullptr); scn; scn = elf_nextscn(impl_->elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS) continue;
+    if (addr < shdr.sh_addr || addr - shdr.sh_addr >= shdr.sh_size) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data || !data->d_buf || data->d_size != shdr.sh_size) return {};
+    const size_t at = static_cast<size_t>(addr - shdr.sh_addr);
+    const size_t n = std::min(max, static_cast<size_t>(data->d_size) - at);
+    const auto* bytes = static_cast<const uint8_t*>(data->d_buf) + at;
+    return std::vector<uint8_t>(bytes, bytes + n);
+  }
+  return {};
+}
+
 std::vector<AddressRange> ElfImage::executable_ranges() const {
   std::vector<AddressRange> ranges;
   for (Elf_Scn* scn = elf_nextscn(impl_->elf, nullptr); scn; scn = elf_nextscn(impl_->elf, scn)) {

@@ -154,6 +154,13 @@ class ElfImage {
   std::vector<uint8_t> build_id() const;
   // p_vaddr of the first PT_LOAD program header.
   std::optional<uint64_t> first_load_address() const;
+  // A program's entry point (e_entry) when the file is a program: ET_EXEC,
+  // or ET_DYN with a PT_INTERP (a PIE; a shared library has none). nullopt
+  // for libraries and an entry of 0.
+  std::optional<uint64_t> program_entry() const;
+  // Up to `max` bytes of the section contents at virtual address `addr`
+  // (empty when no section with contents holds it).
+  std::vector<uint8_t> code_at(uint64_t addr, size_t max) const;
   // Sections with SHF_EXECINSTR and a non-zero size (NOBITS too: debug files
   // keep the headers), sorted, overlapping and touching ranges merged.
   std::vector<AddressRange> executable_ranges() const;

@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.search_debug_file = false;  // never wander the file system
   // The profiler names too (PLT stubs, code labels), as the cache converts:
   // a superset of the default path.
-  options.plt_names = options.code_labels = true;
+  options.plt_names = options.code_labels = options.entry_name = options.signal_frames = true;
   gsym::Expected<std::vector<uint8_t>> bytes =
       gsym::convert_elf("/proc/self/fd/" + std::to_string(fd), options);
   close(fd);

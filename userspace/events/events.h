@@ -22,7 +22,11 @@ namespace gsymprof {
 struct RawSample {
   uint32_t pid = 0, tid = 0;
   std::string_view comm;
-  std::span<const uint64_t> ips;         // user frames, leaf first
+  // User frames, leaf first: frame 0's address is exact, the others are
+  // return addresses (looked up at address - 1, inside the call). A frame
+  // whose address is exact too (a signal trampoline, and the code a signal
+  // interrupted) is given as address + 1.
+  std::span<const uint64_t> ips;
   bool truncated = false;                // the unwinder stopped at its depth limit
   std::span<const uint64_t> kernel_ips;  // kernel frames, leaf first (leafward of ips)
   // The process image (ProcessTable id) the IPs were unwound against;

@@ -425,7 +425,8 @@ struct GsymLocator::State {
     // Debug links are looked for beside the module's own path.
     gsym::ConvertOptions convert_options = options.convert;
     // What a cached <id>.<converter version>.gsym means: with profiler names.
-    convert_options.plt_names = convert_options.code_labels = true;
+    convert_options.plt_names = convert_options.code_labels = convert_options.entry_name =
+        convert_options.signal_frames = true;
     convert_options.known_as = module_path.empty() || module_path.starts_with("[") ? local_path : module_path;
     // debuginfod may have what the local search lacks, also for a failure
     // remembered from a run without it.

@@ -16,7 +16,7 @@
 //   2. readers added in memory with add_gsym_bytes() (tests, conversions that
 //      could not be cached);
 //   3. the cache directory (LocatorOptions::cache_dir):
-//      <buildid-hex>.<gsym::kConverterVersion>.gsym (e.g. 1a2b.c4.gsym), or
+//      <buildid-hex>.<gsym::kConverterVersion>.gsym (e.g. 1a2b.c5.gsym), or
 //      go-<hex>.<version>.gsym / sha256-<hex>.<version>.gsym for the other
 //      identity kinds,
 //      private (0700, files 0600), owned by the effective user and writable
@@ -137,7 +137,7 @@ struct ModuleReport {
 //   "/usr/bin/app (build ID 1a2b...): gsym-dir /gsyms/app.gsym"
 //   "/usr/lib/libx.so (build ID 3c4d...): no symbols: no GSYM for build ID 3c4d...; file missing"
 //   "/opt/y (no build ID): no symbols: no build ID"
-//   "/usr/bin/go-app (Go build ID 6a...): converted /cache/go-6a....c4.gsym"
+//   "/usr/bin/go-app (Go build ID 6a...): converted /cache/go-6a....c5.gsym"
 //   "/usr/lib/libc.so.6 (not identified): no symbols: 12 samples of 3 processes that exited before ..."
 // A note, when present, is appended as " (NOTE)".
 std::string describe(const ModuleReport& report);

@@ -635,6 +635,7 @@ UnwindResult CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& fin
 void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module, UnwindResult& out) {
   std::lock_guard lock(mutex_);
   out.ips.clear();
+  out.exact.clear();
   out.stop = UnwindStop::Complete;
   out.frame_pointer_steps = 0;
 
@@ -649,6 +650,7 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
 
   for (;;) {
     out.ips.push_back(pc);
+    out.exact.push_back(exact_pc);
     regs.set(kReturnAddress, pc);  // DW_OP_breg16 is %rip (PLT stubs' CFA rules use it)
     const uint64_t lookup_addr = exact_pc ? pc : pc - 1;
     const UnwindModule* module = find_module ? find_module(lookup_addr) : nullptr;
@@ -658,6 +660,9 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
       rows_cached_ = 0;
     }
     const FrameRow* row = cfi ? cfi->row_at(lookup_addr - module->load_bias, rows_cached_) : nullptr;
+    // A signal trampoline (CFI augmentation S): the kernel made its address
+    // the handler's return address, no call precedes it: it is exact.
+    if (row && row->signal_frame) out.exact.back() = 1;
     if (!row) {
       // A process's or thread's entry code is the root of its stack.
       if (cfi && cfi->in_entry_code(lookup_addr - module->load_bias)) {

@@ -62,6 +62,9 @@ struct UnwindOptions {
 
 struct UnwindResult {
   std::vector<uint64_t> ips;  // leaf first, runtime addresses
+  // Per frame: 1 when its address is exact (frame 0, a signal trampoline,
+  // and the frame a signal interrupted), 0 for a return address.
+  std::vector<uint8_t> exact;
   UnwindStop stop = UnwindStop::Complete;
   uint32_t frame_pointer_steps = 0;  // callers found by the frame-pointer fallback
   bool truncated() const { return stop != UnwindStop::Complete; }

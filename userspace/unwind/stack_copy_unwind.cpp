@@ -54,7 +54,7 @@ bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack, bool cop
   // over one) is worth another try once the maps were read again.
   const ProcessImage& image = processes_.image(image_id);
   for (size_t i = 0; i < result_.ips.size(); ++i)
-    if (image.find_map(i == 0 ? result_.ips[i] : result_.ips[i] - 1) < 0) return true;
+    if (image.find_map(result_.exact[i] ? result_.ips[i] : result_.ips[i] - 1) < 0) return true;
   return false;
 }
 
@@ -69,7 +69,12 @@ void StackCopyUnwinder::emit_result(uint32_t image, uint32_t pid, uint32_t tid, 
   sample.pid = pid;
   sample.tid = tid;
   sample.comm = comm;
-  sample.ips = result_.ips;
+  // In RawSample's form: past frame 0, an exact address (a signal frame)
+  // is given as address + 1, so the return-address rule gives it back.
+  ips_.assign(result_.ips.begin(), result_.ips.end());
+  for (size_t i = 1; i < ips_.size(); ++i)
+    if (result_.exact[i]) ++ips_[i];
+  sample.ips = ips_;
   sample.truncated = result_.truncated();
   sample.kernel_ips = kernel_ips;
   sample.image = image;  // a held walk is emitted later: keep the image it was taken in

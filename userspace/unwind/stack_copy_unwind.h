@@ -78,6 +78,7 @@ class StackCopyUnwinder {
   ProcessTable& processes_;
   CfiUnwinder unwinder_;
   UnwindResult result_;
+  std::vector<uint64_t> ips_;  // result_.ips in RawSample's form (emit_result)
   // (image id, module index) -> how to read that module's CFI.
   std::map<std::pair<uint32_t, int32_t>, UnwindModule> modules_;
   std::vector<Held> held_;

@@ -138,12 +138,12 @@ TEST_CASE("locator: a missing --gsym-dir is an error naming it") {
 
 TEST_CASE("locator: cache files are used only when their header build ID matches") {
   TempDir cache, dir;
-  write_bytes(cache / "0a0a.c4.gsym", gsym_bytes(kIdA, "a_cached"));
-  write_bytes(cache / "0b0b.c4.gsym", gsym_bytes(kIdC, "c_posing_as_b"));  // renamed file
+  write_bytes(cache / "0a0a.c5.gsym", gsym_bytes(kIdA, "a_cached"));
+  write_bytes(cache / "0b0b.c5.gsym", gsym_bytes(kIdC, "c_posing_as_b"));  // renamed file
   write_bytes(dir / "elsewhere.gsym", gsym_bytes(kIdC, "c_real"));
-  fs::create_symlink(cache / "0a0a.c4.gsym", cache / "0d0d.c4.gsym");
+  fs::create_symlink(cache / "0a0a.c5.gsym", cache / "0d0d.c5.gsym");
   write_bytes(dir / "pref.gsym", gsym_bytes({0x0e}, "e_from_dir"));
-  write_bytes(cache / "0e.c4.gsym", gsym_bytes({0x0e}, "e_from_cache"));
+  write_bytes(cache / "0e.c5.gsym", gsym_bytes({0x0e}, "e_from_cache"));
 
   LocatorOptions options;
   options.cache_dir = cache.path;
@@ -153,7 +153,7 @@ TEST_CASE("locator: cache files are used only when their header build ID matches
   ModuleReport report;
   CHECK(name_at_0x1000(locator.locate(BuildId(kIdA), "", report)) == "a_cached");
   CHECK(report.origin == GsymOrigin::Cache);
-  CHECK(report.gsym_path == cache / "0a0a.c4.gsym");
+  CHECK(report.gsym_path == cache / "0a0a.c5.gsym");
 
   CHECK(locator.locate(BuildId(kIdB), "", report) == nullptr);
   CHECK(report.reason == "no GSYM for build ID 0b0b");
@@ -163,8 +163,8 @@ TEST_CASE("locator: cache files are used only when their header build ID matches
   // --gsym-dir comes before the cache.
   CHECK(name_at_0x1000(locator.locate(*BuildId::from_hex("0e"), "", report)) == "e_from_dir");
   std::vector<std::string> expected_notes = {
-      "skipped " + cache / "0b0b.c4.gsym" + ": build-ID mismatch (file has 0c0c)",
-      "skipped " + cache / "0d0d.c4.gsym" + ": is a symlink (not followed)",
+      "skipped " + cache / "0b0b.c5.gsym" + ": build-ID mismatch (file has 0c0c)",
+      "skipped " + cache / "0d0d.c5.gsym" + ": is a symlink (not followed)",
   };
   CHECK(locator.notes() == expected_notes);
 }
@@ -220,7 +220,7 @@ TEST_CASE("locator: conversion result cached atomically, 0600 in a 0700 dir, reu
     const gsym::Reader* reader = locator.locate(id, tmp / "app", report);
     REQUIRE(reader != nullptr);
     CHECK(report.origin == GsymOrigin::Converted);
-    CHECK(report.gsym_path == cache + "/feedface.c4.gsym");
+    CHECK(report.gsym_path == cache + "/feedface.c5.gsym");
     CHECK(report.note == "");
     CHECK(BuildId(reader->build_id()) == id);
     CHECK(locator.conversions_attempted() == 1);
@@ -231,8 +231,8 @@ TEST_CASE("locator: conversion result cached atomically, 0600 in a 0700 dir, reu
   ::umask(old_umask);
   CHECK(mode_of(tmp / "cache") == 0755);  // like /var/cache
   CHECK(mode_of(cache) == 0700);          // holds symbols of root-only programs
-  CHECK(mode_of(cache + "/feedface.c4.gsym") == 0600);
-  CHECK(names_in(cache) == std::vector<std::string>{"feedface.c4.gsym"});  // no temp files left
+  CHECK(mode_of(cache + "/feedface.c5.gsym") == 0600);
+  CHECK(names_in(cache) == std::vector<std::string>{"feedface.c5.gsym"});  // no temp files left
 
   LocatorOptions options;
   options.cache_dir = cache;
@@ -260,15 +260,15 @@ TEST_CASE("locator: failed conversions are not retried") {
   CHECK(locator.locate(id, tmp / "empty.so", second) == nullptr);
   CHECK(second == first);
   CHECK(locator.conversions_attempted() == 1);
-  CHECK_FALSE(fs::exists(tmp / "cache/e0e0e0e0.c4.gsym"));
+  CHECK_FALSE(fs::exists(tmp / "cache/e0e0e0e0.c5.gsym"));
   // Remembered in the cache, with the converter version: the next run does
   // not retry either.
-  CHECK(fs::exists(tmp / "cache/e0e0e0e0.c4.failed"));
+  CHECK(fs::exists(tmp / "cache/e0e0e0e0.c5.failed"));
   GsymLocator next_run(options);
   ModuleReport third;
   CHECK(next_run.locate(id, tmp / "empty.so", third) == nullptr);
   CHECK(third.reason.starts_with(first.reason));
-  CHECK(third.reason.find("e0e0e0e0.c4.failed; delete it to retry") != std::string::npos);
+  CHECK(third.reason.find("e0e0e0e0.c5.failed; delete it to retry") != std::string::npos);
   CHECK(next_run.conversions_attempted() == 0);
 
   // A debug file for the build ID appearing later (a -dbgsym package
@@ -288,7 +288,7 @@ TEST_CASE("locator: a remembered failure keeps its kind; one without a kind is c
   LocatorOptions options;
   options.cache_dir = tmp / "cache";
   const BuildId id = *BuildId::from_hex("e1e1e1e1");
-  const std::string failed = tmp / "cache/e1e1e1e1.c4.failed";
+  const std::string failed = tmp / "cache/e1e1e1e1.c5.failed";
   auto slurp = [](const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -321,7 +321,7 @@ TEST_CASE("locator: a remembered failure keeps its kind; one without a kind is c
   CHECK(third.locate(id, tmp / "empty.so", remembered) == nullptr);
   CHECK(third.conversions_attempted() == 0);
   CHECK(remembered.reason == "no GSYM for build ID e1e1e1e1; conversion failed: an earlier error (remembered in " +
-                                 tmp / "cache/e1e1e1e1.c4.failed; delete it to retry)");
+                                 tmp / "cache/e1e1e1e1.c5.failed; delete it to retry)");
   CHECK(remembered.problem == ModuleProblem::Other);
 }
 
