@@ -9,6 +9,9 @@
 #                   kernels, booted under qemu (also part of make test)
 #   make fuzz       build the libFuzzer targets and run each FUZZ_SECONDS
 #   make bench      benchmarks (never part of make test); results -> README
+#   make install    gsymprof and its manual page under PREFIX (/usr/local)
+#   make flame-png  docs/flame.png, the README's picture: the demo's flame
+#                   graph rendered by headless Chromium (needs root, as demo)
 
 BUILD      ?= build
 CXX        ?= g++
@@ -17,6 +20,11 @@ BPFTOOL    ?= bpftool
 PREFIX     ?= /usr/local
 FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc 2>/dev/null || echo 1)
+# What --version prints: the version and the git revision built ("-dirty"
+# with uncommitted changes). A tree without git can give GIT_REVISION=...
+VERSION    ?= 0.1.0
+GIT_REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell \
+                  git rev-parse --git-dir >/dev/null 2>&1 && { git diff --quiet HEAD -- 2>/dev/null || echo -dirty; })
 
 ARCH       := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CXXSTD     := -std=c++20
@@ -59,10 +67,10 @@ REPLAY_BINS:= $(FUZZ_SRCS:tests/fuzz/%.cpp=$(BUILD)/fuzz-replay/%)
 TEST_SUPPORT_OBJS := $(TEST_SUPPORT_SRCS:%.cpp=$(BUILD)/%.o)
 TEST_TOOLS := $(TEST_TOOL_SRCS:tests/tools/%.cpp=$(BUILD)/test-tools/%)
 
-.PHONY: all deps test unit test-tools sanitize fuzz fuzz-build bench demo install clean test-kernels
+.PHONY: all deps test unit test-tools sanitize fuzz fuzz-build bench demo install clean test-kernels flame-png FORCE
 .DELETE_ON_ERROR:
 
-all: $(BUILD)/gsymprof $(BUILD)/libgsym.a $(BUILD)/libgsym_convert.a
+all: $(BUILD)/gsymprof $(BUILD)/gsymprof.1 $(BUILD)/libgsym.a $(BUILD)/libgsym_convert.a
 
 deps:
 	@scripts/install-deps.sh
@@ -91,10 +99,20 @@ $(BUILD)/%.pb.cc $(BUILD)/%.pb.h: %.proto
 $(BUILD)/%.pb.o: $(BUILD)/%.pb.cc
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
-# Only the sampler includes a skeleton (and pprof_output the protobuf
-# header), but every userspace object waits for the generated headers so
-# that they exist before dependency files do.
-$(USER_OBJS) $(UNIT_OBJS) $(BUILD)/userspace/main.o: | $(BPF_SKELS) $(PROTO_HDRS)
+# The version header, rewritten only when the version or the revision
+# changed, so that only what includes it is rebuilt.
+VERSION_HDR := $(BUILD)/userspace/cli/version.h
+$(VERSION_HDR): FORCE
+	@mkdir -p $(@D)
+	@printf '#pragma once\n#define GSYMPROF_VERSION "%s"\n#define GSYMPROF_GIT_REVISION "%s"\n' \
+	  '$(VERSION)' '$(GIT_REVISION)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+FORCE:
+
+# Only the sampler includes a skeleton (pprof_output the protobuf header,
+# program.cpp the version), but every userspace object waits for the
+# generated headers so that they exist before dependency files do.
+$(USER_OBJS) $(UNIT_OBJS) $(BUILD)/userspace/main.o: | $(BPF_SKELS) $(PROTO_HDRS) $(VERSION_HDR)
 
 $(BUILD)/libgsym.a: $(GSYM_OBJS)
 	@rm -f $@
@@ -110,6 +128,10 @@ $(BUILD)/libgsymprof.a: $(USER_OBJS)
 
 $(BUILD)/gsymprof: $(BUILD)/userspace/main.o $(BUILD)/libgsymprof.a $(BUILD)/libgsym_convert.a $(BUILD)/libgsym.a
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
+# The manual page, written by gsymprof from the same option tables as --help.
+$(BUILD)/gsymprof.1: $(BUILD)/gsymprof
+	$(BUILD)/gsymprof --man > $@
 
 $(BUILD)/libtest_support.a: $(TEST_SUPPORT_OBJS)
 	@rm -f $@
@@ -183,6 +205,12 @@ demo: deps
 
 install: all
 	install -D -m 0755 $(BUILD)/gsymprof $(DESTDIR)$(PREFIX)/bin/gsymprof
+	install -D -m 0644 $(BUILD)/gsymprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/gsymprof.1
+
+# docs/flame.png: the demo profiled (scripts/demo.sh), its SVG rendered by
+# headless Chromium (scripts/flame-png.sh). Kept in the repository.
+flame-png: demo
+	scripts/flame-png.sh out/demo.svg docs/flame.png
 
 clean:
 	rm -rf build build-san out

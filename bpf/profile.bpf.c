@@ -39,6 +39,8 @@ const volatile __u64 wakeup_bytes = 1 << 20;
  * neither the main thread nor a glibc one is unknown, and its copy ends at
  * the first unreadable page or at stack_copy_bytes. */
 const volatile bool have_find_vma = true;
+/* gsymprof's own process: never sampled, not even system-wide. */
+const volatile __u32 self_tgid = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -86,7 +88,7 @@ static __always_inline __u64 sample_wakeup(__u32 tgid) {
 }
 
 static __always_inline bool is_target(__u32 tgid) {
-  if (tgid == 0) return false; /* the idle task */
+  if (tgid == 0 || tgid == self_tgid) return false; /* the idle task; gsymprof itself */
   if (!filter_by_tgid) return true;
   return bpf_map_lookup_elem(&target_tgids, &tgid) != NULL;
 }

@@ -23,9 +23,10 @@ g++ "${flags[@]}" -fPIE -pie -Iscripts/demo scripts/demo/workload.cpp \
   -Lout/demo -ldemostats -Wl,-rpath,'$ORIGIN' -o out/demo/demo_workload
 
 echo "== profiling out/demo/demo_workload for ${SECONDS_TO_PROFILE}s at 999 Hz"
-# The workload would run longer; the profiler stops it after -d seconds.
+# The workload would run longer; the profiler stops it after -d seconds
+# (SIGTERM, then SIGKILL 2 s later; gsymprof then exits 0).
 "$GSYMPROF" profile -F 999 -d "$SECONDS_TO_PROFILE" -o out/demo.folded --svg out/demo.svg \
-  -- out/demo/demo_workload 600
+  --title "gsymprof demo: demo_workload, ${SECONDS_TO_PROFILE} s at 999 Hz" -- out/demo/demo_workload 600
 echo "== flame graph: out/demo.svg (open it in a browser: click to zoom, search box top right)"
 
 total=$(awk '{ s += $NF } END { print s + 0 }' out/demo.folded)

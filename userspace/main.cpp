@@ -8,10 +8,11 @@
 namespace {
 
 constexpr gsymprof::Subcommand kCommands[] = {
-    {"profile", "sample on-CPU user stacks and print folded stacks", gsymprof::cmd_profile},
+    {"profile", "sample on-CPU stacks and print folded stacks", gsymprof::cmd_profile},
     {"record", "sample and write a capture file (symbolize later)", gsymprof::cmd_record},
     {"symbolize", "turn a capture into folded stacks using GSYM files", gsymprof::cmd_symbolize},
     {"flamegraph", "render folded stacks as an interactive SVG", gsymprof::cmd_flamegraph},
+    {"diff", "compare two profiles: differential flame graph, changed functions", gsymprof::cmd_diff},
     {"gsym", "GSYM files: convert, lookup, dump, verify", gsymprof::cmd_gsym},
     {"doctor", "check what this kernel and machine let gsymprof do", gsymprof::cmd_doctor},
 };
@@ -37,5 +38,5 @@ void install_cleanup_handlers() {
 
 int main(int argc, char** argv) {
   install_cleanup_handlers();
-  return gsymprof::run_subcommand("gsymprof", "command", kCommands, argc, argv);
+  return gsymprof::run_program(kCommands, argc, argv);
 }

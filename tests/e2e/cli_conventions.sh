@@ -38,13 +38,17 @@ expect 2 "gsymprof record: --call-graph: unsupported mode 'x' (supported: fp, dw
   record -o "$tmp/c.json" --call-graph=x
 expect 1 "" profile --gsym-dir="$tmp/nope" -d 0.1
 grep -qF "$tmp/nope" "$tmp/err" || fail "profile --gsym-dir=DIR: error does not name DIR"
-expect 1 "gsymprof profile: $tmp/no/dir/out.svg: directory $tmp/no/dir/ is not writable" \
+expect 1 "gsymprof profile: $tmp/no/dir/out.svg: directory $tmp/no/dir/ does not exist" \
   profile --svg="$tmp/no/dir/out.svg" -d 0.1
-expect 1 "gsymprof profile: $tmp/no/dir/out: directory $tmp/no/dir/ is not writable" \
+expect 1 "gsymprof profile: $tmp/no/dir/out: directory $tmp/no/dir/ does not exist" \
   profile --output="$tmp/no/dir/out" -d 0.1
-expect 1 "gsymprof record: $tmp/no/dir/c.json: directory $tmp/no/dir/ is not writable" \
+expect 1 "gsymprof record: $tmp/no/dir/c.json: directory $tmp/no/dir/ does not exist" \
   record --output="$tmp/no/dir/c.json" -d 1
-expect 2 "gsymprof symbolize: --format must be folded, json or pprof, not 'yaml'" symbolize x.json --format=yaml
+expect 1 "gsymprof profile: $tmp/no/dir/s.json: directory $tmp/no/dir/ does not exist" \
+  profile --stats="$tmp/no/dir/s.json" -d 0.1
+: > "$tmp/plain"
+expect 1 "gsymprof profile: $tmp/plain/out: $tmp/plain/ is not a directory" profile -o "$tmp/plain/out" -d 0.1
+expect 2 "gsymprof symbolize: --format must be folded, json, pprof or speedscope, not 'yaml'" symbolize x.json --format=yaml
 expect 2 "gsymprof profile: --svg draws the folded stacks: it cannot be combined with --format pprof" profile --format=pprof -o x.pb.gz --svg x.svg -d 1
 expect 2 "gsymprof gsym convert: --threads needs a number from 1 to 1024" gsym convert x --threads=0
 expect 2 "gsymprof gsym convert: --gsym-version must be 1 or 2, not '3'" gsym convert x --gsym-version=3

@@ -50,8 +50,8 @@ expect_complete() {  # FOLDED WHAT
     { sort -t' ' -k2nr "$1" | head -3 | cut -c1-400 >&2; fail "$2: $pct% complete (want >= 95%)"; }
 }
 
-echo "live, default options"
-"$GSYMPROF" profile -F 999 -- "$tmp/deep_fixture" $DEPTH $ROUNDS > "$tmp/live.folded" 2> "$tmp/live.err" ||
+echo "live, default options (-v: every counter and the ring buffer in the summary)"
+"$GSYMPROF" profile -v -F 999 -- "$tmp/deep_fixture" $DEPTH $ROUNDS > "$tmp/live.folded" 2> "$tmp/live.err" ||
   { cat "$tmp/live.err"; fail "profile failed"; }
 expect_complete "$tmp/live.folded" "profile"
 grep -q 'unwind_stack_copy_too_small 0' "$tmp/live.err" || { cat "$tmp/live.err"; fail "copies too small"; }

@@ -58,9 +58,11 @@ expect 1 "cannot run $WORK/missing-command: No such file or directory" -- "$WORK
 [[ -s $WORK/out.folded ]] || fail "-o file empty"
 grep -qE '^sh;.* [0-9]+$' "$WORK/out.folded" || fail "no sh stacks in $(cat "$WORK/out.folded")"
 sort -c "$WORK/out.folded" 2>/dev/null || LC_ALL=C sort -c "$WORK/out.folded" || fail "output not sorted"
-grep -qE '^gsymprof: [0-9]+ samples taken, [0-9]+ recorded, [0-9]+ lost' "$WORK/stderr" || fail "no summary"
-grep -q '^gsymprof: processes seen: ' "$WORK/stderr" || fail "no process count"
-grep -q '^gsymprof: modules with no symbols: ' "$WORK/stderr" || fail "no module report"
+grep -qE '^gsymprof: [0-9]+ samples taken, [0-9]+ recorded, [0-9]+ lost, ' "$WORK/stderr" || fail "no summary"
+grep -qE '^gsymprof: [0-9]+ samples taken, .*, [1-9][0-9]* process(es)?, ' "$WORK/stderr" || fail "no process count"
+grep -qE '^gsymprof: [0-9]+ samples taken, .*, [1-9][0-9]* modules?, [1-9][0-9]* unique stacks? \(' "$WORK/stderr" ||
+  fail "no module and stack count"
+grep -qx "gsymprof: wrote $WORK/out.folded (folded stacks)" "$WORK/stderr" || fail "no line naming the file written"
 ls "$WORK" | grep -q '^out.folded.' && fail "temporary file left behind"
 expect 1 "$WORK/no/such/dir/out" -d 0.2 -o "$WORK/no/such/dir/out" -- sleep 1
 

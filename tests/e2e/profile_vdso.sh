@@ -39,7 +39,7 @@ export TMPDIR="$WORK/tmpdir"
 mkdir -p "$TMPDIR"
 
 echo "live profile"
-profile_run "$WORK/live.folded" "$WORK/live.err" -F 999 -- "$FIX" vdso 2
+profile_run "$WORK/live.folded" "$WORK/live.err" -v -F 999 -- "$FIX" vdso 2
 check "$WORK/live.folded" "profile"
 expect_no_loss "$WORK/live.err"
 grep -q 'unwind_no_module 0' "$WORK/live.err" || fail "unwinds stopped in a module-less frame: $(cat "$WORK/live.err")"

@@ -61,7 +61,7 @@ expect 0 "" record --help
 grep -q '^usage: gsymprof record ' "$tmp/out" || fail "record --help"
 expect 2 "" record -d 1
 expect 2 "" record -o "$tmp/c.json" --bogus
-expect 1 "gsymprof record: $tmp/nodir/c.json: directory $tmp/nodir/ is not writable" record -d 1 -o "$tmp/nodir/c.json"
+expect 1 "gsymprof record: $tmp/nodir/c.json: directory $tmp/nodir/ does not exist" record -d 1 -o "$tmp/nodir/c.json"
 
 # Bad captures: exit 1, one line naming the file and the problem.
 bad() {  # NAME CONTENT EXPECTED_PROBLEM

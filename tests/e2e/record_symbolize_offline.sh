@@ -29,7 +29,9 @@ cp -a "$D" "$WORK/copies"
 sleep 0.3
 "$GSYMPROF" record -p "$exec_pid,$lib_pid" -d 2 -F 999 -o "$WORK/capture.json" 2> "$WORK/record.err" ||
   { cat "$WORK/record.err"; fail "record failed"; }
-grep -q "wrote $WORK/capture.json: 2 processes" "$WORK/record.err" || { cat "$WORK/record.err"; fail "record summary"; }
+grep -q "^gsymprof: [0-9]* samples taken, [0-9]* recorded, [0-9]* lost, 2 processes, " "$WORK/record.err" &&
+  grep -qx "gsymprof: wrote $WORK/capture.json (capture, for 'gsymprof symbolize')" "$WORK/record.err" ||
+  { cat "$WORK/record.err"; fail "record summary"; }
 expect_no_loss "$WORK/record.err"
 profile_run "$WORK/live.folded" "$WORK/live.err" -p "$exec_pid,$lib_pid" -d 2 -F 999 --pid-in-comm \
   --svg "$WORK/live.svg"

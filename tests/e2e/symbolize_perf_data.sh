@@ -105,7 +105,8 @@ symbolize "$WORK/dw-dl.folded" "$WORK/dw-dl.err" "$WORK/dw-dl.data"
 expect_dominant "$WORK/dw-dl.folded" profile_fixture "$DWARF_ROOT;$PLUGIN" 60 ';phase_exec;'
 expect_resolved "$WORK/dw-dl.folded" profile_fixture libhot.so libplugin.so
 
-# samples_line ERR: "SAMPLES NO_USER_STACK" from symbolize's summary.
+# samples_line ERR: "SAMPLES NO_USER_STACK" from symbolize's summary (-v:
+# every loss reason is listed, zeros too).
 samples_line() {
   local samples no_user
   samples=$(sed -n 's/^gsymprof: \([0-9]*\) samples, .*/\1/p' "$1")
@@ -136,7 +137,7 @@ record "$WORK/two.data" -F 999 -g -e cpu-clock -e "$TASK_CLOCK" -- "$FIX" exec 2
 "$PERF" script -i "$WORK/two.data" -F event -G 2>/dev/null | awk '{ n[$1]++ } END { for (e in n) print e, n[e] }' > "$WORK/two.counts"
 for event in cpu-clock "$TASK_CLOCK"; do
   name=${event%%/*}
-  symbolize "$WORK/two-$name.folded" "$WORK/two-$name.err" "$WORK/two.data" --event "$event"
+  symbolize "$WORK/two-$name.folded" "$WORK/two-$name.err" "$WORK/two.data" --event "$event" -v
   expect_dominant "$WORK/two-$name.folded" profile_fixture "$FP_ROOT;$EXEC" 60
   read -r samples no_user < <(samples_line "$WORK/two-$name.err")
   perf_count=$(awk -v e="$event:" '$1 == e { print $2 }' "$WORK/two.counts")
@@ -164,19 +165,29 @@ rc=$?
 head -n 1 "$WORK/capture-event.err" | grep -qx "gsymprof symbolize: --event selects an event of a perf.data file; $WORK/not-perf.json is a gsymprof capture (one event, cpu-clock)" ||
   { cat "$WORK/capture-event.err"; fail "--event with a capture: message"; }
 
-echo "losses: the lines record prints, from the same code"
-grep -Eqx 'gsymprof: lost by reason: lost_samples 0, no_user_stack [0-9]+, ringbuf_full 0' "$WORK/exec.err" ||
-  { cat "$WORK/exec.err"; fail "fp: lost by reason line"; }
-grep -qx 'gsymprof: truncated stacks: 0' "$WORK/exec.err" || { cat "$WORK/exec.err"; fail "fp: truncated stacks line"; }
-grep -Eqx 'gsymprof: lost by reason: lost_samples 0, no_user_registers [0-9]+, no_user_stack [0-9]+, ringbuf_full 0' "$WORK/dw-exec.err" ||
-  { cat "$WORK/dw-exec.err"; fail "dwarf: lost by reason line"; }
-grep -Eqx 'gsymprof: truncated stacks: [0-9]+( \(unwind_[a-z_]+ [0-9]+(, unwind_[a-z_]+ [0-9]+)*\))?' "$WORK/dw-exec.err" ||
-  { cat "$WORK/dw-exec.err"; fail "dwarf: truncated stacks line"; }
+echo "losses: the lines record prints, from the same code (-v: every reason, zeros too)"
+symbolize /dev/null "$WORK/exec-v.err" "$WORK/exec.data" -v
+symbolize /dev/null "$WORK/dw-exec-v.err" "$WORK/dw-exec.data" -v
+grep -Eqx 'gsymprof: lost by reason: lost_samples 0, no_user_stack [0-9]+, ringbuf_full 0' "$WORK/exec-v.err" ||
+  { cat "$WORK/exec-v.err"; fail "fp: lost by reason line"; }
+grep -qx 'gsymprof: truncated stacks: 0' "$WORK/exec-v.err" || { cat "$WORK/exec-v.err"; fail "fp: truncated stacks line"; }
+grep -Eqx 'gsymprof: lost by reason: lost_samples 0, no_user_registers [0-9]+, no_user_stack [0-9]+, ringbuf_full 0' "$WORK/dw-exec-v.err" ||
+  { cat "$WORK/dw-exec-v.err"; fail "dwarf: lost by reason line"; }
+grep -Eqx 'gsymprof: truncated stacks: [0-9]+( \(unwind_[a-z_]+ [0-9]+(, unwind_[a-z_]+ [0-9]+)*\))?' "$WORK/dw-exec-v.err" ||
+  { cat "$WORK/dw-exec-v.err"; fail "dwarf: truncated stacks line"; }
+# Without -v: the -v line's non-zero reasons, and no line when all are zero.
+for run in exec dw-exec; do
+  nonzero=$(sed -n 's/^gsymprof: lost by reason: //p' "$WORK/$run-v.err" | sed 's/, /\n/g' | grep -v ' 0$' |
+    paste -sd, - | sed 's/,/, /g')
+  got=$(sed -n 's/^gsymprof: lost by reason: //p' "$WORK/$run.err")
+  [[ $got == "$nonzero" ]] || { cat "$WORK/$run.err"; fail "$run: lost by reason without -v is '$got', not '$nonzero'"; }
+done
+grep -q '^gsymprof: truncated stacks: 0$' "$WORK/exec.err" && fail "fp: a truncated stacks line with nothing truncated"
 # A capture: symbolize prints the very lines record printed for it.
 if [[ -r /sys/kernel/btf/vmlinux ]]; then
-  "$GSYMPROF" record -F 999 --call-graph dwarf -o "$WORK/cap.json" -- "$N/profile_fixture" exec 1 > /dev/null 2> "$WORK/cap-record.err" ||
+  "$GSYMPROF" record -v -F 999 --call-graph dwarf -o "$WORK/cap.json" -- "$N/profile_fixture" exec 1 > /dev/null 2> "$WORK/cap-record.err" ||
     { cat "$WORK/cap-record.err"; fail "gsymprof record failed"; }
-  symbolize "$WORK/cap.folded" "$WORK/cap-symbolize.err" "$WORK/cap.json"
+  symbolize "$WORK/cap.folded" "$WORK/cap-symbolize.err" "$WORK/cap.json" -v
   grep -E '^gsymprof: (lost by reason|truncated stacks): ' "$WORK/cap-record.err" > "$WORK/cap-record.losses"
   grep -E '^gsymprof: (lost by reason|truncated stacks): ' "$WORK/cap-symbolize.err" > "$WORK/cap-symbolize.losses"
   [[ $(wc -l < "$WORK/cap-record.losses") == 2 ]] || { cat "$WORK/cap-record.err"; fail "record: no loss lines"; }

@@ -37,6 +37,11 @@ inline constexpr uint64_t kMaxCaptureBytes = uint64_t{1} << 30;  // 1 GiB
 gsym::Expected<Capture> capture_from_json(std::string_view text,
                                           uint64_t max_bytes = kMaxCaptureBytes);
 
+// Whether text starting with `head` looks like a capture file (its format
+// name near the start), before it is parsed: for messages about a capture
+// given where something else was expected.
+bool looks_like_capture(std::string_view head);
+
 // File helpers: the error names the file. Writing is atomic (temp + rename).
 // Reading opens without blocking, refuses anything but a regular file and
 // streams it through a small buffer.

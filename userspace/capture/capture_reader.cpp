@@ -720,6 +720,14 @@ gsym::Expected<Capture> capture_from_json(std::string_view text, uint64_t max_by
   return parse_capture(source);
 }
 
+bool looks_like_capture(std::string_view head) {
+  // A JSON object whose "format" (the writer's first key) names ours.
+  const size_t start = head.find_first_not_of(" \t\r\n");
+  constexpr size_t kLookedAt = 256;
+  return start != std::string_view::npos && head[start] == '{' &&
+         head.substr(start, kLookedAt).find(std::string("\"") + kFormatName + "\"") != std::string_view::npos;
+}
+
 gsym::Expected<Capture> read_capture_file(const std::string& path, uint64_t max_bytes) {
   // Opened without blocking (a FIFO planted at the path cannot hang us) and
   // refused unless a regular file; then streamed, never held whole.

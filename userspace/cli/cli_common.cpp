@@ -2,6 +2,7 @@
 
 #include "userspace/report/progress_line.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,12 +14,13 @@
 #include "userspace/output/folded_output.h"
 #include "userspace/output/json_output.h"
 #include "userspace/output/pprof_output.h"
+#include "userspace/output/speedscope_output.h"
 
 namespace gsymprof {
 
 void add_target_flags(CommandLine& cli, TargetOptions& options) {
   for (const TargetFlag& flag : target_flags()) {
-    cli.value(flag.name, flag.value_name, flag.help, [&flag, &options](const std::string& value) {
+    cli.value(flag.names, flag.value_name, flag.help, [&flag, &options](const std::string& value) {
       if (std::string error = flag.store(value, options); !error.empty()) throw UsageError(error);
     });
   }
@@ -47,72 +49,6 @@ gsym::Expected<GsymLocator> open_locator(const std::vector<std::string>& gsym_di
   return locator;
 }
 
-void print_module_report(const ModuleReport& report) {
-  // Paths, reasons and notes hold file names anyone can choose: escaped.
-  std::fprintf(stderr, "  %s\n", escape_control(describe(report)).c_str());
-}
-
-void print_unresolved_modules(const std::vector<ModuleReport>& reports, bool and_the_rest) {
-  if (and_the_rest)
-    for (const ModuleReport& report : reports)
-      if (!report.resolved() && (report.problem == ModuleProblem::Other ||
-                                 report.problem == ModuleProblem::NoIdentity ||
-                                 report.problem == ModuleProblem::None))
-        print_module_report(report);
-  struct Group {
-    ModuleProblem problem;
-    const char* what;
-    const char* remedy;
-  };
-  static constexpr Group kGroups[] = {
-      {ModuleProblem::Stripped, "stripped, no debug file: frames without names",
-       "install their debug symbols (Debian: the PACKAGE-dbgsym package, 'dpkg -S FILE' names "
-       "PACKAGE, from the debian-debug archive) or set DEBUGINFOD_URLS "
-       "(https://debuginfod.debian.net)"},
-      {ModuleProblem::ProcessExited, "never read, their processes exited first",
-       "profile such programs from their start (profile -- CMD) or while they run"},
-      {ModuleProblem::FileMissing, "file gone, no GSYM for it",
-       "symbolize where the files are, or give --gsym-dir DIR with their GSYM files "
-       "('gsymprof gsym convert' where they are)"},
-      {ModuleProblem::IdentityMismatch, "file replaced since it ran",
-       "give --gsym-dir DIR with GSYM files of the builds that ran"},
-  };
-  constexpr size_t kNamesShown = 8;
-  for (const Group& group : kGroups) {
-    size_t count = 0;
-    std::string names;
-    for (const ModuleReport& report : reports) {
-      // Stripped files resolved from their dynamic symbols and PLT alone
-      // miss names as much as those with nothing: the same remedy.
-      const bool stripped = report.resolved() && report.symbols_only && report.unnamed_frames > 0;
-      if (group.problem == ModuleProblem::Stripped ? !stripped && (report.resolved() || report.problem != group.problem)
-                                                   : report.resolved() || report.problem != group.problem)
-        continue;
-      if (++count > kNamesShown) continue;
-      const size_t slash = report.path.rfind('/');
-      names += (names.empty() ? "" : ", ") +
-               (slash == std::string::npos ? report.path : report.path.substr(slash + 1));
-    }
-    if (count == 0) continue;
-    if (count > kNamesShown) names += " and " + std::to_string(count - kNamesShown) + " more";
-    // Module names are file names anyone can choose: escaped.
-    std::fprintf(stderr, "  %s (%zu: %s): %s\n", group.what, count, escape_control(names).c_str(),
-                 group.remedy);
-  }
-}
-
-void print_fallback_identities(const std::vector<ModuleReport>& reports) {
-  size_t count = 0;
-  for (const ModuleReport& report : reports)
-    if (report.resolved() && !report.build_id.empty() && report.build_id.kind() != BuildId::Kind::Gnu)
-      ++count;
-  if (count == 0) return;
-  std::fprintf(stderr, "gsymprof: modules identified without a GNU build ID: %zu\n", count);
-  for (const ModuleReport& report : reports)
-    if (report.resolved() && !report.build_id.empty() && report.build_id.kind() != BuildId::Kind::Gnu)
-      print_module_report(report);
-}
-
 void print_locator_notes(const GsymLocator& locator) {
   for (const std::string& note : locator.notes())
     std::fprintf(stderr, "gsymprof: note: %s\n", escape_control(note).c_str());
@@ -121,6 +57,13 @@ void print_locator_notes(const GsymLocator& locator) {
 gsym::Status check_output_directory(const std::string& path) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  struct stat status {};
+  if (::stat(dir.c_str(), &status) != 0) {
+    if (errno == ENOENT) return gsym::Error(path + ": directory " + dir + " does not exist");
+    if (errno == ENOTDIR) return gsym::Error(path + ": " + dir + " is not a directory");
+    return gsym::Error(path + ": directory " + dir + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(status.st_mode)) return gsym::Error(path + ": " + dir + " is not a directory");
   if (::access(dir.c_str(), W_OK) != 0)
     return gsym::Error(path + ": directory " + dir + " is not writable");
   return gsym::Status::success();
@@ -134,22 +77,58 @@ gsym::Status write_output(std::string_view text, const std::string& path) {
 }
 
 void add_format_flag(CommandLine& cli, OutputFormat& format) {
-  cli.value("--format", "folded|json|pprof",
+  cli.value("--format", "folded|json|pprof|speedscope",
             "folded (default): \"comm;root;...;leaf count\" lines; json: per stack its frames "
             "with name, file, line, inlined, module and build ID; pprof: gzipped profile.proto "
-            "for go tool pprof, Pyroscope, Parca (binary: give -o FILE)",
+            "for go tool pprof, Pyroscope, Parca (binary: give -o FILE); speedscope: "
+            "speedscope's JSON file format, a sampled profile per thread",
             [&format](const std::string& value) {
               if (value == "folded") format = OutputFormat::Folded;
               else if (value == "json") format = OutputFormat::Json;
               else if (value == "pprof") format = OutputFormat::Pprof;
-              else throw UsageError("--format must be folded, json or pprof, not '" + value + "'");
+              else if (value == "speedscope") format = OutputFormat::Speedscope;
+              else throw UsageError("--format must be folded, json, pprof or speedscope, not '" + value + "'");
             });
+}
+
+const char* format_contents(OutputFormat format) {
+  switch (format) {
+    case OutputFormat::Folded: return "folded stacks";
+    case OutputFormat::Json: return "JSON stacks";
+    case OutputFormat::Pprof: return "pprof profile";
+    case OutputFormat::Speedscope: return "speedscope profile";
+  }
+  return "output";
 }
 
 std::string check_format_destination(OutputFormat format, const std::string& output_path) {
   if (format == OutputFormat::Pprof && output_path.empty() && ::isatty(STDOUT_FILENO) == 1)
     return "--format pprof writes binary data: give -o FILE (or redirect stdout)";
   return "";
+}
+
+void add_svg_flags(CommandLine& cli, SvgFlags& flags) {
+  cli.path("--svg", "FILE",
+           "also write the stacks as an interactive SVG flame graph (as 'gsymprof flamegraph' "
+           "draws it) to FILE, atomically",
+           flags.path);
+  cli.value("--title", "TITLE", "the --svg flame graph's title (default: \"" + flags.title + "\")",
+            [&flags](const std::string& title) { flags.title = title; });
+}
+
+std::string check_svg_format(const SvgFlags& flags, OutputFormat format) {
+  if (flags.path.empty() || format == OutputFormat::Folded) return "";
+  return std::string("--svg draws the folded stacks: it cannot be combined with --format ") +
+         (format == OutputFormat::Json ? "json" : format == OutputFormat::Pprof ? "pprof" : "speedscope");
+}
+
+void add_summary_flags(CommandLine& cli, std::string& stats_path, bool& verbose) {
+  cli.path("--stats", "FILE",
+           "also write the summary's facts (samples, losses by reason, stacks, modules, hints, "
+           "files written) as one JSON object to FILE, for scripts and CI",
+           stats_path);
+  cli.flag("-v,--verbose", "every summary line: zero counters and the ring buffer's size too",
+           [&verbose] { verbose = true; });
 }
 
 gsym::Expected<RenderedOutput> render(Capture& capture, GsymLocator& locator,
@@ -160,6 +139,14 @@ gsym::Expected<RenderedOutput> render(Capture& capture, GsymLocator& locator,
     auto profile = pprof_profile(capture, locator, options);
     if (!profile) return profile.error();
     out.bytes = std::move(profile->gzipped);
+    out.modules = std::move(profile->symbolized.modules);
+    out.unique_stacks = profile->samples;
+    return out;
+  }
+  if (format == OutputFormat::Speedscope) {
+    auto profile = speedscope_profile(capture, locator, options);
+    if (!profile) return profile.error();
+    out.bytes = std::move(profile->json);
     out.modules = std::move(profile->symbolized.modules);
     out.unique_stacks = profile->samples;
     return out;

@@ -16,7 +16,8 @@
 
 namespace gsymprof {
 
-// -p, -F, -d, --call-graph and "-- CMD ARGS..." into `options`.
+// -p/--pid, -F/--freq, -d/--duration, --call-graph, --max-depth,
+// --user-callchains and "-- CMD ARGS..." into `options`.
 void add_target_flags(CommandLine& cli, TargetOptions& options);
 
 // How `profile` and `symbolize` find GSYM files and print frames.
@@ -32,42 +33,45 @@ void add_symbolize_flags(CommandLine& cli, SymbolizeFlags& flags);
 // Error: a dir that cannot be indexed (the message names it).
 gsym::Expected<GsymLocator> open_locator(const std::vector<std::string>& gsym_dirs);
 
-// "  " + describe(report) on stderr.
-void print_module_report(const ModuleReport& report);
-
-// The unresolved modules whose problem has a remedy (ModuleProblem:
-// stripped, exited first, file gone, file replaced), one line per kind:
-// how many, their names, and what to do. `and_the_rest`: also
-// print_module_report of every other unresolved module (real errors);
-// `profile` prints only these, `symbolize` lists every module anyway.
-void print_unresolved_modules(const std::vector<ModuleReport>& reports, bool and_the_rest);
-// The resolved modules identified by a Go build ID or a content hash (the
-// unresolved ones are listed with their reasons anyway): a count line, then
-// print_module_report of each, so the summary says which identity served.
-void print_fallback_identities(const std::vector<ModuleReport>& reports);
-
 // The locator's notes, one "gsymprof: note: ..." line each on stderr.
 void print_locator_notes(const GsymLocator& locator);
 
 // Checked before sampling, so that a typo in -o costs no profile. Error:
-// "PATH: directory DIR is not writable".
+// "PATH: directory DIR does not exist" ("... is not a directory", "... is
+// not writable").
 gsym::Status check_output_directory(const std::string& path);
 
 // `text` to stdout ("" path) or written atomically to `path`.
 gsym::Status write_output(std::string_view text, const std::string& path);
 
 // --format of `profile` and `symbolize`.
-enum class OutputFormat { Folded, Json, Pprof };
+enum class OutputFormat { Folded, Json, Pprof, Speedscope };
 void add_format_flag(CommandLine& cli, OutputFormat& format);
+// What a file of `format` holds, as the summary names it ("folded stacks").
+const char* format_contents(OutputFormat format);
 // pprof is binary: not to a terminal. Error (a usage error) when `output_path`
 // is "" and stdout is a terminal.
 std::string check_format_destination(OutputFormat format, const std::string& output_path);
 
+// --svg FILE and --title TITLE (profile, symbolize): a flame graph of the
+// folded stacks beside the output.
+struct SvgFlags {
+  std::string path;
+  std::string title;
+};
+void add_svg_flags(CommandLine& cli, SvgFlags& flags);
+// The usage error of --svg with a --format other than folded ("" = fine).
+std::string check_svg_format(const SvgFlags& flags, OutputFormat format);
+
+// --stats FILE (the summary's facts as JSON: run_summary.h) and -v/--verbose
+// (every summary line, zero counters and internals too).
+void add_summary_flags(CommandLine& cli, std::string& stats_path, bool& verbose);
+
 // `capture` symbolized and rendered in `format`, with what the summary says.
 struct RenderedOutput {
-  std::string bytes;                  // folded text, JSON, or gzipped pprof
+  std::string bytes;                  // folded text, JSON, gzipped pprof or speedscope JSON
   std::vector<ModuleReport> modules;  // every module a counted stack uses
-  size_t unique_stacks = 0;           // stacks (folded, JSON) or samples (pprof) written
+  size_t unique_stacks = 0;           // stacks (folded, JSON) or samples (pprof, speedscope) written
 };
 // `free_stacks`: drop the capture's stacks once they are no longer needed,
 // before the output is built (they are the biggest part of a capture).

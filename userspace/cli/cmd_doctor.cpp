@@ -24,11 +24,7 @@ constexpr const char* kAbout =
     "verifier processed (budget: 1,000,000; gsymprof keeps each under 200,000),\n"
     "perf_event_paranoid, lockdown, and the mode each stage will run in.\n"
     "Loads programs but attaches nothing. Needs root.\n"
-    "Exit status: 0 sampling works here, 1 it does not.\n"
-    "\n"
-    "Examples:\n"
-    "  sudo gsymprof doctor\n"
-    "  sudo gsymprof doctor --json | jq '.programs[] | .verified_insns'\n";
+    "Exit status: 0 sampling works here, 1 it does not.\n";
 
 // The verifier's limit, and the share of it gsymprof allows itself.
 constexpr uint64_t kVerifierLimit = 1000000;
@@ -123,6 +119,9 @@ int cmd_doctor(int argc, char** argv) {
   CommandLine cli("doctor", kAbout);
   cli.section("output");
   cli.flag("--json", "print the same facts as one JSON object", [&] { json = true; });
+  cli.example("what this machine lets gsymprof do", "sudo gsymprof doctor")
+      .example("each program's verifier cost, for a script",
+               "sudo gsymprof doctor --json | jq '.programs[] | .verified_insns'");
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
   const KernelFeatures kernel = probe_kernel_features();
   const std::vector<ProgramCost> costs = measure_programs();

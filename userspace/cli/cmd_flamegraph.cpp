@@ -7,6 +7,7 @@
 #include "userspace/cli/cli_common.h"
 #include "userspace/cli/commands.h"
 #include "userspace/output/flamegraph.h"
+#include "userspace/session/profile_file.h"
 
 namespace gsymprof {
 namespace {
@@ -46,13 +47,23 @@ int cmd_flamegraph(int argc, char** argv) {
   cli.value("--title", "TITLE", "title above the graph (default: \"Flame Graph\")",
             [&options](const std::string& title) { options.title = title; });
   cli.unquoted_unknown_options();
+  cli.example("folded stacks from 'gsymprof profile -o' or 'gsymprof symbolize -o'",
+              "gsymprof flamegraph out.folded -o flame.svg --title 'my service'")
+      .example("straight from a profile",
+               "sudo gsymprof profile -d 10 | gsymprof flamegraph - -o flame.svg");
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
 
   auto text = input == "-" ? read_stdin() : gsym::read_file_text(input, kMaxFoldedInputBytes);
   if (!text) return cli.failure(text.error().message);
   const std::string input_name = input == "-" ? "<stdin>" : input;
   auto stacks = parse_folded(*text);
-  if (!stacks) return cli.failure(input_name + ": " + stacks.error().message);
+  if (!stacks) {
+    // A capture or a perf.data file needs symbolizing first: say with what.
+    if (const std::string kind = profile_file_kind(*text); !kind.empty())
+      return cli.failure(input_name + " is " + kind + ", not folded stacks: run 'gsymprof symbolize --svg OUT.svg " +
+                         (input == "-" ? std::string("FILE") : input) + "' to draw its flame graph");
+    return cli.failure(input_name + ": " + stacks.error().message);
+  }
   auto svg = render_flamegraph_svg(*stacks, options);
   if (!svg) return cli.failure(input_name + ": " + svg.error().message);
   if (auto status = write_output(*svg, output); !status) return cli.failure(status.error().message);

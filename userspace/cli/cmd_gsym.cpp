@@ -243,6 +243,10 @@ int run_lookup(int argc, char** argv) {
            [&cmd] { cmd.options.inline_frames = false; });
   cli.flag("--no-lines", "names and offsets only (the line table is not read)",
            [&cmd] { cmd.options.line_information = false; });
+  cli.example("two addresses (file addresses, as nm prints them)",
+              "gsymprof gsym lookup myprog.gsym 0x1139 0x1150")
+      .example("addresses from standard input, as JSON",
+               "printf '0x1139\\n0x1150\\n' | gsymprof gsym lookup myprog.gsym --json");
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
   auto reader = gsym::Reader::map(file);
   if (!reader) return fail("lookup", file, reader.error().to_string());
@@ -259,12 +263,13 @@ int run_lookup(int argc, char** argv) {
 
 // The command line of dump and verify: one GSYM file, mapped into `reader`.
 // nullopt: go on; otherwise the exit status to end with.
-std::optional<int> map_file_argument(const char* subcommand, const char* about, int argc,
-                                     char** argv, std::string& file,
+std::optional<int> map_file_argument(const char* subcommand, const char* about,
+                                     const char* example, int argc, char** argv, std::string& file,
                                      std::optional<gsym::Reader>& reader) {
   CommandLine cli(std::string("gsym ") + subcommand, about);
   cli.section("arguments");
   cli.argument("FILE", "", "the GSYM file", file);
+  cli.example(example, std::string("gsymprof gsym ") + subcommand + " myprog.gsym");
   if (auto exit_status = cli.parse(argc, argv)) return exit_status;
   auto mapped = gsym::Reader::map(file);
   if (!mapped) return fail(subcommand, file, mapped.error().to_string());
@@ -275,7 +280,8 @@ std::optional<int> map_file_argument(const char* subcommand, const char* about, 
 int run_dump(int argc, char** argv) {
   std::string file;
   std::optional<gsym::Reader> reader;
-  if (auto exit_status = map_file_argument("dump", kDumpAbout, argc, argv, file, reader))
+  if (auto exit_status =
+          map_file_argument("dump", kDumpAbout, "every record, readable", argc, argv, file, reader))
     return *exit_status;
   gsym::DumpOptions options;
   options.append_text = [](std::string& out, std::string_view text) {
@@ -290,7 +296,8 @@ int run_dump(int argc, char** argv) {
 int run_verify(int argc, char** argv) {
   std::string file;
   std::optional<gsym::Reader> reader;
-  if (auto exit_status = map_file_argument("verify", kVerifyAbout, argc, argv, file, reader))
+  if (auto exit_status = map_file_argument("verify", kVerifyAbout, "check a GSYM file before shipping it",
+                                           argc, argv, file, reader))
     return *exit_status;
   auto report = reader->verify();
   if (!report) return fail("verify", file, report.error().to_string());

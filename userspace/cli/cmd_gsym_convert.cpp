@@ -93,6 +93,10 @@ int cmd_gsym_convert(int argc, char** argv) {
               else
                 throw UsageError("--gsym-version must be 1 or 2, not '" + value + "'");
             });
+  cli.example("a program, for 'gsymprof symbolize --gsym-dir' on another machine",
+              "gsymprof gsym convert ./myprog -o gsyms/myprog.gsym")
+      .example("a stripped library, its DWARF from the debug file",
+               "gsymprof gsym convert libfoo.so --debug-file libfoo.so.debug -o libfoo.gsym");
   bool profiler_names = false;
   cli.flag("--profiler-names",
            "also name PLT stubs (strlen@plt) and untyped code labels (ld.so's _start), as "

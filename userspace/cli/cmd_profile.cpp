@@ -3,11 +3,13 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "userspace/cli/cli_common.h"
 #include "userspace/cli/commands.h"
 #include "userspace/output/flamegraph.h"
 #include "userspace/report/progress_line.h"
+#include "userspace/report/run_summary.h"
 #include "userspace/report/session_summary.h"
 #include "userspace/session/profile_session.h"
 #include "userspace/symbolize/gsym_prefetcher.h"
@@ -16,35 +18,29 @@ namespace gsymprof {
 namespace {
 
 constexpr const char* kAbout =
-    "Samples on-CPU user stacks with eBPF and prints folded stacks\n"
-    "(\"comm;root;...;leaf count\", sorted), inlined frames marked _[i].\n"
+    "Samples on-CPU stacks with eBPF (user frames, and the kernel frames leafward\n"
+    "of them unless --user-callchains) and prints folded stacks (\"comm;root;...;leaf\n"
+    "count\", sorted), inlined frames marked _[i], kernel frames _[k].\n"
     "Needs root (or CAP_BPF + CAP_PERFMON + CAP_SYS_ADMIN).\n";
 
 constexpr const char* kEpilogue =
     "GSYM files missing from the dirs and the cache (/var/cache/gsymprof, or\n"
     "$GSYMPROF_CACHE) are converted from the module or its debug file and cached.\n"
-    "A summary (samples, losses by reason, processes, modules without symbols)\n"
-    "goes to stderr at the end.\n";
-
-void print_summary(const Capture& capture, const SessionStats& stats, const RenderedOutput& output) {
-  print_sampling_summary(capture, stats);
-  std::fprintf(stderr, "gsymprof: processes seen: %zu, unique stacks: %zu\n",
-               capture.processes.size(), output.unique_stacks);
-  size_t unresolved = 0;
-  for (const ModuleReport& report : output.modules)
-    if (!report.resolved()) ++unresolved;
-  std::fprintf(stderr, "gsymprof: modules with no symbols: %zu of %zu\n", unresolved,
-               output.modules.size());
-  print_unresolved_modules(output.modules, /*and_the_rest=*/true);
-  print_fallback_identities(output.modules);
-}
+    "On a terminal, a line says what is sampled and how it stops, and a live line\n"
+    "counts the samples. At the end a summary goes to stderr: totals, losses,\n"
+    "hints (shallow stacks, modules without names: what to do), the files written.\n"
+    "With -- CMD, gsymprof exits with CMD's exit status (128 + N when signal N\n"
+    "killed it); a CMD still running when -d elapses gets SIGTERM (SIGKILL 2 s\n"
+    "later), the summary says it was stopped, and gsymprof exits 0.\n";
 
 }  // namespace
 
 int cmd_profile(int argc, char** argv) {
   SessionOptions session;
   SymbolizeFlags symbolize_flags;
-  std::string output_path, svg_path;
+  std::string output_path, stats_path;
+  SvgFlags svg{"", "gsymprof profile"};
+  bool verbose = false;
   OutputFormat format = OutputFormat::Folded;
   CommandLine cli("profile", kAbout, kEpilogue);
   cli.section("targets");
@@ -54,21 +50,26 @@ int cmd_profile(int argc, char** argv) {
            output_path);
   add_symbolize_flags(cli, symbolize_flags);
   add_format_flag(cli, format);
-  cli.path("--svg", "FILE",
-           "also write the stacks as an interactive SVG flame graph (as 'gsymprof flamegraph' "
-           "draws it) to FILE, atomically",
-           svg_path);
+  add_svg_flags(cli, svg);
+  add_summary_flags(cli, stats_path, verbose);
+  cli.example("process 1234 for 10 s, as a flame graph",
+              "sudo gsymprof profile -p 1234 -d 10 --svg flame.svg")
+      .example("a command from its first instruction, folded stacks to a file",
+               "sudo gsymprof profile -o out.folded -- ./myprog ARGS")
+      .example("every process for 5 s at 999 Hz, and the summary as JSON",
+               "sudo gsymprof profile -F 999 -d 5 --svg all.svg --stats stats.json")
+      .example("a program built with frame pointers, unwound by them (cheaper)",
+               "sudo gsymprof profile --call-graph fp -p 1234 -d 10 -o out.folded");
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
   if (std::string problem = validate_target_options(session.targets); !problem.empty())
     return cli.usage_error(problem);
   if (std::string problem = check_format_destination(format, output_path); !problem.empty())
     return cli.usage_error(problem);
-  if (!svg_path.empty() && format != OutputFormat::Folded)
-    return cli.usage_error("--svg draws the folded stacks: it cannot be combined with --format " +
-                           std::string(format == OutputFormat::Json ? "json" : "pprof"));
+  if (std::string problem = check_svg_format(svg, format); !problem.empty())
+    return cli.usage_error(problem);
 
   // Check the outputs and the GSYM dirs before sampling, so a typo costs no profile.
-  for (const std::string& path : {output_path, svg_path})
+  for (const std::string& path : {output_path, svg.path, stats_path})
     if (!path.empty())
       if (auto status = check_output_directory(path); !status) return cli.failure(status.error().to_string());
   auto locator = open_locator(symbolize_flags.gsym_dirs);
@@ -85,19 +86,40 @@ int cmd_profile(int argc, char** argv) {
                     module.path);
   };
   SessionStats stats;
-  session.on_started = print_notices;
+  const SamplingProgress progress(session.targets);
+  session.on_started = [&progress](const std::vector<std::string>& notices) {
+    print_notices(notices);
+    progress.start();
+  };
+  session.on_progress = [&progress](uint64_t samples, double elapsed_s) { progress.update(samples, elapsed_s); };
   auto capture = run_sampling_session(session, &stats);
+  progress.finish();
   prefetcher.reset();  // the locator is ours again
   if (!capture) return cli.failure(capture.error().to_string());
+  RunSummary summary = summarize_run("profile", *capture);
   auto output = render(*capture, *locator, symbolize_flags.options, format, /*free_stacks=*/false);
   if (!output) return cli.failure(output.error().to_string());
   if (auto status = write_output(output->bytes, output_path); !status)
     return cli.failure(status.error().to_string());
-  if (!svg_path.empty())
-    if (auto status = write_flamegraph_svg(output->bytes, svg_path, "gsymprof profile"); !status)
+  if (!output_path.empty()) summary.files.push_back({output_path, format_contents(format)});
+  if (!svg.path.empty()) {
+    if (auto status = write_flamegraph_svg(output->bytes, svg.path, svg.title); !status)
       return cli.failure(status.error().to_string());
-  print_summary(*capture, stats, *output);
+    summary.files.push_back({svg.path, "flame graph"});
+  }
+  summary.session = &stats;
+  summary.kernel_stacks = session.targets.kernel_stacks;
+  summary.symbolized = true;
+  summary.module_reports = std::move(output->modules);
+  summary.unique_stacks = output->unique_stacks;
+  if (!stats_path.empty()) {
+    summary.files.push_back({stats_path, "summary as JSON"});
+    if (auto status = write_output(run_summary_json(summary), stats_path); !status)
+      return cli.failure(status.error().to_string());
+  }
+  print_run_summary(summary, verbose);
   print_locator_notes(*locator);
+  print_files_written(summary, format == OutputFormat::Folded && output_path.empty());
   print_command_end(stats);
   return command_exit_code(stats);
 }

@@ -4,20 +4,22 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "userspace/capture/capture_file.h"
 #include "userspace/cli/cli_common.h"
 #include "userspace/cli/commands.h"
+#include "userspace/report/progress_line.h"
+#include "userspace/report/run_summary.h"
 #include "userspace/report/session_summary.h"
 #include "userspace/session/profile_session.h"
 #include "userspace/symbolize/keep_module_gsyms.h"
-#include "userspace/base/text_escape.h"
 
 namespace gsymprof {
 namespace {
 
 constexpr const char* kAbout =
-    "Samples on-CPU user stacks exactly as 'gsymprof profile' does and writes\n"
+    "Samples on-CPU stacks exactly as 'gsymprof profile' does and writes\n"
     "them, normalized (module + ELF address, by build ID) but not symbolized,\n"
     "to a capture file. 'gsymprof symbolize CAPTURE' turns it into folded stacks\n"
     "later, on any machine that has the modules' GSYM files. Ctrl-C stops\n"
@@ -41,18 +43,12 @@ class SignalsHeld {
   sigset_t old_;
 };
 
-void print_summary(const Capture& capture, const SessionStats& stats, const std::string& path) {
-  print_sampling_summary(capture, stats);
-  std::fprintf(stderr, "gsymprof: wrote %s: %zu processes, %zu modules, %zu unique stacks\n",
-               escape_control(path).c_str(), capture.processes.size(), capture.modules.size(),
-               capture.stacks.size());
-}
-
 }  // namespace
 
 int cmd_record(int argc, char** argv) {
   SessionOptions session;
-  std::string output_path;
+  std::string output_path, stats_path;
+  bool verbose = false;
   CommandLine cli("record", kAbout);
   cli.section("targets");
   add_target_flags(cli, session.targets);
@@ -61,15 +57,29 @@ int cmd_record(int argc, char** argv) {
            "the capture file to write (atomically; JSON, see userspace/capture/capture-format.md)",
            output_path)
       .required();
+  add_summary_flags(cli, stats_path, verbose);
+  cli.example("process 1234 for 30 s; symbolize it here or on another machine",
+              "sudo gsymprof record -p 1234 -d 30 -o cap.json")
+      .example("then, where the modules or their GSYM files are",
+               "gsymprof symbolize cap.json --svg flame.svg")
+      .example("a command from its start, with frame pointers",
+               "sudo gsymprof record --call-graph fp -o cap.json -- ./myprog ARGS");
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
   if (std::string problem = validate_target_options(session.targets); !problem.empty())
     return cli.usage_error(problem);
-  if (auto status = check_output_directory(output_path); !status)
-    return cli.failure(status.error().to_string());
+  for (const std::string& path : {output_path, stats_path})
+    if (!path.empty())
+      if (auto status = check_output_directory(path); !status) return cli.failure(status.error().to_string());
 
   SessionStats stats;
-  session.on_started = print_notices;
+  const SamplingProgress progress(session.targets);
+  session.on_started = [&progress](const std::vector<std::string>& notices) {
+    print_notices(notices);
+    progress.start();
+  };
+  session.on_progress = [&progress](uint64_t samples, double elapsed_s) { progress.update(samples, elapsed_s); };
   auto capture = run_sampling_session(session, &stats);
+  progress.finish();
   if (!capture) return cli.failure(capture.error().to_string());
   // Files only this process can still open (another mount namespace,
   // deleted, replaced): their GSYMs go to the cache now, for `symbolize`.
@@ -83,12 +93,22 @@ int cmd_record(int argc, char** argv) {
     if (auto status = write_capture_file(*capture, output_path); !status)
       return cli.failure(status.error().message);
   }
-  print_summary(*capture, stats, output_path);
+  RunSummary summary = summarize_run("record", *capture);
+  summary.session = &stats;
+  summary.kernel_stacks = session.targets.kernel_stacks;
+  summary.files.push_back({output_path, "capture, for 'gsymprof symbolize'"});
+  if (!stats_path.empty()) {
+    summary.files.push_back({stats_path, "summary as JSON"});
+    if (auto status = write_output(run_summary_json(summary), stats_path); !status)
+      return cli.failure(status.error().to_string());
+  }
+  print_run_summary(summary, verbose);
   if (!kept.reports.empty())
     std::fprintf(stderr,
                  "gsymprof: modules whose path on this host is not the file mapped (container, "
                  "deleted or replaced), made ready for symbolize now:\n");
   for (const ModuleReport& report : kept.reports) print_module_report(report);
+  print_files_written(summary, /*folded_to_stdout=*/false);
   print_command_end(stats);
   return command_exit_code(stats);
 }

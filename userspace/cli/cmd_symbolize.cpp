@@ -2,7 +2,6 @@
 // file (perf record) -> folded stacks, JSON or pprof, through the same
 // symbolize() + folded_text() as `profile`, so the output for the same stacks
 // is the same. Never touches /proc.
-#include <cinttypes>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -13,7 +12,8 @@
 #include "userspace/cli/commands.h"
 #include "userspace/session/profile_file.h"
 #include "userspace/process/vdso_file.h"
-#include "userspace/report/loss_summary.h"
+#include "userspace/output/flamegraph.h"
+#include "userspace/report/run_summary.h"
 
 namespace gsymprof {
 namespace {
@@ -28,29 +28,18 @@ constexpr const char* kEpilogue =
     "(/var/cache/gsymprof, or $GSYMPROF_CACHE), then by converting the file at\n"
     "the module's captured path if it is still there with the same build ID.\n"
     "A GSYM with another build ID is never used: such frames print as\n"
-    "module+0xOFFSET. At the end, stderr gives the samples, the losses by reason\n"
+    "module+0xOFFSET. At the end, stderr gives the totals, the losses by reason\n"
     "and the truncated stacks (as 'gsymprof profile' prints them; for perf.data:\n"
     "LOST records as ringbuf_full, LOST_SAMPLES as lost_samples, samples without\n"
-    "user frames as no_user_stack), then every module: resolved (from where) or\n"
-    "why not.\n";
-
-void print_report(const Capture& capture, const LossSummary& losses,
-                  const RenderedOutput& output) {
-  size_t resolved = 0;
-  for (const ModuleReport& report : output.modules)
-    if (report.resolved()) ++resolved;
-  std::fprintf(stderr,
-               "gsymprof: %" PRIu64 " samples, %zu unique stacks; modules resolved: %zu of %zu\n",
-               capture.samples, output.unique_stacks, resolved, output.modules.size());
-  print_losses(losses);
-  for (const ModuleReport& report : output.modules) print_module_report(report);
-  print_unresolved_modules(output.modules, /*and_the_rest=*/false);
-}
+    "user frames as no_user_stack), hints, then every module: resolved (from\n"
+    "where) or why not.\n";
 
 }  // namespace
 
 int cmd_symbolize(int argc, char** argv) {
-  std::string capture_path, output_path;
+  std::string capture_path, output_path, stats_path;
+  SvgFlags svg{"", "gsymprof symbolize"};
+  bool verbose = false;
   ProfileFileOptions file_options;
   OutputFormat format = OutputFormat::Folded;
   SymbolizeFlags symbolize_flags;
@@ -77,6 +66,14 @@ int cmd_symbolize(int argc, char** argv) {
             });
   add_symbolize_flags(cli, symbolize_flags);
   add_format_flag(cli, format);
+  add_svg_flags(cli, svg);
+  add_summary_flags(cli, stats_path, verbose);
+  cli.example("a capture from 'gsymprof record', as a flame graph and folded stacks",
+              "gsymprof symbolize cap.json --svg flame.svg -o out.folded")
+      .example("a perf.data file (perf record -g, or --call-graph dwarf)",
+               "gsymprof symbolize perf.data --svg flame.svg")
+      .example("for go tool pprof, Pyroscope or Parca",
+               "gsymprof symbolize cap.json --format pprof -o profile.pb.gz");
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
   if (!file_options.perf_event.empty()) {
     auto perf_data = is_perf_data_file(capture_path);
@@ -87,6 +84,11 @@ int cmd_symbolize(int argc, char** argv) {
   }
   if (std::string problem = check_format_destination(format, output_path); !problem.empty())
     return cli.usage_error(problem);
+  if (std::string problem = check_svg_format(svg, format); !problem.empty())
+    return cli.usage_error(problem);
+  for (const std::string& path : {svg.path, stats_path})
+    if (!path.empty())
+      if (auto status = check_output_directory(path); !status) return cli.failure(status.error().to_string());
 
   // Capture errors can quote the capture's strings: failure() escapes them.
   auto capture = read_profile_file(capture_path, file_options);
@@ -94,13 +96,28 @@ int cmd_symbolize(int argc, char** argv) {
   auto locator = open_locator(symbolize_flags.gsym_dirs);
   if (!locator) return cli.failure(locator.error().to_string());
 
-  const LossSummary losses = summarize_losses(*capture);  // render frees the stacks
+  RunSummary summary = summarize_run("symbolize", *capture);  // render frees the stacks
   auto output = render(*capture, *locator, symbolize_flags.options, format, /*free_stacks=*/true);
   if (!output) return cli.failure(capture_path + ": " + output.error().to_string());
   if (auto status = write_output(output->bytes, output_path); !status)
     return cli.failure(status.error().message);
+  if (!output_path.empty()) summary.files.push_back({output_path, format_contents(format)});
+  if (!svg.path.empty()) {
+    if (auto status = write_flamegraph_svg(output->bytes, svg.path, svg.title); !status)
+      return cli.failure(status.error().to_string());
+    summary.files.push_back({svg.path, "flame graph"});
+  }
+  summary.symbolized = true;
+  summary.module_reports = std::move(output->modules);
+  summary.unique_stacks = output->unique_stacks;
+  if (!stats_path.empty()) {
+    summary.files.push_back({stats_path, "summary as JSON"});
+    if (auto status = write_output(run_summary_json(summary), stats_path); !status)
+      return cli.failure(status.error().to_string());
+  }
   print_locator_notes(*locator);
-  print_report(*capture, losses, *output);
+  print_run_summary(summary, verbose);
+  print_files_written(summary, format == OutputFormat::Folded && output_path.empty());
   return 0;
 }
 

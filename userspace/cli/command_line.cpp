@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <limits>
 
 #include "userspace/base/text_escape.h"
 
@@ -57,7 +58,81 @@ std::string wrap(const std::string& text, size_t first_column, size_t indent, si
   return out;
 }
 
+// Optimal string alignment distance: insertions, deletions, substitutions
+// and swaps of adjacent characters cost one each.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// Set while a ManPageSections is alive (one at a time).
+ManPageSections* g_man_sections = nullptr;
+
+// `text` for roff: backslashes and hyphens escaped, no line starting with a
+// control character.
+std::string roff(std::string_view text) {
+  std::string out;
+  bool line_start = true;
+  for (char c : text) {
+    if (line_start && (c == '.' || c == '\'')) out += "\\&";
+    if (c == '\\') out += "\\e";
+    else if (c == '-') out += "\\-";
+    else out += c;
+    line_start = c == '\n';
+  }
+  return out;
+}
+
+// Preformatted help text (lines ending in '\n', blank lines between
+// paragraphs) as roff paragraphs; indented lines stay as they are.
+std::string roff_paragraphs(std::string_view text) {
+  std::string out = ".PP\n";
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    if (line.empty()) out += ".PP\n";
+    else if (line.front() == ' ') out += ".br\n" + roff(line) + "\n";
+    else out += roff(line) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string closest_name(std::string_view typed, std::span<const std::string> names) {
+  if (typed.empty()) return "";
+  const size_t limit = typed.size() <= 4 ? 1 : typed.size() <= 8 ? 2 : 3;
+  std::string best;
+  size_t best_score = std::numeric_limits<size_t>::max();
+  for (const std::string& name : names) {
+    size_t score = edit_distance(typed, name);
+    // "--dur" for --duration, "--frequency" for --freq.
+    const bool prefix = std::min(typed.size(), name.size()) >= 3 &&
+                        (name.starts_with(typed) || typed.starts_with(name));
+    if (score > limit && !prefix) continue;
+    if (prefix) score = std::min(score, limit);
+    if (score < best_score) {
+      best_score = score;
+      best = name;
+    }
+  }
+  return best;
+}
+
+ManPageSections::ManPageSections() { g_man_sections = this; }
+ManPageSections::~ManPageSections() { g_man_sections = nullptr; }
 
 struct CommandLine::Row {
   std::string section;
@@ -213,6 +288,26 @@ CommandLine& CommandLine::unquoted_unknown_options() {
   return *this;
 }
 
+CommandLine& CommandLine::example(std::string what, std::string command_line) {
+  examples_.emplace_back(std::move(what), std::move(command_line));
+  return *this;
+}
+
+std::string CommandLine::unknown_option_message(const std::string& arg) const {
+  const std::string quote = quote_unknown_ ? "'" : "";
+  std::string message = "unknown option " + quote + arg + quote;
+  // "--outptu=x" and "--outptu" alike; single-letter options are not guessed.
+  if (!arg.starts_with("--")) return message;
+  const std::string typed = arg.substr(2, arg.find('=') - 2);
+  std::vector<std::string> names = {"help"};
+  for (const Row& row : rows_)
+    if (row.option && !row.positional())
+      for (const std::string& name : row.option->get_lnames()) names.push_back(name);
+  const std::string best = closest_name(typed, names);
+  if (!best.empty()) message += " (did you mean " + quote + "--" + best + quote + "?)";
+  return message;
+}
+
 std::string CommandLine::parse_remaining(const std::vector<std::string>& remaining) {
   for (size_t i = 0; i < remaining.size(); ++i) {
     const std::string& arg = remaining[i];
@@ -222,8 +317,7 @@ std::string CommandLine::parse_remaining(const std::vector<std::string>& remaini
       command_out_->assign(remaining.begin() + static_cast<std::ptrdiff_t>(i) + 1, remaining.end());
       return "";
     }
-    if (arg.size() > 1 && arg[0] == '-')
-      return quote_unknown_ ? "unknown option '" + arg + "'" : "unknown option " + arg;
+    if (arg.size() > 1 && arg[0] == '-') return unknown_option_message(arg);
     return has_positional_ ? "more than one input file" : "unexpected argument '" + arg + "'";
   }
   return "";
@@ -259,6 +353,10 @@ std::vector<std::string> CommandLine::split_empty_values(int argc, char** argv) 
 }
 
 std::optional<int> CommandLine::parse(int argc, char** argv) {
+  if (g_man_sections) {
+    g_man_sections->text_ += man_section();
+    return 0;
+  }
   std::vector<std::string> args = split_empty_values(argc, argv);
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
@@ -345,14 +443,48 @@ std::string CommandLine::help() const {
       out += entry + wrap(text, kHelpColumn, kHelpColumn, kWidth) + '\n';
     }
   }
+  if (!examples_.empty()) {
+    out += "\nexamples:\n";
+    for (const auto& [what, command_line] : examples_)
+      out += "  " + wrap(what + ":", 2, 2, kWidth) + "\n    " + command_line + '\n';
+  }
   if (!epilogue_.empty()) out += '\n' + epilogue_;
+  return out;
+}
+
+std::string CommandLine::man_section() const {
+  std::string out = ".SS \"gsymprof " + roff(command_) + "\"\n.nf\n" + roff(usage()) + ".fi\n";
+  if (!about_.empty()) out += roff_paragraphs(about_);
+  std::vector<std::string> sections;
+  for (const Row& row : rows_)
+    if (std::find(sections.begin(), sections.end(), row.section) == sections.end())
+      sections.push_back(row.section);
+  for (const std::string& section : sections) {
+    if (!section.empty()) out += ".PP\n" + roff(section) + ":\n";
+    for (const Row& row : rows_) {
+      if (row.section != section) continue;
+      // The names bold, the value's name italic.
+      const std::string label = row.label();
+      const size_t names_end =
+          row.value_name.empty() ? label.size() : label.size() - row.value_name.size() - 1;
+      std::string term = "\\fB" + roff(label.substr(0, names_end)) + "\\fR";
+      if (!row.value_name.empty()) term += " \\fI" + roff(row.value_name) + "\\fR";
+      out += ".TP\n" + term + "\n" + roff(row.help) + "\n";
+    }
+  }
+  if (!examples_.empty()) {
+    out += ".PP\nExamples:\n";
+    for (const auto& [what, command_line] : examples_)
+      out += ".PP\n" + roff(what) + ":\n.RS\n.nf\n" + roff(command_line) + "\n.fi\n.RE\n";
+  }
+  if (!epilogue_.empty()) out += roff_paragraphs(epilogue_);
   return out;
 }
 
 namespace {
 
 std::string subcommand_list(const std::string& program, const std::string& noun,
-                            std::span<const Subcommand> subcommands) {
+                            std::span<const Subcommand> subcommands, const std::string& options) {
   std::string upper = noun;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   std::string out = "usage: " + program + " " + upper + " [ARGS...]\n\n" + noun + "s:\n";
@@ -361,27 +493,53 @@ std::string subcommand_list(const std::string& program, const std::string& noun,
     name.resize(14, ' ');
     out += name + subcommand.summary + '\n';
   }
-  return out + "\nRun '" + program + " " + upper + " --help' for a " + noun + "'s options.\n";
+  if (!options.empty()) out += "\noptions:\n" + options;
+  return out + "\nRun '" + program + " help " + upper + "' for a " + noun + "'s options.\n";
 }
 
 }  // namespace
 
 int run_subcommand(const char* program, const char* noun, std::span<const Subcommand> subcommands,
-                   int argc, char** argv) {
-  const std::string list = subcommand_list(program, noun, subcommands);
+                   int argc, char** argv, const std::string& options) {
+  const std::string list = subcommand_list(program, noun, subcommands, options);
+  if (g_man_sections) {
+    // Every subcommand's section, as its --help would print it.
+    for (const Subcommand& subcommand : subcommands) {
+      std::string name = subcommand.name, help = "--help";
+      char* args[] = {name.data(), help.data(), nullptr};
+      subcommand.run(2, args);
+    }
+    return 0;
+  }
   if (argc < 2) {
     std::fputs(list.c_str(), stderr);
     return 2;
   }
-  const std::string_view name = argv[1];
+  std::string_view name = argv[1];
+  // "help NAME ARGS..." is "NAME ARGS... --help".
+  std::vector<char*> help_args;
+  std::string help_flag = "--help";
+  if (name == "help" && argc > 2) {
+    help_args.push_back(argv[0]);
+    help_args.insert(help_args.end(), argv + 2, argv + argc);
+    help_args.push_back(help_flag.data());
+    argc = static_cast<int>(help_args.size());
+    help_args.push_back(nullptr);
+    argv = help_args.data();
+    name = argv[1];
+  }
   if (name == "--help" || name == "-h" || name == "help") {
     std::fputs(list.c_str(), stdout);
     return 0;
   }
   for (const Subcommand& subcommand : subcommands)
     if (name == subcommand.name) return subcommand.run(argc - 1, argv + 1);
-  std::fprintf(stderr, "%s: unknown %s '%s'\n%s", program, noun, escape_control(argv[1]).c_str(),
-               list.c_str());
+  std::vector<std::string> names;
+  for (const Subcommand& subcommand : subcommands) names.emplace_back(subcommand.name);
+  const std::string best = closest_name(name, names);
+  const std::string guess = best.empty() ? "" : " (did you mean '" + best + "'?)";
+  std::fprintf(stderr, "%s: unknown %s '%s'%s\n%s", program, noun,
+               escape_control(std::string(name)).c_str(), guess.c_str(), list.c_str());
   return 2;
 }
 

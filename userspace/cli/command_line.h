@@ -3,8 +3,11 @@
 //   --flag value and --flag=value (short flags: -f value), options before or
 //   after positional arguments, "--" ends the options (profile and record
 //   take the command after it), -h/--help prints the help generated from the
-//   table, and a usage error is one line "gsymprof CMD: MESSAGE" followed by
-//   the usage, exit 2.
+//   table (with the command's examples), and a usage error is one line
+//   "gsymprof CMD: MESSAGE" followed by the usage, exit 2. A mistyped option
+//   or command is answered with the closest name ("did you mean ...?").
+// The same table also writes the command's section of the manual page
+// (ManPageSections, `gsymprof --man`), so --help and gsymprof.1 agree.
 // Values are handed to their handlers in command-line order, as they are read.
 #pragma once
 
@@ -14,6 +17,8 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace CLI {
@@ -69,6 +74,9 @@ class CommandLine {
   CommandLine& command_after_dashes(std::string help, std::vector<std::string>& out);
   // flamegraph's message for an unknown option has never quoted it.
   CommandLine& unquoted_unknown_options();
+  // One entry of the help's "examples:" section: what it does, then the
+  // command line ("sudo gsymprof profile -p 1234 -d 10 --svg flame.svg").
+  CommandLine& example(std::string what, std::string command_line);
 
   // --- use ---
 
@@ -84,6 +92,9 @@ class CommandLine {
   // "usage: gsymprof CMD ..." wrapped to 80 columns, and the whole help.
   std::string usage() const;
   std::string help() const;
+  // The command's section of the manual page (roff): usage, about, the
+  // options by section, examples, epilogue.
+  std::string man_section() const;
 
  private:
   struct Row;  // one line of the help: an option, or the "-- CMD" entry
@@ -94,11 +105,13 @@ class CommandLine {
   std::vector<std::string> split_empty_values(int argc, char** argv) const;
   std::string parse_remaining(const std::vector<std::string>& remaining);
   std::string missing_argument_message() const;
+  std::string unknown_option_message(const std::string& arg) const;
 
   std::string command_, about_, epilogue_, section_;
   std::unique_ptr<CLI::App> app_;
   std::vector<Row> rows_;
   std::vector<RequiredArgument> required_;
+  std::vector<std::pair<std::string, std::string>> examples_;  // (what, command line)
   std::vector<std::string>* command_out_ = nullptr;
   bool has_positional_ = false;
   bool quote_unknown_ = true;
@@ -114,8 +127,34 @@ struct Subcommand {
 
 // Runs the subcommand argv[1] names. `program` is "gsymprof" or "gsymprof
 // gsym", `noun` "command" or "subcommand". The list goes to stdout for
-// --help, -h or help (0), to stderr when the name is missing or unknown (2).
+// --help, -h or help (0), to stderr when the name is missing or unknown (2,
+// with the closest name when one is close). "help NAME [ARGS...]" is "NAME
+// [ARGS...] --help". `options` (preformatted lines) lists the program's own
+// options after the subcommands ("" = none).
 int run_subcommand(const char* program, const char* noun, std::span<const Subcommand> subcommands,
-                   int argc, char** argv);
+                   int argc, char** argv, const std::string& options = "");
+
+// The name of `names` closest to `typed` (edit distance, adjacent
+// transpositions counting one; or one a prefix of the other), "" when none
+// is close enough to be a likely typo: at most 1 edit for names up to 4
+// characters, 2 up to 8, 3 beyond.
+std::string closest_name(std::string_view typed, std::span<const std::string> names);
+
+// While one is alive, CommandLine::parse appends its command's man_section()
+// to it instead of parsing (and returns 0), and run_subcommand given --help
+// runs each of its subcommands so: running every command with --help writes
+// the manual page's command sections (`gsymprof --man`).
+class ManPageSections {
+ public:
+  ManPageSections();
+  ~ManPageSections();
+  ManPageSections(const ManPageSections&) = delete;
+  ManPageSections& operator=(const ManPageSections&) = delete;
+  const std::string& text() const { return text_; }
+
+ private:
+  friend class CommandLine;
+  std::string text_;
+};
 
 }  // namespace gsymprof

@@ -84,15 +84,6 @@ std::string escape_markup(std::string_view clean) {
   return out;
 }
 
-std::string with_thousands(uint64_t value) {
-  std::string digits = std::to_string(value), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string fixed(double value, int decimals) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
@@ -337,7 +328,7 @@ struct Geometry {
 
 // Everything above the frames: the document, style, title, legend, search
 // box and the details / matched lines.
-void put_svg_head(std::string& svg, const Geometry& g, uint64_t total, const std::string& title) {
+void put_svg_head(std::string& svg, const Geometry& g, uint64_t total, const FlamegraphOptions& options) {
   svg += "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n";
   svg += "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fixed(g.image_width, 0) +
          "\" height=\"" + fixed(g.image_height, 0) + "\" viewBox=\"0 0 " + fixed(g.image_width, 0) + " " +
@@ -350,31 +341,41 @@ void put_svg_head(std::string& svg, const Geometry& g, uint64_t total, const std
          "</linearGradient></defs>\n";
   svg += "<rect x=\"0\" y=\"0\" width=\"" + fixed(g.image_width, 0) + "\" height=\"" +
          fixed(g.image_height, 0) + "\" fill=\"url(#background)\"/>\n";
-  svg += "<text id=\"title\" x=\"" + fixed(g.image_width / 2, 0) + "\" y=\"24\">" + xml_escape(title) +
+  svg += "<text id=\"title\" x=\"" + fixed(g.image_width / 2, 0) + "\" y=\"24\">" + xml_escape(options.title) +
          "</text>\n";
   svg += "<text id=\"reset\" class=\"button hidden\" x=\"" + fixed(kXPad, 0) +
          "\" y=\"24\">Reset Zoom</text>\n";
 
-  // Legend: one swatch per frame kind.
-  struct LegendEntry {
-    const char* label;
-    const char* sample_name;
-    FlameFrameKind kind;
-  };
-  constexpr LegendEntry kLegend[] = {
-      {"function", "function", FlameFrameKind::Function},
-      {"inlined _[i]", "inlined", FlameFrameKind::Inlined},
-      {"kernel _[k]", "kernel", FlameFrameKind::Kernel},
-      {"JIT _[j]", "jit", FlameFrameKind::Jit},
-      {"unresolved", "[unknown]", FlameFrameKind::Unresolved},
-  };
+  // Legend: the options' entries, else one swatch per frame kind.
+  std::vector<FlameLegendEntry> legend = options.legend;
+  if (legend.empty()) {
+    struct KindEntry {
+      const char* label;
+      const char* sample_name;
+      FlameFrameKind kind;
+    };
+    constexpr KindEntry kKinds[] = {
+        {"function", "function", FlameFrameKind::Function},
+        {"inlined _[i]", "inlined", FlameFrameKind::Inlined},
+        {"kernel _[k]", "kernel", FlameFrameKind::Kernel},
+        {"JIT _[j]", "jit", FlameFrameKind::Jit},
+        {"unresolved", "[unknown]", FlameFrameKind::Unresolved},
+    };
+    for (const KindEntry& entry : kKinds)
+      legend.push_back({entry.label, frame_color(entry.sample_name, entry.kind, false)});
+  }
+  // A given legend may have white swatches (the differential graph's "unchanged").
+  const std::string outline = options.legend.empty() ? "" : " stroke=\"rgb(120,120,120)\" stroke-width=\"0.5\"";
   double legend_x = kXPad;
   svg += "<g id=\"legend\">\n";
-  for (const LegendEntry& entry : kLegend) {
-    svg += "<rect x=\"" + fixed(legend_x, 0) + "\" y=\"36\" width=\"12\" height=\"12\" fill=\"" +
-           frame_color(entry.sample_name, entry.kind, false) + "\"/>";
-    svg += "<text x=\"" + fixed(legend_x + 16, 0) + "\" y=\"46\">" + entry.label + "</text>\n";
-    legend_x += 16 + 8 * std::string_view(entry.label).size() + 16;
+  for (const FlameLegendEntry& entry : legend) {
+    if (!entry.fill.empty()) {
+      svg += "<rect x=\"" + fixed(legend_x, 0) + "\" y=\"36\" width=\"12\" height=\"12\" fill=\"" +
+             xml_escape(entry.fill) + "\"" + outline + "/>";
+      legend_x += 16;
+    }
+    svg += "<text x=\"" + fixed(legend_x, 0) + "\" y=\"46\">" + xml_escape(entry.label) + "</text>\n";
+    legend_x += 8 * static_cast<double>(code_points(entry.label)) + 16;
   }
   svg += "</g>\n";
   svg += "<foreignObject x=\"" + fixed(g.image_width - kXPad - 240, 0) +
@@ -388,41 +389,58 @@ void put_svg_head(std::string& svg, const Geometry& g, uint64_t total, const std
          fixed(g.image_height - 10, 0) + "\"></text>\n";
 }
 
+// The default look of a frame: coloured by kind, "N samples, P%".
+FlameFrameStyle kind_style(const Node& node, bool is_root, uint64_t total) {
+  double percent = static_cast<double>(node.total) / static_cast<double>(total) * 100;
+  return {frame_color(node.name, classify_flame_frame(node.name), is_root),
+          with_thousands(node.total) + (node.total == 1 ? " sample, " : " samples, ") +
+              fixed(percent, 2) + "%"};
+}
+
 // One frame's box: tooltip, rectangle and label, `start` samples from the left.
-void put_frame(std::string& svg, const Node& node, bool is_root, uint64_t start, uint64_t total,
-               double width, const Geometry& g) {
+void put_frame(std::string& svg, const Node& node, const FlameFrameStyle& style, uint64_t start,
+               uint64_t total, double width, const Geometry& g) {
   double x = kXPad + static_cast<double>(start) / static_cast<double>(total) * g.graph_width;
   double y = g.image_height - kBottomPad - (node.depth + 1) * kFrameHeight;
   std::string clean = sanitize_utf8(node.name);
-  FlameFrameKind kind = classify_flame_frame(node.name);
-  double percent = static_cast<double>(node.total) / static_cast<double>(total) * 100;
   svg += "<g data-s=\"" + std::to_string(start) + "\" data-n=\"" + std::to_string(node.total) +
          "\" data-d=\"" + std::to_string(node.depth) + "\"><title>" + escape_markup(clean) + " (" +
-         with_thousands(node.total) + (node.total == 1 ? " sample, " : " samples, ") +
-         fixed(percent, 2) + "%)</title><rect x=\"" + fixed(x, 2) + "\" y=\"" + fixed(y, 0) +
+         xml_escape(style.detail) + ")</title><rect x=\"" + fixed(x, 2) + "\" y=\"" + fixed(y, 0) +
          "\" width=\"" + fixed(width, 2) + "\" height=\"" + fixed(kFrameHeight - 1, 0) +
-         "\" rx=\"2\" fill=\"" + frame_color(node.name, kind, is_root) + "\"/><text x=\"" +
+         "\" rx=\"2\" fill=\"" + xml_escape(style.fill) + "\"/><text x=\"" +
          fixed(x + 3, 2) + "\" y=\"" + fixed(y + kFrameHeight - 4.5, 1) + "\">" +
          escape_markup(fit_label(sanitize_utf8(strip_suffix(node.name)), width)) + "</text></g>\n";
 }
 
 // Every frame at least min_frame_px wide, in a pre-order walk with children
 // by name (the order the script's zoom expects).
-void put_frames(std::string& svg, const std::vector<Node>& nodes, double min_frame_px, const Geometry& g) {
+void put_frames(std::string& svg, const std::vector<Node>& nodes, const FlamegraphOptions& options,
+                const Geometry& g) {
   const uint64_t total = nodes[0].total;
   struct Pending {
     uint32_t node;
-    uint64_t start;  // in samples from the left
+    uint64_t start;        // in samples from the left
+    size_t parent_length;  // of `stack` at the node's parent
   };
-  std::vector<Pending> work{{0, 0}};
+  std::vector<Pending> work{{0, 0, 0}};
   std::vector<std::pair<uint32_t, uint64_t>> children;
+  std::string stack;  // the folded prefix up to the node (only for options.frame_style)
   while (!work.empty()) {
     Pending item = work.back();
     work.pop_back();
     const Node& node = nodes[item.node];
     double width = static_cast<double>(node.total) / static_cast<double>(total) * g.graph_width;
-    if (width < min_frame_px) continue;
-    put_frame(svg, node, item.node == 0, item.start, total, width, g);
+    if (width < options.min_frame_px) continue;
+    if (options.frame_style) {
+      stack.resize(item.parent_length);
+      if (item.node != 0) {
+        if (!stack.empty()) stack += ';';
+        stack += node.name;
+      }
+      put_frame(svg, node, options.frame_style(stack, node.total), item.start, total, width, g);
+    } else {
+      put_frame(svg, node, kind_style(node, item.node == 0, total), item.start, total, width, g);
+    }
     // Push children in reverse name order so they are emitted in order.
     children.clear();
     uint64_t child_start = item.start;
@@ -430,11 +448,21 @@ void put_frames(std::string& svg, const std::vector<Node>& nodes, double min_fra
       children.emplace_back(index, child_start);
       child_start += nodes[index].total;
     }
-    for (auto it = children.rbegin(); it != children.rend(); ++it) work.push_back({it->first, it->second});
+    for (auto it = children.rbegin(); it != children.rend(); ++it)
+      work.push_back({it->first, it->second, stack.size()});
   }
 }
 
 }  // namespace
+
+std::string with_thousands(uint64_t value) {
+  std::string digits = std::to_string(value), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
 
 std::string xml_escape(std::string_view text) { return escape_markup(sanitize_utf8(text)); }
 
@@ -505,13 +533,13 @@ gsym::Expected<std::string> render_flamegraph_svg(const std::vector<FoldedLine>&
   g.image_height = kTopPad + (tree->max_depth + 1) * kFrameHeight + kBottomPad;
 
   std::string svg;
-  put_svg_head(svg, g, total, options.title);
+  put_svg_head(svg, g, total, options);
   svg += "<g id=\"frames\">\n";
   if (total == 0) {
     svg += "</g>\n<text x=\"" + fixed(g.image_width / 2, 0) + "\" y=\"" +
            fixed(kTopPad + kFrameHeight, 0) + "\" style=\"text-anchor:middle\">No samples</text>\n";
   } else {
-    put_frames(svg, tree->nodes, options.min_frame_px, g);
+    put_frames(svg, tree->nodes, options, g);
     svg += "</g>\n";
   }
   svg += kScript;

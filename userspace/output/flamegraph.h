@@ -8,13 +8,16 @@
 // samples, P%)"), an inline script for click-to-zoom, a search box that
 // highlights matches and reports the matched share, and colours by frame
 // kind: functions red, inlined ("_[i]") aqua, kernel ("_[k]") orange,
-// unresolved ("[unknown]", "[truncated]", "module+0x...") grey.
+// unresolved ("[unknown]", "[truncated]", "module+0x...") grey, unless the
+// caller colours and describes each frame itself (FlamegraphOptions::
+// frame_style: the differential graph of profile_diff.h).
 // Deterministic: the same input gives the same bytes (colours are a hash of
 // the name, never random). Text is XML-escaped; bytes that are not valid
 // UTF-8 or not allowed in XML become U+FFFD.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,10 +27,30 @@
 
 namespace gsymprof {
 
+// How one frame is drawn when a graph colours by something other than the
+// frame's kind (the differential graph, profile_diff.h).
+struct FlameFrameStyle {
+  std::string fill;    // an SVG colour, "rgb(R,G,B)"
+  std::string detail;  // the tooltip is "NAME (DETAIL)"; DETAIL must not contain " ("
+};
+
+// One entry of the legend row: a swatch and its label, or (fill "") a note.
+struct FlameLegendEntry {
+  std::string label;
+  std::string fill;
+};
+
 struct FlamegraphOptions {
   std::string title = "Flame Graph";
   uint32_t width = 1200;      // pixels
   double min_frame_px = 0.1;  // narrower frames (and their children) are left out
+  // Optional: each drawn frame's colour and tooltip, from its stack (the
+  // folded prefix "frame;...;frame" up to and including it, root first; ""
+  // for the root box "all") and its sample count. Unset: coloured by kind,
+  // tooltip "N samples, P%". Called once per drawn frame, in drawing order.
+  std::function<FlameFrameStyle(std::string_view stack, uint64_t samples)> frame_style;
+  // The legend row; empty: one swatch per frame kind.
+  std::vector<FlameLegendEntry> legend;
 };
 
 // Parses folded text: one "STACK COUNT" per line (count after the last
@@ -44,6 +67,9 @@ FlameFrameKind classify_flame_frame(std::string_view name);
 // Escapes &, <, >, " and ' and replaces invalid UTF-8 and characters XML
 // forbids (control characters but tab/newline/CR, U+FFFE, U+FFFF) with U+FFFD.
 std::string xml_escape(std::string_view text);
+
+// "1,234,567": counts as the tooltips print them.
+std::string with_thousands(uint64_t value);
 
 // Only the UTF-8 part of xml_escape: markup characters are left alone.
 std::string sanitize_xml_text(std::string_view text);

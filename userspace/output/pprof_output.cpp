@@ -3,8 +3,6 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cstdio>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -13,23 +11,13 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "userspace/output/frame_chains.h"
 #include "userspace/output/profile.pb.h"
 
 namespace gsymprof {
 namespace {
 
 namespace pb = perftools::profiles;
-
-// Each distinct frame becomes a one-frame stack of its own, named by its
-// index (zero-padded, so the result's comm order is index order): one
-// symbolize() call then gives every location its inline chain.
-constexpr int kIndexDigits = 10;
-
-std::string index_name(size_t index) {
-  char text[24];
-  std::snprintf(text, sizeof text, "%0*zu", kIndexDigits, index);
-  return text;
-}
 
 class StringTable {
  public:
@@ -54,30 +42,20 @@ class ProfileBuilder {
   ProfileBuilder(const Capture& capture, const SymbolizeOptions& options)
       : capture_(capture), options_(options), strings_(profile_) {}
 
-  gsym::Status add_locations(const std::vector<CaptureFrame>& frames, const SymbolizeResult& result) {
-    std::vector<const SymbolizedStack*> chains(frames.size(), nullptr);
-    for (const SymbolizedStack& stack : result.stacks) {
-      size_t index = 0;
-      auto [end, ec] = std::from_chars(stack.comm.data(), stack.comm.data() + stack.comm.size(), index);
-      if (ec != std::errc() || end != stack.comm.data() + stack.comm.size() || index >= frames.size())
-        return gsym::Error("pprof: unexpected symbolized stack '" + stack.comm + "'");
-      chains[index] = &stack;
-    }
-    for (size_t i = 0; i < frames.size(); ++i) {
-      if (!chains[i]) return gsym::Error("pprof: frame " + std::to_string(i) + " was not symbolized");
-      add_location(frames[i], *chains[i], result);
-    }
-    return gsym::Status::success();
+  // Location i + 1 is frame i.
+  void add_locations(const FrameChains& chains) {
+    for (size_t i = 0; i < chains.frames.size(); ++i)
+      add_location(chains.frames[i], chains.chains[i], chains.symbolized);
   }
 
-  void add_samples(const std::map<CaptureFrame, uint64_t>& location_ids) {
+  void add_samples(const std::map<CaptureFrame, uint32_t>& frame_numbers) {
     const uint64_t period = capture_.frequency_hz ? 1000000000ull / capture_.frequency_hz : 0;
     const int64_t comm_key = strings_.index("comm"), pid_key = strings_.index("pid");
     const int64_t thread_key = strings_.index("thread_id");
     for (const CaptureStack& stack : capture_.stacks) {
       if (stack.count == 0) continue;
       pb::Sample* sample = profile_.add_sample();
-      for (const CaptureFrame& frame : stack.frames) sample->add_location_id(location_ids.at(frame));
+      for (const CaptureFrame& frame : stack.frames) sample->add_location_id(frame_numbers.at(frame) + 1);
       if (stack.truncated) sample->add_location_id(truncated_location());
       sample->add_value(static_cast<int64_t>(stack.count));
       sample->add_value(static_cast<int64_t>(stack.count * period));
@@ -185,7 +163,7 @@ class ProfileBuilder {
     return it->second;
   }
 
-  void add_location(const CaptureFrame& frame, const SymbolizedStack& chain, const SymbolizeResult& result) {
+  void add_location(const CaptureFrame& frame, const std::vector<uint32_t>& chain, const SymbolizeResult& result) {
     pb::Location* location = profile_.add_location();
     location->set_id(static_cast<uint64_t>(profile_.location_size()));
     // No mapping for JIT frames (frame.jit) or unknown ones: no file holds
@@ -200,7 +178,7 @@ class ProfileBuilder {
     location->set_mapping_id(mapping);
     location->set_address(address);
     // symbolize() gives the chain root first; pprof wants it innermost first.
-    for (auto id = chain.frames.rbegin(); id != chain.frames.rend(); ++id) {
+    for (auto id = chain.rbegin(); id != chain.rend(); ++id) {
       const SymbolizedFrame& named = result.frames[*id];
       pb::Line* line = location->add_line();
       line->set_function_id(function_id(named));
@@ -269,33 +247,17 @@ gsym::Expected<PprofProfile> pprof_profile(const Capture& capture, GsymLocator& 
   std::map<CaptureFrame, uint64_t> root_samples;
   for (const CaptureStack& stack : capture.stacks)
     if (stack.count != 0 && !stack.frames.empty()) root_samples[stack.frames.back()] += stack.count;
-  std::map<CaptureFrame, uint64_t> location_ids;
-  std::vector<CaptureFrame> frames;
-  auto add_frame = [&](const CaptureFrame& frame) {
-    if (location_ids.try_emplace(frame, frames.size() + 1).second) frames.push_back(frame);
-  };
   auto top_root = std::max_element(root_samples.begin(), root_samples.end(),
                                    [](const auto& a, const auto& b) { return a.second < b.second; });
-  if (top_root != root_samples.end()) add_frame(top_root->first);
-  for (const CaptureStack& stack : capture.stacks)
-    if (stack.count != 0)
-      for (const CaptureFrame& frame : stack.frames) add_frame(frame);
-  Capture per_frame;
-  per_frame.modules = capture.modules;
-  per_frame.stacks.reserve(frames.size());
-  for (size_t i = 0; i < frames.size(); ++i)
-    per_frame.stacks.push_back({0, index_name(i), {frames[i]}, false, 1});
-  per_frame.kernel = capture.kernel;
-  per_frame.jit_symbols = capture.jit_symbols;
-  SymbolizeOptions per_frame_options = options;
-  per_frame_options.pid_in_comm = false;
-  per_frame_options.function_start_lines = true;
-  gsym::Expected<SymbolizeResult> symbolized = symbolize(per_frame, locator, per_frame_options);
-  if (!symbolized) return symbolized.error();
+  SymbolizeOptions chain_options = options;
+  chain_options.function_start_lines = true;
+  gsym::Expected<FrameChains> chains =
+      symbolize_frames(capture, locator, chain_options, top_root != root_samples.end() ? &top_root->first : nullptr);
+  if (!chains) return chains.error();
 
   ProfileBuilder builder(capture, options);
-  if (gsym::Status added = builder.add_locations(frames, *symbolized); !added) return added.error();
-  builder.add_samples(location_ids);
+  builder.add_locations(*chains);
+  builder.add_samples(chains->numbers);
   const pb::Profile profile = builder.finish();
 
   std::string bytes;
@@ -307,7 +269,7 @@ gsym::Expected<PprofProfile> pprof_profile(const Capture& capture, GsymLocator& 
   }
   gsym::Expected<std::string> gzipped = gzip(bytes);
   if (!gzipped) return gzipped.error();
-  return PprofProfile{std::move(*gzipped), std::move(*symbolized), static_cast<size_t>(profile.sample_size())};
+  return PprofProfile{std::move(*gzipped), std::move(chains->symbolized), static_cast<size_t>(profile.sample_size())};
 }
 
 }  // namespace gsymprof

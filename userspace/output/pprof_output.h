@@ -27,7 +27,7 @@ namespace gsymprof {
 
 struct PprofProfile {
   std::string gzipped;         // the serialized Profile message, gzip-compressed
-  SymbolizeResult symbolized;  // one stack per location; its modules are the summary
+  SymbolizeResult symbolized;  // its frames and modules (the summary); no stacks (frame_chains.h)
   size_t samples = 0;          // Sample messages written (the capture's counted stacks)
 };
 

@@ -14,10 +14,12 @@ namespace gsymprof {
 LossSummary summarize_losses(const Capture& capture) {
   LossSummary losses;
   for (const auto& [reason, count] : capture.lost) {
-    const bool truncation = reason.starts_with(kTruncatedByUnwinderPrefix);
-    std::string& list = truncation ? losses.truncation_reasons : losses.lost_reasons;
-    list += (list.empty() ? "" : ", ") + reason + " " + std::to_string(count);
-    if (!truncation) losses.lost += count;  // unwind_*: kept
+    if (reason.starts_with(kTruncatedByUnwinderPrefix)) {
+      losses.truncated_by_reason[reason] = count;  // kept samples
+    } else {
+      losses.lost_by_reason[reason] = count;
+      losses.lost += count;
+    }
   }
   std::set<uint32_t> exited;
   for (const CaptureStack& stack : capture.stacks) {
@@ -48,14 +50,29 @@ LossSummary summarize_losses(const Capture& capture) {
   return losses;
 }
 
-void print_losses(const LossSummary& losses) {
+namespace {
+
+// "REASON N, ..." of the non-zero counts (every count when `all`).
+std::string reason_list(const std::map<std::string, uint64_t>& counts, bool all) {
+  std::string list;
+  for (const auto& [reason, count] : counts)
+    if (all || count) list += (list.empty() ? "" : ", ") + reason + " " + std::to_string(count);
+  return list;
+}
+
+}  // namespace
+
+void print_losses(const LossSummary& losses, bool verbose) {
   // Reason names are capture.lost's keys, fixed strings today; escaped so the
   // terminal stays safe should one ever come from elsewhere (a capture file).
-  std::fprintf(stderr, "gsymprof: lost by reason: %s\n", escape_control(losses.lost_reasons).c_str());
-  std::fprintf(stderr, "gsymprof: truncated stacks: %" PRIu64 "%s%s%s\n", losses.truncated,
-               losses.truncation_reasons.empty() ? "" : " (",
-               escape_control(losses.truncation_reasons).c_str(),
-               losses.truncation_reasons.empty() ? "" : ")");
+  const std::string lost = reason_list(losses.lost_by_reason, verbose);
+  if (!lost.empty() || verbose)
+    std::fprintf(stderr, "gsymprof: lost by reason: %s\n", escape_control(lost).c_str());
+  const std::string truncated = reason_list(losses.truncated_by_reason, verbose);
+  if (losses.truncated || !truncated.empty() || verbose)
+    std::fprintf(stderr, "gsymprof: truncated stacks: %" PRIu64 "%s%s%s\n", losses.truncated,
+                 truncated.empty() ? "" : " (", escape_control(truncated).c_str(),
+                 truncated.empty() ? "" : ")");
   if (!losses.fixes.empty())
     std::fprintf(stderr, "gsymprof: to unwind them further: %s\n", losses.fixes.c_str());
   if (!losses.kernel_problem.empty())

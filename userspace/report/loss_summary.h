@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "userspace/capture/capture.h"
@@ -21,7 +22,9 @@ inline constexpr const char* kTruncatedByUnwinderPrefix = "unwind_";
 struct LossSummary {
   uint64_t lost = 0;       // samples lost: every reason but unwind_* (those were kept)
   uint64_t truncated = 0;  // samples whose stack the unwinder cut short
-  std::string lost_reasons, truncation_reasons;  // "REASON N, ..."
+  // Capture::lost split in two, every reason (zeros too): the losses, and
+  // the unwinder's truncations (unwind_*, samples kept).
+  std::map<std::string, uint64_t> lost_by_reason, truncated_by_reason;
   std::string kernel_problem;  // why the kernel frames have no names ("" = named, or none)
   std::string fixes;  // truncations a flag fixes, with the flag ("" = none)
   // Samples with a process-gone frame: their process exited before its
@@ -30,15 +33,16 @@ struct LossSummary {
 };
 LossSummary summarize_losses(const Capture& capture);
 
-// The two loss lines of every summary (profile, record, and symbolize of a
-// capture or a perf.data file):
-//   gsymprof: lost by reason: REASON N, ...
+// The loss lines of every summary (profile, record, and symbolize of a
+// capture or a perf.data file), each only when it has something to say:
+//   gsymprof: lost by reason: REASON N, ...            (the non-zero reasons)
 //   gsymprof: truncated stacks: N (unwind_REASON N, ...)
 //   gsymprof: to unwind them further: N stacks are deeper than ...: FLAG
+// (`verbose`: both first lines always, with every reason, zeros too)
 // and, when the kernel frames could not be named:
 //   gsymprof: kernel frames are not named: WHY
 // and, when some process was gone before its maps were read:
 //   gsymprof: N samples of P processes that exited before their maps could be read: frames [unknown]
-void print_losses(const LossSummary& losses);
+void print_losses(const LossSummary& losses, bool verbose);
 
 }  // namespace gsymprof

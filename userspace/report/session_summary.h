@@ -1,19 +1,14 @@
-// userspace/report/session_summary.h - stage: the summary of a sampling
-// session (profile, record) on stderr: samples, losses, JIT, kernel stacks,
-// the ring buffer, the side-band; and what the kernel could not do.
+// userspace/report/session_summary.h - stage: what a sampling session
+// (profile, record) says on stderr besides the summary (run_summary.h):
+// what the kernel cannot do, and how the launched command ended.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "userspace/capture/capture.h"
 #include "userspace/session/profile_session.h"
 
 namespace gsymprof {
-
-// Prints the sampling part of the end-of-run summary on stderr, the same for
-// profile and record: samples taken, recorded and lost, then print_losses.
-void print_sampling_summary(const Capture& capture, const SessionStats& stats);
 
 // How the launched command (-- CMD) ended, as the summary's last line:
 // "gsymprof: CMD exited 3", "... was killed by SIGSEGV", "... was stopped

@@ -113,4 +113,11 @@ KernelFeatures probe_kernel_features() {
   return k;
 }
 
+std::string libbpf_version() {
+  const char* version = libbpf_version_string();  // "v1.1"
+  std::string text = version ? version : "unknown";
+  if (text.starts_with('v')) text.erase(0, 1);
+  return text;
+}
+
 }  // namespace gsymprof

@@ -38,4 +38,7 @@ struct KernelFeatures {
 // tried on this one (the tests do; doctor shows it as missing too).
 KernelFeatures probe_kernel_features();
 
+// The libbpf gsymprof runs with ("1.1": it is linked dynamically).
+std::string libbpf_version();
+
 }  // namespace gsymprof

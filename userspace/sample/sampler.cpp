@@ -178,6 +178,7 @@ gsym::Status configure(profile_bpf* skel, const SamplerOptions& options, const K
   skel->rodata->filter_by_tgid = options.filter_by_tgid;
   skel->rodata->follow_forks = options.follow_forks;
   skel->rodata->kernel_stacks = options.kernel_stacks;
+  skel->rodata->self_tgid = static_cast<uint32_t>(::getpid());
   // Following children is needed only with a target filter.
   const bool follow = options.filter_by_tgid && options.follow_forks;
   if (follow && !kernel.has("raw_tracepoint")) {

@@ -63,6 +63,13 @@ bool starts_like_perf_data(int fd) {
 
 }  // namespace
 
+std::string profile_file_kind(std::string_view head) {
+  if (looks_like_perf_data({reinterpret_cast<const uint8_t*>(head.data()), head.size()}))
+    return "a perf.data file";
+  if (looks_like_capture(head)) return "a gsymprof capture";
+  return "";
+}
+
 gsym::Expected<bool> is_perf_data_file(const std::string& path) {
   auto file = gsym::open_regular_file(path);
   if (!file) return file.error();

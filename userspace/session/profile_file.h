@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "gsym/base/expected.h"
 #include "userspace/capture/capture.h"
@@ -23,6 +24,11 @@ struct ProfileFileOptions {
 // Whether the file at `path` starts with perf.data's magic (else it is read
 // as a capture). Error: it cannot be opened.
 gsym::Expected<bool> is_perf_data_file(const std::string& path);
+
+// What a file starting with `head` is, when it is a profile file rather
+// than folded text: "a perf.data file", "a gsymprof capture", or "" (neither).
+// For a message that says which command reads it.
+std::string profile_file_kind(std::string_view head);
 
 // Errors are one line and name the file ("PATH: perf.data: ... at offset 0x...").
 gsym::Expected<Capture> read_profile_file(const std::string& path,

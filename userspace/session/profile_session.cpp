@@ -23,7 +23,9 @@
 #include "userspace/process/vdso_file.h"
 #include "userspace/process/process_image.h"
 #include "userspace/assemble/capture_assembler.h"
+#include "userspace/base/parse_number.h"
 #include "userspace/base/text_escape.h"
+#include "userspace/base/text_fields.h"
 
 namespace gsymprof {
 namespace {
@@ -62,6 +64,22 @@ bool process_alive(uint32_t pid) {
   if (paren == std::string::npos || paren + 2 >= text.size()) return false;
   char state = text[paren + 2];
   return state != 'Z' && state != 'X' && state != 'x';
+}
+
+// A kernel thread has no user memory, hence no user stack: its flags
+// (/proc/PID/stat, the 9th field) have PF_KTHREAD.
+bool is_kernel_thread(uint32_t pid) {
+  constexpr uint64_t kPfKthread = 0x00200000;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return false;
+  std::string_view rest = std::string_view(text).substr(paren + 1);
+  std::string_view field;
+  for (int i = 3; i <= 9; ++i) field = next_field(rest);  // state is the 3rd field
+  const std::optional<uint64_t> flags = parse_unsigned<uint64_t>(field);
+  return flags && (*flags & kPfKthread) != 0;
 }
 
 // A child forked and held before exec until the sampler knows its pid, so it
@@ -161,6 +179,52 @@ class LaunchedCommand {
   std::string name_;
 };
 
+// Keeps gsymprof out of its own profile: the command it launches is a copy
+// of gsymprof until it execs (held in a read, then in execve under our
+// name), and those samples are gsymprof's, not the command's. They are
+// dropped until the command's exec event or its new name shows; everything
+// else passes to the assembler unchanged.
+class WithoutOwnPreExec final : public EventSink {
+ public:
+  explicit WithoutOwnPreExec(EventSink& next) : next_(next) {
+    char name[17] = {};
+    int fd = ::open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ssize_t n = ::read(fd, name, 16);
+      ::close(fd);
+      if (n > 0) own_comm_.assign(name, static_cast<size_t>(n));
+      while (!own_comm_.empty() && own_comm_.back() == '\n') own_comm_.pop_back();
+    }
+  }
+  void launched(uint32_t pid) { launched_ = pid; }
+
+  void on_sample(const RawSample& s) override {
+    if (own(s.pid, s.comm)) return;
+    next_.on_sample(s);
+  }
+  void on_stack_copy(const RawStackCopy& c) override {
+    if (own(c.pid, c.comm)) return;
+    next_.on_stack_copy(c);
+  }
+  void on_exec(uint32_t tgid, uint64_t mm) override {
+    if (tgid == launched_) exec_seen_ = true;
+    next_.on_exec(tgid, mm);
+  }
+  void on_mapping(const RawMapping& m) override { next_.on_mapping(m); }
+  void on_fork(uint32_t parent, uint32_t child, uint64_t mm) override { next_.on_fork(parent, child, mm); }
+  void on_exit(uint32_t tgid) override { next_.on_exit(tgid); }
+  void on_lost(std::string_view reason, uint64_t count) override { next_.on_lost(reason, count); }
+
+ private:
+  bool own(uint32_t pid, std::string_view comm) {
+    return pid == launched_ && !exec_seen_ && comm == own_comm_;
+  }
+  EventSink& next_;
+  std::string own_comm_;
+  uint32_t launched_ = 0;
+  bool exec_seen_ = false;
+};
+
 uint64_t unix_time_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
@@ -196,9 +260,11 @@ Capture new_capture(const TargetOptions& targets) {
 // image and lets it run.
 gsym::Expected<std::unique_ptr<LaunchedCommand>> launch_command(const std::vector<std::string>& argv,
                                                                 Sampler& sampler,
-                                                                ProcessTable& processes) {
+                                                                ProcessTable& processes,
+                                                                WithoutOwnPreExec& sink) {
   auto command = std::make_unique<LaunchedCommand>();
   if (auto s = command->fork_held(argv); !s) return s.error();
+  sink.launched(command->pid());
   if (auto s = sampler.add_target(command->pid()); !s) return s.error();
   // Until exec the child is a copy of us: snapshot that image now, as a
   // sample taken before exec may be read only after it (the exec event then
@@ -261,8 +327,11 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   const TargetOptions& targets = options.targets;
   if (std::string problem = validate_target_options(targets); !problem.empty())
     return gsym::Error(problem);
-  for (uint32_t pid : targets.pids)
+  std::vector<uint32_t> kernel_threads;
+  for (uint32_t pid : targets.pids) {
     if (!process_alive(pid)) return gsym::Error("no process with pid " + std::to_string(pid));
+    if (is_kernel_thread(pid)) kernel_threads.push_back(pid);
+  }
 
   UnwindOptions unwind;
   unwind.max_frames = targets.max_depth;
@@ -271,7 +340,8 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   Capture capture = new_capture(targets);
 
   StopSignals stop_signals;
-  auto sampler = Sampler::start(sampler_options_for(options), assembler);
+  WithoutOwnPreExec sink(assembler);
+  auto sampler = Sampler::start(sampler_options_for(options), sink);
   if (!sampler) return sampler.error();
   // What this kernel cannot do, and what that costs, before any sample.
   if (options.on_started) options.on_started((*sampler)->notices());
@@ -285,14 +355,23 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   for (uint32_t pid : targets.pids) processes.current_image(pid);
   std::unique_ptr<LaunchedCommand> command;
   if (!targets.command.empty()) {
-    auto launched = launch_command(targets.command, **sampler, processes);
+    auto launched = launch_command(targets.command, **sampler, processes, sink);
     if (!launched) return launched.error();
     command = std::move(*launched);
   }
 
   capture.start_time_unix_ns = unix_time_ns();
   const auto start = std::chrono::steady_clock::now();
-  auto report_module_uses = [&] {
+  // After each poll: the live line's numbers (every 500 ms), the modules
+  // stacks started to use.
+  auto next_progress = start;
+  auto after_poll = [&] {
+    const auto now = std::chrono::steady_clock::now();
+    if (options.on_progress && now >= next_progress) {
+      next_progress = now + std::chrono::milliseconds(500);
+      options.on_progress(assembler.aggregator().samples(),
+                          std::chrono::duration<double>(now - start).count());
+    }
     if (!options.on_module_used) return;
     for (const StackAggregator::ModuleUse& use : assembler.take_new_module_uses()) {
       const ProcessImage& image = processes.image(use.image);
@@ -300,7 +379,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
     }
   };
   gsym::Expected<std::string> stop_reason =
-      sample_until_stopped(**sampler, targets, command.get(), start, report_module_uses);
+      sample_until_stopped(**sampler, targets, command.get(), start, after_poll);
   if (!stop_reason) return stop_reason.error();
   capture.duration_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
@@ -335,6 +414,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
     stats->frame_pointer_steps = assembler.unwinder().frame_pointer_steps();
     stats->frame_pointer_stacks = assembler.unwinder().frame_pointer_stacks();
     stats->ring_buffer_bytes = ring_buffer_bytes;
+    stats->kernel_threads = std::move(kernel_threads);
   }
   return capture;
 }

@@ -26,6 +26,9 @@ struct SessionOptions {
   // Called once sampling started, before the first sample, with what this
   // kernel cannot do and what is lost (Sampler::notices; may be empty).
   std::function<void(const std::vector<std::string>& notices)> on_started;
+  // Called about twice a second while sampling runs, with the samples
+  // received so far and the seconds since sampling started (a live line).
+  std::function<void(uint64_t samples, double elapsed_s)> on_progress;
 };
 
 struct SessionStats {
@@ -40,6 +43,7 @@ struct SessionStats {
   uint64_t frame_pointer_steps = 0;   // dwarf: frames the CFI unwinder reached by frame pointer
   uint64_t frame_pointer_stacks = 0;  // dwarf: stacks with such frames
   size_t ring_buffer_bytes = 0;       // the size the sampler chose
+  std::vector<uint32_t> kernel_threads;  // the -p targets that are kernel threads (no user stack)
 };
 
 // Samples until the duration elapses, SIGINT/SIGTERM arrives, or every

@@ -86,9 +86,13 @@ std::string store_call_graph(std::string_view mode, TargetOptions& options) {
 }
 
 constexpr TargetFlag kTargetFlags[] = {
-    {"-p", "PID[,PID...]", "profile these processes (all their threads)", store_pids},
-    {"-F", "HZ", "samples per second per CPU (default 99, max 100000)", store_frequency},
-    {"-d", "SECONDS", "stop after this long (default: Ctrl-C or all targets exit)", store_duration},
+    {"-p,--pid", "PID[,PID...]", "profile these processes (all their threads)", store_pids},
+    {"-F,--freq", "HZ", "samples per second per CPU (default 99, max 100000)", store_frequency},
+    {"-d,--duration", "SECONDS",
+     "stop after this long (default: Ctrl-C or all targets exit). With -- CMD, a command "
+     "still running then gets SIGTERM (SIGKILL 2 s later), the summary says it was stopped, "
+     "and gsymprof exits 0; a command that ends first gives gsymprof its exit status",
+     store_duration},
     {"--call-graph", "fp|dwarf[,SIZE]",
      "how user stacks are unwound: fp (frame pointers) or dwarf (copy the live user stack, "
      "at most SIZE bytes, default 262144, and unwind with the modules' CFI)",

@@ -1,6 +1,7 @@
 // userspace/session/target_options.h - the targeting flags shared by `profile` and
 // `record`, defined once (target_flags) so both commands accept exactly the same:
-//   -p PID[,PID...]   -F HZ   -d SECONDS   --call-graph fp|dwarf[,SIZE]   -- CMD ARGS...
+//   -p/--pid PID[,PID...]   -F/--freq HZ   -d/--duration SECONDS
+//   --call-graph fp|dwarf[,SIZE]   --max-depth N   -- CMD ARGS...
 #pragma once
 
 #include <cstdint>
@@ -41,14 +42,14 @@ struct TargetOptions {
 // One targeting flag, as the command-line table of `profile` and `record`
 // lists it (userspace/cli adds these to both).
 struct TargetFlag {
-  const char* name;        // "-p"
+  const char* names;       // "-p,--pid"
   const char* value_name;  // "PID[,PID...]"
   const char* help;
   // Stores `value` in `options`; returns "" or the one-line usage error.
   std::string (*store)(std::string_view value, TargetOptions& options);
 };
 
-// -p, -F, -d, --call-graph, --max-depth.
+// -p/--pid, -F/--freq, -d/--duration, --call-graph, --max-depth.
 std::span<const TargetFlag> target_flags();
 
 // --user-callchains (perf's name): user frames only.

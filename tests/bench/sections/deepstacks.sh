@@ -88,7 +88,7 @@ deep_run() {
   case $kind in
     none) "${inner[@]}" < "$DEEP_STDIN" > /dev/null 2>&1 ;;
     gsymprof)
-      "${outer[@]}" "$GSYMPROF" profile -F "$hz" -o "$TMP/deep.out" -- "${inner[@]}" \
+      "${outer[@]}" "$GSYMPROF" profile -v -F "$hz" -o "$TMP/deep.out" -- "${inner[@]}" \
         < "$DEEP_STDIN" 2> "$TMP/deep.err" > /dev/null ;;
     bpftrace)
       # bpftrace -c wants one executable path: a script that runs the pinned,
@@ -218,7 +218,7 @@ section_deepstacks() {
       ( while [[ ! -e $stop ]]; do "${DEEP_CMD[@]}" > /dev/null 2>&1; done ) & loops+=($!)
     done
     sleep 1
-    /usr/bin/time -f '%U %S %M' -o "$TMP/deep.prof" "$GSYMPROF" profile -F 999 -d 20 -o "$TMP/deep.out" 2> "$TMP/deep.err"
+    /usr/bin/time -f '%U %S %M' -o "$TMP/deep.prof" "$GSYMPROF" profile -v -F 999 -d 20 -o "$TMP/deep.out" 2> "$TMP/deep.err"
     touch "$stop"; wait "${loops[@]}"
     local taken lost ring bytes trunc cpu rss
     taken=$(sed -n 's/^gsymprof: \([0-9]*\) samples taken.*/\1/p' "$TMP/deep.err")

@@ -11,9 +11,9 @@ memory_run() {
   local kind=$1 seconds=$2 out=$3 gen=$TMP/unique_stacks
   case $kind in
     gsymprof)
-      /usr/bin/time -f '%M' -o "$TMP/mem.time" "$GSYMPROF" profile -F 999 -o "$TMP/mem.folded" \
+      /usr/bin/time -f '%M' -o "$TMP/mem.time" "$GSYMPROF" profile -v -F 999 -o "$TMP/mem.folded" \
         -- "$gen" "$seconds" 2> "$TMP/mem.err" || return 1
-      echo "$(cat "$TMP/mem.time") $(sed -n 's/.*unique stacks: \([0-9]*\).*/\1/p' "$TMP/mem.err")" >> "$out" ;;
+      echo "$(cat "$TMP/mem.time") $(sed -n 's/.* \([0-9]*\) unique stacks.*/\1/p' "$TMP/mem.err")" >> "$out" ;;
     perf-dwarf)
       /usr/bin/time -f '%M' -o "$TMP/mem.time" perf record -q --call-graph dwarf -F 999 -o "$TMP/mem.data" \
         -- "$gen" "$seconds" 2> "$TMP/mem.err" > /dev/null || return 1
@@ -37,9 +37,9 @@ memory_system() {
   sleep 2
   case $kind in
     gsymprof)
-      /usr/bin/time -f '%M' -o "$TMP/mem.time" "$GSYMPROF" profile -F 999 -d "$seconds" -o "$TMP/mem.folded" \
+      /usr/bin/time -f '%M' -o "$TMP/mem.time" "$GSYMPROF" profile -v -F 999 -d "$seconds" -o "$TMP/mem.folded" \
         2> "$TMP/mem.err"
-      echo "$(cat "$TMP/mem.time") $(sed -n 's/.*unique stacks: \([0-9]*\).*/\1/p' "$TMP/mem.err")" \
+      echo "$(cat "$TMP/mem.time") $(sed -n 's/.* \([0-9]*\) unique stacks.*/\1/p' "$TMP/mem.err")" \
         "$(sed -n 's/.*ringbuf_full \([0-9]*\).*/\1/p' "$TMP/mem.err")" >> "$out" ;;
     perf-dwarf)
       /usr/bin/time -f '%M' -o "$TMP/mem.time" perf record -q -a --call-graph dwarf -F 999 -o "$TMP/mem.data" \

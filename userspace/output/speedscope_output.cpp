@@ -1,0 +1,138 @@
+#include "userspace/output/speedscope_output.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "userspace/base/json_text.h"
+#include "userspace/output/folded_output.h"
+#include "userspace/output/frame_chains.h"
+
+namespace gsymprof {
+namespace {
+
+struct Thread {
+  std::map<std::string, uint64_t> comms;               // samples per comm
+  std::map<std::vector<uint32_t>, uint64_t> stacks;    // frame indexes, root first -> samples
+};
+
+// The comm with the most samples (the smallest name among equals).
+const std::string& main_comm(const Thread& thread) {
+  auto best = thread.comms.begin();
+  for (auto it = thread.comms.begin(); it != thread.comms.end(); ++it)
+    if (it->second > best->second) best = it;
+  return best->first;
+}
+
+void append_string(std::string& out, std::string_view text) { append_terminal_safe_json_string(out, text); }
+
+}  // namespace
+
+gsym::Expected<SpeedscopeProfile> speedscope_profile(const Capture& capture, GsymLocator& locator,
+                                                     const SymbolizeOptions& options) {
+  gsym::Expected<FrameChains> chains = symbolize_frames(capture, locator, options);
+  if (!chains) return chains.error();
+  const std::vector<SymbolizedFrame>& named = chains->symbolized.frames;
+
+  // speedscope's frames: one per distinct folded name (as the folded output
+  // and flame graphs merge them), numbered in name order, with the source
+  // file its occurrences agree on ("" when they differ: the concrete
+  // function's line at an address can be in a header).
+  struct Frame {
+    uint32_t number = 0;
+    std::string file;
+    bool files_differ = false;
+  };
+  std::map<std::string, Frame> frame_numbers;
+  std::vector<Frame*> frame_of(named.size(), nullptr);
+  for (size_t id = 0; id < named.size(); ++id) {
+    auto [it, added] = frame_numbers.try_emplace(folded_frame(named[id]));
+    if (added) it->second.file = named[id].file;
+    else if (it->second.file != named[id].file) it->second.files_differ = true;
+    frame_of[id] = &it->second;
+  }
+  const bool any_truncated = std::any_of(capture.stacks.begin(), capture.stacks.end(),
+                                         [](const CaptureStack& s) { return s.count != 0 && s.truncated; });
+  const std::string truncated_name = "[truncated]";
+  if (any_truncated) frame_numbers.try_emplace(truncated_name);
+  uint32_t next = 0;
+  for (auto& [name, frame] : frame_numbers) frame.number = next++;
+
+  // Each capture frame's chain in speedscope's numbers, root first.
+  std::vector<std::vector<uint32_t>> chain_numbers(chains->frames.size());
+  for (size_t i = 0; i < chains->frames.size(); ++i)
+    for (uint32_t id : chains->chains[i]) chain_numbers[i].push_back(frame_of[id]->number);
+
+  std::map<std::pair<uint32_t, uint32_t>, Thread> threads;  // (pid, tid)
+  std::vector<uint32_t> stack_numbers;
+  for (const CaptureStack& stack : capture.stacks) {
+    if (stack.count == 0) continue;
+    stack_numbers.clear();
+    if (stack.truncated) stack_numbers.push_back(frame_numbers.at(truncated_name).number);
+    for (auto frame = stack.frames.rbegin(); frame != stack.frames.rend(); ++frame) {
+      const std::vector<uint32_t>& chain = chain_numbers[chains->numbers.at(*frame)];
+      stack_numbers.insert(stack_numbers.end(), chain.begin(), chain.end());
+    }
+    Thread& thread = threads[{stack.pid, stack.tid}];
+    thread.comms[sanitize_folded_name(stack.comm)] += stack.count;
+    thread.stacks[stack_numbers] += stack.count;
+  }
+
+  SpeedscopeProfile out;
+  std::string& json = out.json;
+  json = "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"gsymprof\",\"name\":";
+  append_string(json, capture.host.empty() ? "gsymprof" : "gsymprof on " + capture.host);
+  json += ",\"activeProfileIndex\":0,\n\"shared\":{\"frames\":[";
+  bool first = true;
+  for (const auto& [name, frame] : frame_numbers) {
+    json += first ? "\n" : ",\n";
+    first = false;
+    json += "{\"name\":";
+    append_string(json, name);
+    if (!frame.file.empty() && !frame.files_differ) {
+      json += ",\"file\":";
+      append_string(json, frame.file);
+    }
+    json += '}';
+  }
+  json += "\n]},\n\"profiles\":[";
+  first = true;
+  for (const auto& [id, thread] : threads) {
+    const auto [pid, tid] = id;
+    std::string name = main_comm(thread) + " pid " + std::to_string(pid);
+    if (tid != 0) name += " tid " + std::to_string(tid);
+    uint64_t total = 0;
+    for (const auto& [frames, count] : thread.stacks) total += count;
+    json += first ? "\n" : ",\n";
+    first = false;
+    json += "{\"type\":\"sampled\",\"name\":";
+    append_string(json, name);
+    json += ",\"unit\":\"none\",\"startValue\":0,\"endValue\":" + std::to_string(total) + ",\n\"samples\":[";
+    bool first_sample = true;
+    for (const auto& [frames, count] : thread.stacks) {
+      json += first_sample ? "\n[" : ",\n[";
+      first_sample = false;
+      for (size_t i = 0; i < frames.size(); ++i) {
+        if (i != 0) json += ',';
+        json += std::to_string(frames[i]);
+      }
+      json += ']';
+    }
+    json += "\n],\n\"weights\":[";
+    first_sample = true;
+    for (const auto& [frames, count] : thread.stacks) {
+      if (!first_sample) json += ',';
+      first_sample = false;
+      json += std::to_string(count);
+    }
+    json += "]}";
+    out.samples += thread.stacks.size();
+  }
+  json += "\n]}\n";
+  out.symbolized = std::move(chains->symbolized);
+  return out;
+}
+
+}  // namespace gsymprof
