@@ -28,4 +28,17 @@ for cmd in profile record; do
   expect "$cmd, success" 0 "true exited 0" "$cmd" -F 99 -o "$out" -- true
   expect "$cmd, -d ends it" 0 "sleep was stopped (SIGTERM) when sampling ended" "$cmd" -F 99 -d 1 -o "$out" -- sleep 30
 done
+
+# -d stops what the command started too: a grandchild (here one its parent
+# leaves behind as it exits) is not orphaned.
+"$GSYMPROF" profile -F 99 -d 1 -o "$WORK/tree.folded" -- \
+  sh -c 'sleep 60 & echo $! >"$0"; sleep 60' "$WORK/grandchild.pid" 2>"$WORK/tree.err" >/dev/null ||
+  { cat "$WORK/tree.err" >&2; fail "profile -d of a process tree failed"; }
+grandchild=$(cat "$WORK/grandchild.pid")
+sleep 0.2
+if kill -0 "$grandchild" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$grandchild/status" 2>/dev/null; then
+  kill "$grandchild"
+  fail "-d left the command's child $grandchild running"
+fi
+echo "  -d: the command's child was stopped with it"
 echo "ok"

@@ -326,6 +326,22 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
   return std::unique_ptr<Sampler>(new Sampler(std::move(state)));
 }
 
+std::vector<uint32_t> Sampler::targets() const {
+  std::vector<uint32_t> out;
+  const bpf_map* map = state_->skel->maps.target_tgids;
+  uint32_t key = 0, next = 0;
+  const uint32_t* previous = nullptr;
+  // Bounded by the map's size: a key that vanishes meanwhile restarts the
+  // walk at most once per entry.
+  for (uint32_t steps = 0; steps < bpf_map__max_entries(map); ++steps) {
+    if (bpf_map__get_next_key(map, previous, &next, sizeof(next)) != 0) break;
+    out.push_back(next);
+    key = next;
+    previous = &key;
+  }
+  return out;
+}
+
 gsym::Status Sampler::add_target(uint32_t tgid) {
   uint8_t one = 1;
   if (bpf_map__update_elem(state_->skel->maps.target_tgids, &tgid, sizeof(tgid), &one,

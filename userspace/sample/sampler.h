@@ -46,6 +46,9 @@ class Sampler {
 
   // Adds a target process (only meaningful with filter_by_tgid).
   gsym::Status add_target(uint32_t tgid);
+  // The target processes now: those added and (following forks) their
+  // descendants, including ones reparented when their parent exited.
+  std::vector<uint32_t> targets() const;
   // Delivers pending records, waiting up to timeout_ms for the first one.
   // Returns the number of records delivered; EINTR counts as 0.
   gsym::Expected<int> poll(int timeout_ms);

@@ -151,12 +151,26 @@ class LaunchedCommand {
   }
   int status() const { return status_; }
 
-  // SIGTERM, a grace period, then SIGKILL.
-  void terminate() {
-    if (reaped_) return;
-    ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 100 && !exited(); ++i)
+  // SIGTERM, a grace period, then SIGKILL; the same for `descendants`
+  // (the processes the command started) that still run, so none is left
+  // behind. A pid that is no longer a descendant (reused) is not in the
+  // list: the fork tracepoint drops a pid reused by another process.
+  void terminate(const std::vector<uint32_t>& descendants = {}) {
+    auto alive = [](uint32_t pid) { return process_alive(pid); };  // zombies are done
+    std::vector<uint32_t> others;
+    for (uint32_t pid : descendants)
+      if (static_cast<pid_t>(pid) != pid_ && static_cast<pid_t>(pid) != ::getpid() && alive(pid))
+        others.push_back(pid);
+    if (reaped_ && others.empty()) return;
+    if (!reaped_) ::kill(pid_, SIGTERM);
+    for (uint32_t pid : others) ::kill(static_cast<pid_t>(pid), SIGTERM);
+    auto all_gone = [&] {
+      return exited() && std::none_of(others.begin(), others.end(), alive);
+    };
+    for (int i = 0; i < 100 && !all_gone(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (uint32_t pid : others)
+      if (alive(pid)) ::kill(static_cast<pid_t>(pid), SIGKILL);
     if (!reaped_) {
       ::kill(pid_, SIGKILL);
       wait_blocking();
@@ -389,13 +403,17 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   SamplerCounters counters = (*sampler)->counters();
   const size_t ring_buffer_bytes = (*sampler)->ring_buffer_bytes();
   const bool sideband_on = (*sampler)->sideband_on();
+  // Everything the command started (its descendants, also those its exit
+  // orphaned), stopped with it when sampling ends first.
+  std::vector<uint32_t> command_tree;
+  if (command) command_tree = (*sampler)->targets();
   sampler->reset();  // detach: stop sampling before the user-space work
   if (sideband_on)
     assembler.use_sideband([lost = counters[PROFILE_COUNTER_SIDEBAND_LOST]] { return lost; });
   // Images that missed an address since their last read, while alive.
   assembler.finish();
   const bool command_stopped = command && !command->exited();
-  if (command) command->terminate();
+  if (command) command->terminate(command_tree);
 
   JitReport jit;
   report_losses(counters, assembler);
