@@ -42,7 +42,14 @@ echo "live profile"
 profile_run "$WORK/live.folded" "$WORK/live.err" -v -F 999 -- "$FIX" vdso 2
 check "$WORK/live.folded" "profile"
 expect_no_loss "$WORK/live.err"
-grep -q 'unwind_no_module 0' "$WORK/live.err" || fail "unwinds stopped in a module-less frame: $(cat "$WORK/live.err")"
+# No walk may stop in a module-less frame (the vDSO is a module), but for
+# the rare sample taken inside execve, after the new program's name and
+# before its mappings (its registers are still the old program's): at most
+# one in 500 samples.
+no_module=$(sed -n 's/.*unwind_no_module \([0-9]*\).*/\1/p' "$WORK/live.err" | head -1)
+taken=$(sed -n 's/^gsymprof: \([0-9]*\) samples taken.*/\1/p' "$WORK/live.err" | head -1)
+[[ -n $no_module && -n $taken ]] || fail "the summary lacks the unwind counters: $(cat "$WORK/live.err")"
+(( no_module * 500 <= taken )) || fail "unwinds stopped in a module-less frame ($no_module of $taken): $(cat "$WORK/live.err")"
 
 echo "record, then symbolize"
 "$GSYMPROF" record -F 999 -o "$WORK/cap.json" -- "$FIX" vdso 2 2>"$WORK/rec.err" ||
