@@ -160,4 +160,10 @@ gsym::Expected<RenderedOutput> render(Capture& capture, GsymLocator& locator,
   return out;
 }
 
+gsym::Status write_stats_file(RunSummary& summary, const std::string& path) {
+  if (path.empty()) return gsym::Status::success();
+  summary.files.push_back({path, "summary as JSON"});
+  return write_output(run_summary_json(summary), path);
+}
+
 }  // namespace gsymprof

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gsym/base/expected.h"
+#include "userspace/report/run_summary.h"
 #include "userspace/cli/command_line.h"
 #include "userspace/session/target_options.h"
 #include "userspace/symbolize/gsym_locator.h"
@@ -62,6 +63,10 @@ struct SvgFlags {
 void add_svg_flags(CommandLine& cli, SvgFlags& flags);
 // The usage error of --svg with a --format other than folded ("" = fine).
 std::string check_svg_format(const SvgFlags& flags, OutputFormat format);
+
+// --stats FILE: names it among the files written and writes the summary's
+// facts to it as JSON (nothing when `path` is empty).
+gsym::Status write_stats_file(RunSummary& summary, const std::string& path);
 
 // --stats FILE (the summary's facts as JSON: run_summary.h) and -v/--verbose
 // (every summary line, zero counters and internals too).

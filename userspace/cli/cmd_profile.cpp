@@ -112,11 +112,8 @@ int cmd_profile(int argc, char** argv) {
   summary.symbolized = true;
   summary.module_reports = std::move(output->modules);
   summary.unique_stacks = output->unique_stacks;
-  if (!stats_path.empty()) {
-    summary.files.push_back({stats_path, "summary as JSON"});
-    if (auto status = write_output(run_summary_json(summary), stats_path); !status)
-      return cli.failure(status.error().to_string());
-  }
+  if (auto status = write_stats_file(summary, stats_path); !status)
+    return cli.failure(status.error().to_string());
   print_run_summary(summary, verbose);
   print_locator_notes(*locator);
   print_files_written(summary, format == OutputFormat::Folded && output_path.empty());

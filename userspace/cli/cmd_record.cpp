@@ -97,11 +97,8 @@ int cmd_record(int argc, char** argv) {
   summary.session = &stats;
   summary.kernel_stacks = session.targets.kernel_stacks;
   summary.files.push_back({output_path, "capture, for 'gsymprof symbolize'"});
-  if (!stats_path.empty()) {
-    summary.files.push_back({stats_path, "summary as JSON"});
-    if (auto status = write_output(run_summary_json(summary), stats_path); !status)
-      return cli.failure(status.error().to_string());
-  }
+  if (auto status = write_stats_file(summary, stats_path); !status)
+    return cli.failure(status.error().to_string());
   print_run_summary(summary, verbose);
   if (!kept.reports.empty())
     std::fprintf(stderr,
