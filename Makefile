@@ -8,7 +8,7 @@
 #   make test-kernels  gsymprof under Debian 12's 6.1 and bookworm's 6.12
 #                   kernels, booted under qemu (also part of make test)
 #   make fuzz       build the libFuzzer targets and run each FUZZ_SECONDS
-#   make bench      benchmarks (never part of make test); results -> README
+#   make bench      benchmarks (never part of make test); results -> tests/bench/RESULTS.md
 #   make install    gsymprof and its manual page under PREFIX (/usr/local)
 #   make flame-png  docs/flame.png, the README's picture: the demo's flame
 #                   graph rendered by headless Chromium (needs root, as demo)

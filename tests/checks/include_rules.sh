@@ -1,5 +1,5 @@
 #!/bin/bash
-# Check: the include rule between the pipeline's stages (README.md,
+# Check: the include rule between the pipeline's stages (userspace/README.md,
 # Architecture). Each folder of userspace/ may include only the stages listed
 # for it (and itself); gsym/ includes nothing of userspace/ or bpf/; the
 # BPF header is shared only by bpf/, the sampler and the counters' name
@@ -28,7 +28,7 @@ bad=0
 for dir in userspace/*/; do
   stage=$(basename "$dir")
   if [[ ! -v allowed[$stage] ]]; then
-    echo "include rule: userspace/$stage/ is a stage the rule does not know: add it to tests/checks/include_rules.sh and README.md"
+    echo "include rule: userspace/$stage/ is a stage the rule does not know: add it to tests/checks/include_rules.sh and userspace/README.md"
     bad=1
     continue
   fi

@@ -86,7 +86,7 @@ size_t ring_buffer_bytes_for(size_t cpus, uint32_t frequency_hz, size_t typical_
 
 // The record sizes `options` makes the kernel side send: {typical, largest}.
 // A stack-copy record carries the live stack only; most are a few KiB (the
-// README's Performance section has the measured means), so the typical size
+// tests/bench/README.md's Results have the measured means), so the typical size
 // assumes 16 KiB, or the cap if smaller.
 std::pair<size_t, size_t> record_bytes_for(const SamplerOptions& options);
 

@@ -64,6 +64,6 @@ TEST_CASE("ring buffer size: record sizes by call-graph mode") {
   CHECK(small_typical == small_largest);
   // The default session on this machine: 2 CPUs at 999 Hz get 32 MiB
   // (17 MB half a second, rounded up to a power of two), which dropped no
-  // sample system-wide during a 2-job compile (README, Performance).
+  // sample system-wide during a 2-job compile (tests/bench/README.md, Results).
   CHECK(ring_buffer_bytes_for(2, 999, typical, largest) == 32 * kMiB);
 }
