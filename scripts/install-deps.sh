@@ -23,7 +23,10 @@ zstd python3
 qemu-system-x86 busybox-static cpio
 "
 # Extra packages only the benchmarks need (make bench passes --bench).
-BENCH_PACKAGES="llvm-22-dev linux-perf bpftrace dpkg-dev hyperfine time"
+# bpfcc-tools: offcputime-bpfcc, the off-CPU peer (tests/bench/sections/offcpu.sh;
+# it needs kprobes and kernel headers, so on a kernel without them the
+# section says so and compares with bpftrace only).
+BENCH_PACKAGES="llvm-22-dev linux-perf bpftrace bpfcc-tools dpkg-dev hyperfine time"
 # The flame-graph browser test (headless Chromium) needs these.
 BROWSER_PACKAGES="chromium"
 
