@@ -93,14 +93,33 @@ static __always_inline bool is_target(__u32 tgid) {
   return bpf_map_lookup_elem(&target_tgids, &tgid) != NULL;
 }
 
+/* What a record says of time off the CPU: nothing for a CPU sample. */
+struct off_cpu_wait {
+  __u64 ns;
+  __u32 state; /* profile_event_header.off_cpu_state */
+};
+
+/* A wait long enough for a stack, until its thread returns to user space
+ * (off_cpu_sys_exit); its kernel stack was read when it was switched in. */
+struct off_cpu_pending {
+  __u64 ns;
+  __u64 user_ip, user_sp;
+  __u32 state;
+  __u32 kernel_frame_count;
+  __u64 kernel_ips[PROFILE_MAX_KERNEL_FRAMES];
+};
+
 static __always_inline void fill_header(struct profile_event_header* header, __u32 kind,
-                                        __u32 size, __u64 pid_tgid) {
+                                        __u32 size, __u64 pid_tgid, struct off_cpu_wait wait) {
   header->kind = kind;
   header->size = size;
   header->tgid = pid_tgid >> 32;
   header->tid = (__u32)pid_tgid;
   header->time_ns = bpf_ktime_get_ns();
   bpf_get_current_comm(header->comm, sizeof(header->comm));
+  header->off_cpu_ns = wait.ns;
+  header->off_cpu_state = wait.state;
+  header->reserved = 0;
 }
 
 /* Whether the sample interrupted user mode. On x86 the helper call below
@@ -117,11 +136,18 @@ static __always_inline bool interrupted_user_mode(struct bpf_perf_event_data* ct
 #endif
 }
 
-/* The kernel part of the sample, leaf first, when it interrupted the kernel
- * (a sample taken in user mode has none). */
-static __always_inline __u32 read_kernel_stack(struct bpf_perf_event_data* ctx, __u64* ips,
+/* The kernel part of the sample, leaf first, when there is one: a CPU
+ * sample that interrupted the kernel, or a wait's (read when it ended). */
+static __always_inline __u32 read_kernel_stack(void* ctx, bool in_kernel,
+                                               const struct off_cpu_pending* pending, __u64* ips,
                                                __u32* flags) {
-  if (!kernel_stacks || interrupted_user_mode(ctx)) return 0;
+  if (!kernel_stacks) return 0;
+  if (pending) {
+    __builtin_memcpy(ips, pending->kernel_ips, sizeof(pending->kernel_ips));
+    __u32 frames = pending->kernel_frame_count;
+    return frames < PROFILE_MAX_KERNEL_FRAMES ? frames : PROFILE_MAX_KERNEL_FRAMES;
+  }
+  if (!in_kernel) return 0;
   const long size = PROFILE_MAX_KERNEL_FRAMES * sizeof(__u64);
   long bytes = bpf_get_stack(ctx, ips, size, 0);
   if (bytes < 0) {
@@ -244,8 +270,9 @@ static __always_inline __u32 copy_user_stack(struct bpf_dynptr* record, __u32 fi
  * costs a small record and a deep one is copied whole. The registers are the
  * task's user registers (bpf_task_pt_regs), also when the sample interrupted
  * a system call. */
-static __always_inline int send_stack_copy(struct bpf_perf_event_data* ctx,
-                                           struct task_struct* task, __u64 pid_tgid) {
+static __always_inline int send_stack_copy(void* ctx, bool in_kernel, const struct off_cpu_pending* pending,
+                                           struct task_struct* task, __u64 pid_tgid,
+                                           struct off_cpu_wait wait) {
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
   if (!regs) {
     count(PROFILE_COUNTER_NO_USER_STACK);
@@ -271,13 +298,13 @@ static __always_inline int send_stack_copy(struct bpf_perf_event_data* ctx,
     count(PROFILE_COUNTER_RINGBUF_FULL);
     return 0;
   }
-  fill_header(&event->header, PROFILE_EVENT_STACK_COPY, fixed + size, pid_tgid);
+  fill_header(&event->header, PROFILE_EVENT_STACK_COPY, fixed + size, pid_tgid, wait);
   event->ip = regs->ip;
   event->sp = sp;
   event->bp = regs->bp;
   event->flags = 0;
   event->reserved = 0;
-  event->kernel_frame_count = read_kernel_stack(ctx, event->kernel_ips, &event->flags);
+  event->kernel_frame_count = read_kernel_stack(ctx, in_kernel, pending, event->kernel_ips, &event->flags);
   const __u32 copied = copy_user_stack(&record, fixed, sp, size);
   event->stack_size = copied;
   if (copied < size) {
@@ -288,12 +315,11 @@ static __always_inline int send_stack_copy(struct bpf_perf_event_data* ctx,
   return 0;
 }
 
-SEC("perf_event")
-int sample_stack(struct bpf_perf_event_data* ctx) {
-  __u64 pid_tgid = bpf_get_current_pid_tgid();
-  if (!is_target(pid_tgid >> 32)) return 0;
-  count(PROFILE_COUNTER_SAMPLES);
-
+/* Sends the current task's stack: a CPU sample (`in_kernel`: it interrupted
+ * the kernel), or a wait that ended (`pending`: its kernel stack; without
+ * `user_side`, no user frames: the thread is no longer where it blocked). */
+static __always_inline int send_sample(void* ctx, bool in_kernel, const struct off_cpu_pending* pending,
+                                       bool user_side, __u64 pid_tgid, struct off_cpu_wait wait) {
   struct task_struct* task = bpf_get_current_task_btf();
   /* A kernel thread has no user stack: with kernel stacks its sample is
    * kernel frames only (an fp record with no user frames, in either mode). */
@@ -302,8 +328,8 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
     count(PROFILE_COUNTER_NO_USER_STACK);
     return 0;
   }
-  if (sample_mode == PROFILE_MODE_STACK_COPY && !kernel_thread)
-    return send_stack_copy(ctx, task, pid_tgid);
+  if (sample_mode == PROFILE_MODE_STACK_COPY && !kernel_thread && user_side)
+    return send_stack_copy(ctx, in_kernel, pending, task, pid_tgid, wait);
 
   struct profile_fp_stack_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {
@@ -312,9 +338,9 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
   }
   event->flags = 0;
   event->reserved = 0;
-  event->kernel_frame_count = read_kernel_stack(ctx, event->kernel_ips, &event->flags);
+  event->kernel_frame_count = read_kernel_stack(ctx, in_kernel, pending, event->kernel_ips, &event->flags);
   long bytes = 0;
-  if (!kernel_thread) {
+  if (!kernel_thread && user_side) {
     bytes = bpf_get_stack(ctx, event->ips, sizeof(event->ips), BPF_F_USER_STACK);
     if (bytes < 0) {
       count(PROFILE_COUNTER_STACK_ERROR);
@@ -322,13 +348,13 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
       return 0;
     }
   }
-  if (bytes == 0 && (!kernel_thread || event->kernel_frame_count == 0)) {
+  if (bytes == 0 && ((!kernel_thread && user_side) || event->kernel_frame_count == 0)) {
     count(PROFILE_COUNTER_NO_USER_STACK);
     bpf_ringbuf_discard(event, 0);
     return 0;
   }
   if (kernel_thread) count(PROFILE_COUNTER_KERNEL_THREAD);
-  fill_header(&event->header, PROFILE_EVENT_FP_STACK, sizeof(*event), pid_tgid);
+  fill_header(&event->header, PROFILE_EVENT_FP_STACK, sizeof(*event), pid_tgid, wait);
   event->frame_count = bytes / sizeof(__u64);
   /* A full buffer means the walk may have been cut at the depth limit. */
   if (bytes >= (long)sizeof(event->ips)) {
@@ -336,6 +362,194 @@ int sample_stack(struct bpf_perf_event_data* ctx) {
     count(PROFILE_COUNTER_TRUNCATED);
   }
   bpf_ringbuf_submit(event, sample_wakeup(pid_tgid >> 32));
+  return 0;
+}
+
+SEC("perf_event")
+int sample_stack(struct bpf_perf_event_data* ctx) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  if (!is_target(pid_tgid >> 32)) return 0;
+  count(PROFILE_COUNTER_SAMPLES);
+  struct off_cpu_wait on_cpu = {0, 0};
+  return send_sample(ctx, !interrupted_user_mode(ctx), NULL, true, pid_tgid, on_cpu);
+}
+
+/* ---- Time off the CPU (--off-cpu, --wall) ----
+ * Only tracepoints: kprobes and BPF trampolines are not on every kernel
+ * (some have neither). sched_switch sees both ends of a wait: when a target
+ * thread is switched out it notes when, in which state and at which user
+ * registers; when it is switched in, the time away is known, and its kernel
+ * stack, frozen where it blocked, is read then (bpf_get_task_stack). Its
+ * user stack is read in its own context, where the system call it blocked
+ * in returns (sys_exit): the user registers are still those of the call, so
+ * the stack is the one it blocked in. Waits shorter than off_cpu_min_ns, and
+ * (--wall) time runnable but waiting for a CPU, are only summed per thread
+ * in short_waits: a thread that switches every few microseconds costs a map
+ * update per switch, not a stack copy. A wait outside a system call (a page
+ * fault) is sent with its kernel stack only, at the thread's next switch.
+ * A wait still going on when profiling stops is not counted. */
+
+const volatile __u64 off_cpu_min_ns = 1000000;
+/* --wall: also time runnable but not running (preempted, yielding). */
+const volatile bool off_cpu_runqueue = false;
+
+/* Kernel TASK_* states (stable since Linux 2.6) a switch-out is judged by. */
+#define TASK_RUNNING 0x0000
+#define TASK_STATE_EXITING (0x0010 | 0x0020 | 0x0080) /* EXIT_DEAD, EXIT_ZOMBIE, TASK_DEAD */
+
+struct off_cpu_start {
+  __u64 time_ns;
+  __u64 user_ip, user_sp; /* where the thread entered the kernel */
+  __u32 state;            /* off_cpu_state without PROFILE_OFF_CPU */
+  __u32 reserved;
+};
+
+/* tid -> when and how it left the CPU. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32);
+  __type(value, struct off_cpu_start);
+} off_cpu_starts SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, struct off_cpu_pending);
+} off_cpu_pending SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct off_cpu_pending);
+} pending_scratch SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct profile_short_wait_key);
+  __type(value, struct profile_short_wait_value);
+} short_waits SEC(".maps");
+
+static __always_inline __u32 task_state(struct task_struct* task) {
+  if (bpf_core_field_exists(task->__state)) return BPF_CORE_READ(task, __state);
+  return (__u32)BPF_CORE_READ((struct task_struct___pre_5_14*)task, state);
+}
+
+static __always_inline void add_to_sum(struct profile_short_wait_value* sum, __u64 ns) {
+  __sync_fetch_and_add(&sum->ns, ns);
+  __sync_fetch_and_add(&sum->count, 1);
+  count(PROFILE_COUNTER_SHORT_WAITS);
+}
+
+/* Sums a wait of `task` without a stack of its own. */
+static __always_inline void add_short_wait(struct task_struct* task, __u32 tgid, __u32 tid, __u32 state,
+                                           __u64 ns) {
+  struct profile_short_wait_key key = {tgid, tid, state, 0};
+  struct profile_short_wait_value* sum = bpf_map_lookup_elem(&short_waits, &key);
+  if (sum) {
+    add_to_sum(sum, ns);
+    return;
+  }
+  struct profile_short_wait_value first = {0, 0};
+  bpf_probe_read_kernel_str(first.comm, sizeof(first.comm), task->comm);
+  /* BPF_NOEXIST: another CPU may have added it meanwhile; then add to it. */
+  bpf_map_update_elem(&short_waits, &key, &first, BPF_NOEXIST);
+  sum = bpf_map_lookup_elem(&short_waits, &key);
+  if (!sum) {
+    count(PROFILE_COUNTER_SHORT_WAITS_LOST);
+    return;
+  }
+  add_to_sum(sum, ns);
+}
+
+/* The current thread's wait `pending`, sent: with its user stack when the
+ * thread is still at the user registers it blocked with (`same_place`),
+ * else with its kernel stack only. */
+static __always_inline void send_pending(void* ctx, __u64 pid_tgid, struct off_cpu_pending* pending,
+                                         bool same_place) {
+  count(PROFILE_COUNTER_SAMPLES);
+  struct off_cpu_wait wait = {pending->ns, pending->state | PROFILE_OFF_CPU};
+  send_sample(ctx, false, pending, same_place, pid_tgid, wait);
+}
+
+static __always_inline void switch_out(void* ctx, bool preempt, struct task_struct* prev) {
+  __u32 tgid = prev->tgid;
+  if (!is_target(tgid) || !prev->mm) return; /* kernel threads have no user side */
+  __u32 state = task_state(prev) & PROFILE_TASK_STATE_MASK;
+  if (state & TASK_STATE_EXITING) return; /* it never comes back */
+  const bool runnable = preempt || state == TASK_RUNNING;
+  if (runnable && !off_cpu_runqueue) return;
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(prev);
+  struct off_cpu_start start = {bpf_ktime_get_ns(), regs->ip, regs->sp,
+                                runnable ? PROFILE_OFF_CPU_PREEMPTED : state, 0};
+  __u32 tid = prev->pid;
+  /* A wait not sent yet from elsewhere than this system call (a page
+   * fault): its user stack is gone, send its kernel stack. */
+  struct off_cpu_pending* pending = bpf_map_lookup_elem(&off_cpu_pending, &tid);
+  if (pending && (pending->user_ip != start.user_ip || pending->user_sp != start.user_sp)) {
+    send_pending(ctx, bpf_get_current_pid_tgid(), pending, false);
+    bpf_map_delete_elem(&off_cpu_pending, &tid);
+  }
+  if (bpf_map_update_elem(&off_cpu_starts, &tid, &start, BPF_ANY)) count(PROFILE_COUNTER_OFF_CPU_UNTRACKED);
+}
+
+static __always_inline void switch_in(struct task_struct* next) {
+  __u32 tid = next->pid;
+  struct off_cpu_start* start = bpf_map_lookup_elem(&off_cpu_starts, &tid);
+  if (!start) return;
+  const __u64 ns = bpf_ktime_get_ns() - start->time_ns;
+  const __u32 state = start->state;
+  const __u64 user_ip = start->user_ip, user_sp = start->user_sp;
+  bpf_map_delete_elem(&off_cpu_starts, &tid);
+  struct off_cpu_pending* pending = bpf_map_lookup_elem(&off_cpu_pending, &tid);
+  if (pending && pending->state == state) {
+    /* Blocked again in the same system call: one wait, the first stack. */
+    __sync_fetch_and_add(&pending->ns, ns);
+    return;
+  }
+  if ((state & PROFILE_OFF_CPU_PREEMPTED) || ns < off_cpu_min_ns) {
+    add_short_wait(next, next->tgid, tid, state, ns);
+    return;
+  }
+  __u32 zero = 0;
+  struct off_cpu_pending* fresh = bpf_map_lookup_elem(&pending_scratch, &zero);
+  if (!fresh) return;
+  fresh->ns = ns;
+  fresh->state = state;
+  fresh->user_ip = user_ip;
+  fresh->user_sp = user_sp;
+  fresh->kernel_frame_count = 0;
+  if (kernel_stacks) {
+    long bytes = bpf_get_task_stack(next, fresh->kernel_ips, sizeof(fresh->kernel_ips), 0);
+    if (bytes < 0) count(PROFILE_COUNTER_KERNEL_STACK_ERROR);
+    else fresh->kernel_frame_count = bytes / sizeof(__u64);
+  }
+  if (bpf_map_update_elem(&off_cpu_pending, &tid, fresh, BPF_ANY)) count(PROFILE_COUNTER_OFF_CPU_UNTRACKED);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(off_cpu_switch, bool preempt, struct task_struct* prev, struct task_struct* next) {
+  switch_out(ctx, preempt, prev);
+  switch_in(next);
+  return 0;
+}
+
+/* A system call returns: a thread back from a long wait sends it, with the
+ * user stack it blocked in (still the current one). One hash lookup per
+ * system call otherwise. */
+SEC("raw_tp/sys_exit")
+int off_cpu_sys_exit(struct bpf_raw_tracepoint_args* ctx) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  __u32 tid = (__u32)pid_tgid;
+  struct off_cpu_pending* pending = bpf_map_lookup_elem(&off_cpu_pending, &tid);
+  if (!pending) return 0;
+  struct task_struct* task = bpf_get_current_task_btf();
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
+  send_pending(ctx, pid_tgid, pending, regs->ip == pending->user_ip && regs->sp == pending->user_sp);
+  bpf_map_delete_elem(&off_cpu_pending, &tid);
   return 0;
 }
 

@@ -58,8 +58,21 @@ enum profile_counter {
                                          PROFILE_MAX_KERNEL_FRAMES */
   PROFILE_COUNTER_KERNEL_THREAD,      /* kept: a kernel thread's sample (kernel
                                          frames only) */
+  PROFILE_COUNTER_OFF_CPU_UNTRACKED,  /* lost: a wait that could not be timed
+                                         (the switch-out map was full) */
+  PROFILE_COUNTER_SHORT_WAITS,        /* waits shorter than off_cpu_min_ns,
+                                         summed in short_waits, not sent */
+  PROFILE_COUNTER_SHORT_WAITS_LOST,   /* lost: a short wait not summed (the
+                                         short_waits map was full) */
   PROFILE_COUNTER_COUNT,
 };
+
+/* profile_event_header.off_cpu_state: the task's state when it was
+ * switched out (the kernel's TASK_* bits, __state) in the low bits, plus: */
+#define PROFILE_OFF_CPU 0x80000000u           /* an off-CPU record: the stack where
+                                                 the thread blocked, off_cpu_ns long */
+#define PROFILE_OFF_CPU_PREEMPTED 0x40000000u /* switched out while runnable */
+#define PROFILE_TASK_STATE_MASK 0x0000ffffu
 
 struct profile_event_header {
   __u32 kind; /* enum profile_event_kind */
@@ -67,6 +80,24 @@ struct profile_event_header {
   __u32 tgid;
   __u32 tid;
   __u64 time_ns; /* bpf_ktime_get_ns() */
+  char comm[PROFILE_COMM_LEN];
+  __u64 off_cpu_ns;    /* off-CPU records: nanoseconds off the CPU */
+  __u32 off_cpu_state; /* 0 for a CPU sample; PROFILE_OFF_CPU | ... */
+  __u32 reserved;
+};
+
+/* The short_waits map: waits shorter than off_cpu_min_ns, summed per thread
+ * and state at switch-out (state as in off_cpu_state, without
+ * PROFILE_OFF_CPU). */
+struct profile_short_wait_key {
+  __u32 tgid;
+  __u32 tid;
+  __u32 state;
+  __u32 reserved;
+};
+struct profile_short_wait_value {
+  __u64 ns;
+  __u64 count;
   char comm[PROFILE_COMM_LEN];
 };
 

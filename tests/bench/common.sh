@@ -83,7 +83,8 @@ gsymprof_ready() { [[ -x $GSYMPROF ]]; }
 subcommand_has() {
   local flag=$1
   shift
-  gsymprof_ready && "$GSYMPROF" "$@" --help 2>&1 | grep -q -- "$flag"
+  # grep reads it all: with pipefail, grep -q leaving early would fail the pipeline (SIGPIPE)
+  gsymprof_ready && "$GSYMPROF" "$@" --help 2>&1 | grep -- "$flag" >/dev/null
 }
 subcommand_works() { gsymprof_ready && "$GSYMPROF" "$@" --help >/dev/null 2>&1; }
 

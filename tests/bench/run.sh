@@ -3,7 +3,7 @@
 # test). Every number is measured side by side with a peer tool in the same
 # run, ours and the peer's runs alternating, and quoted as a median.
 #
-#   tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [deepstacks] [memory] [tail]   (none: all)
+#   tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [deepstacks] [memory] [tail] [offcpu]   (none: all)
 #
 # Sections (each prints a markdown table and replaces its own block in
 # tests/bench/RESULTS.md; a section whose tool is not ready says so and skips):
@@ -17,6 +17,8 @@
 #               (the sampling interrupt timed with bpftrace, when installed)
 #   memory   peak RSS per unique stack (unique_stacks.c) vs perf / bpftrace
 #   tail     seconds from the end of sampling to the output, cold and warm, vs perf
+#   offcpu   --off-cpu cost on perf bench sched pipe vs bcc offcputime / bpftrace /
+#            perf --off-cpu, and agreement with them on the offcpu_waits fixture
 #
 # Environment: BUILD (build dir, default build), GSYMPROF (default
 # $BUILD/gsymprof), BENCH_DIR (corpus cache, default
@@ -57,7 +59,7 @@ source "$HERE/common.sh"
 # ------------------------------------------------------------------- main --
 
 # Every section, in the order a run without arguments takes them.
-ALL_SECTIONS=(lookup convert profile symbolize perfdata stacks deepstacks memory tail)
+ALL_SECTIONS=(lookup convert profile symbolize perfdata stacks deepstacks memory tail offcpu)
 is_section() {
   local name
   for name in "${ALL_SECTIONS[@]}"; do [[ $1 == "$name" ]] && return 0; done

@@ -6,8 +6,10 @@
 #    budget (200,000 instructions, 20% of the kernel's limit), and a
 #    missing feature is reported as missing.
 #  - A kernel without the side-band records, the stack copy's helpers,
-#    bpf_find_vma or raw tracepoints still gives a complete CPU profile of
-#    the fixture, with one line saying what is lost.
+#    bpf_find_vma, raw tracepoints or off-CPU support (--wall) still gives a
+#    complete CPU profile of the fixture, with one line saying what is lost,
+#    counted in the summary and --stats (features_off); --off-cpu alone
+#    there fails with one line.
 #  - Without the ring buffer, profile fails with a line naming it and the
 #    first kernel that has it; doctor exits 1.
 #  - While `profile -p` runs, no program of gsymprof's is attached to a
@@ -67,6 +69,20 @@ expect_dominant "$WORK/find_vma.folded" profile_fixture "$EXEC_STACK" 60
 # -- CMD follows forks: without raw tracepoints the line says so.
 without_run raw_tracepoint "fork following off: this kernel lacks raw tracepoint programs (Linux 4.17)"
 expect_dominant "$WORK/raw_tracepoint.folded" profile_fixture "$EXEC_STACK" 60
+
+# --- off-CPU time needs sched_switch + bpf_get_task_stack: --wall keeps its
+# CPU samples and says what is lost; --off-cpu alone has nothing left: exit 1.
+without_run off_cpu "off-CPU time off: this kernel lacks" --wall --stats "$WORK/off_cpu.stats.json"
+expect_dominant "$WORK/off_cpu.folded" profile_fixture "$EXEC_STACK" 60
+grep -q '\[off-cpu ' "$WORK/off_cpu.folded" && fail "without off_cpu: off-CPU stacks anyway"
+# The summary counts what was off, for scripts.
+python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); assert s["features_off"] == 1, s["features_off"]; assert "off-CPU" in s["features_off_reasons"][0]' \
+  "$WORK/off_cpu.stats.json" || fail "--stats: features_off is not 1 without off_cpu"
+grep -q "1 kernel feature off for this session" "$WORK/off_cpu.err" || fail "without off_cpu: the summary does not count the feature off"
+if GSYMPROF_KERNEL_WITHOUT=off_cpu "$GSYMPROF" profile --off-cpu -d 1 -o "$WORK/off.folded" -- true 2>"$WORK/off.err"; then
+  fail "--off-cpu without off_cpu support exited 0"
+fi
+grep -q "^gsymprof profile: --off-cpu: this kernel lacks" "$WORK/off.err" || { cat "$WORK/off.err" >&2; fail "--off-cpu without support: no one-line reason"; }
 
 # --- sampling itself impossible: one line, exit 1 ---
 GSYMPROF_KERNEL_WITHOUT=ringbuf "$GSYMPROF" profile -d 1 -o "$WORK/none.folded" -- true 2>"$WORK/none.err"

@@ -113,6 +113,22 @@ for w in "${WAITS[@]}"; do
   (( sleeping >= 95 )) || { grep -- "$re" "$F" | head -5 >&2; fail "$w: the reason frame is not [off-cpu S]"; }
 done
 [[ -s $WORK/nofp.svg ]] && grep -q 'wait_sleep' "$WORK/nofp.svg" || fail "--svg drew no off-CPU flame graph"
+grep -q 'Off-CPU Time Flame Graph' "$WORK/nofp.svg" || fail "the off-CPU flame graph is not titled as such"
+grep -Eq '<title>wait_sleep \([0-9,]+ ns, ' "$WORK/nofp.svg" || fail "the off-CPU flame graph does not count nanoseconds"
+
+echo "record --off-cpu, then symbolize: the same waits, offline"
+"$GSYMPROF" record --off-cpu -o "$WORK/waits.gsymcap" -- \
+  "$WORK/nofp/offcpu_waits" "$SECONDS_RUN" "$WORK/rec.measured" 2>"$WORK/rec.err" ||
+  { cat "$WORK/rec.err" >&2; fail "record --off-cpu failed"; }
+grep -q '"clock": "off-cpu"' "$WORK/waits.gsymcap" || fail "the capture does not say it measures off-CPU time"
+F=$WORK/rec.folded
+"$GSYMPROF" symbolize "$WORK/waits.gsymcap" -o "$F" 2>"$WORK/sym.err" || { cat "$WORK/sym.err" >&2; fail "symbolize failed"; }
+check_order "$F" "symbolize"
+for w in "${WAITS[@]}"; do
+  re=";$w;"
+  within "$w (offline)" "$(ns "$F" "$re" off)" "$(measured "$WORK/rec.measured" "$w")" 10 ||
+    { grep -- "$re" "$F" | sort -t' ' -k2 -nr | head -5 >&2; fail "$w: off-CPU time symbolized offline off by more than 10%"; }
+done
 
 echo "--off-cpu --call-graph fp, frame pointers (the start routine carries the wait)"
 F=$WORK/fp.folded

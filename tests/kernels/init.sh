@@ -82,6 +82,8 @@ step record gsymprof record -F 499 -o /tmp/c.gsymcap -- /fixture
 show c.gsymcap /tmp/c.gsymcap 2048
 step symbolize gsymprof symbolize /tmp/c.gsymcap -o /tmp/s.folded
 show s.folded /tmp/s.folded
+step offcpu gsymprof profile --off-cpu -o /tmp/o.folded -- sleep 1
+show o.folded /tmp/o.folded
 
 echo "$M DONE"
 sync

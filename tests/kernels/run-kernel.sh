@@ -93,11 +93,12 @@ status() { awk -v s="$M STATUS $1" 'index($0, s " ") == 1 {print $5; exit}' "$LO
 # seconds NAME: how long step NAME took in the guest.
 seconds() { awk -v s="$M STATUS $1" 'index($0, s " ") == 1 {print $6; exit}' "$LOG"; }
 
-for name in version doctor profile record symbolize; do
+for name in version doctor profile record symbolize offcpu; do
   section "$name.stderr" >"$OUT/$name.stderr"
 done
 section p.folded >"$OUT/p.folded"
 section s.folded >"$OUT/s.folded"
+section o.folded >"$OUT/o.folded"
 
 started=$(grep -m1 "^$M START" "$LOG")
 if [[ -z $started ]]; then
@@ -142,7 +143,7 @@ dominant() {
 }
 
 problems=() notes=()
-for step in profile record symbolize; do
+for step in profile record symbolize offcpu; do
   rc=$(status "$step")
   if [[ -z $rc ]]; then problems+=("$step: no exit status printed")
   elif [[ $rc != 0 ]]; then
@@ -156,7 +157,7 @@ section doctor.stdout >"$OUT/doctor.stdout"
 if [[ $(status doctor) != 0 ]]; then
   problems+=("doctor exited $(status doctor): $(tail -n 1 "$OUT/doctor.stderr")")
 else
-  budget=$(awk '/^  (sample_stack|follow_fork|all) / {
+  budget=$(awk '/^  (sample_stack|follow_fork|off_cpu_switch|off_cpu_sys_exit|all) / {
       if ($0 ~ /not loaded/) { print "not loaded: " $0; bad = 1; next }
       n = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/ && $(i + 1) ~ /^\(/) n = $i
       if (n > 200000) { print "over budget: " $0; bad = 1 }
@@ -174,6 +175,14 @@ fi
 if [[ $(status record) == 0 && $(status symbolize) == 0 ]]; then
   r=$(dominant "$OUT/s.folded")
   if [[ $r == OK* ]]; then notes+=("record+symbolize: ${r#OK }"); else problems+=("record+symbolize output: ${r#BAD }"); fi
+fi
+# --off-cpu of `sleep 1`: a second in [off-cpu S], under the kernel's
+# nanosleep.
+if [[ $(status offcpu) == 0 ]]; then
+  r=$(awk '{ n = $NF; if ($0 ~ /nanosleep_\[k\];.*\[off-cpu S\] [0-9]+$/) slept += n }
+    END { if (slept >= 0.9e9 && slept <= 1.2e9) printf "OK %.3f s asleep in nanosleep\n", slept / 1e9
+          else printf "BAD %.3f s in [off-cpu S] under nanosleep, not about 1 s\n", slept / 1e9 }' "$OUT/o.folded")
+  if [[ $r == OK* ]]; then notes+=("off-cpu: ${r#OK }"); else problems+=("off-cpu output: ${r#BAD }"); fi
 fi
 
 if ((${#problems[@]})); then

@@ -50,6 +50,9 @@ steps() {
   echo "$M BEGIN symbolize.stderr"; echo "symbolize says $3"; echo "$M END symbolize.stderr"
   echo "$M STATUS symbolize $3 3"
   echo "$M BEGIN s.folded"; printf '%s\n' "$5"; echo "$M END s.folded"
+  echo "$M BEGIN offcpu.stderr"; echo "$M END offcpu.stderr"
+  echo "$M STATUS offcpu 0 1"
+  echo "$M BEGIN o.folded"; printf '%s\n' "${OFFCPU_FOLDED:-$SLEPT}"; echo "$M END o.folded"
   echo "$M DONE"
   echo "[    3.482216] reboot: Power down"
 }
@@ -70,6 +73,9 @@ expect() {
     failures=$((failures + 1))
   fi
 }
+
+# `sleep 1` under --off-cpu: a second asleep under the kernel's nanosleep.
+SLEPT="sleep;_start;main;nanosleep;entry_SYSCALL_64_after_hwframe_[k];do_syscall_64_[k];hrtimer_nanosleep_[k];[off-cpu S] 1000512345"
 
 main_stack=$(printf '%s 1400\n%s;clock_gettime 3\nfixture;%s;main;hot_loop 40\ngsymprof;_start;main 7' \
   "$GOOD" "${GOOD%;hot_step_\[i\]}" "$ROOT")
@@ -112,8 +118,11 @@ other_comm=$(printf 'other;%s;main;hot_loop;hot_step_[i] 1400\n' "$ROOT")
 steps 0 0 0 "$other_comm" "$main_stack" | log other_comm
 expect other_comm FAIL 'profile output: no samples of the fixture'
 
-steps 0 0 0 "$main_stack" "$main_stack" | grep -v "DONE\|s.folded\|symbolize" | log unfinished
+steps 0 0 0 "$main_stack" "$main_stack" | grep -v "DONE\|s.folded\|symbolize\|offcpu\|o.folded" | log unfinished
 expect unfinished FAIL 'the guest did not finish \(qemu exit 0; last step: .*STATUS record 0 12\)'
+
+OFFCPU_FOLDED="sleep;_start;main;[off-cpu S] 1000512345" steps 0 0 0 "$main_stack" "$main_stack" | log offcpu_no_kernel
+expect offcpu_no_kernel FAIL 'off-cpu output: 0\.000 s in \[off-cpu S\] under nanosleep'
 
 printf 'SeaBIOS\nKernel panic - not syncing: VFS: Unable to mount root fs\n' | log panic
 expect panic FAIL 'the guest never reached /init'

@@ -46,7 +46,7 @@ void CaptureAssembler::build(Capture& capture, JitReport* jit, bool unwound) con
   aggregator_.build(capture, jit);
   for (const auto& [reason, count] : lost_) capture.lost[reason] += count;
   if (unwound)
-    for (const auto& [reason, count] : unwinder_.truncations()) capture.lost[reason] += count;
+    for (const auto& [reason, count] : unwinder_.truncations()) capture.truncations[reason] += count;
 }
 
 }  // namespace gsymprof

@@ -35,6 +35,7 @@ class CaptureAssembler final : public EventSink {
   void on_sample(const RawSample& sample) override { aggregator_.add(sample); }
   // Unwound now, while the process's modules are known.
   void on_stack_copy(const RawStackCopy& copy) override;
+  void on_short_waits(const RawShortWaits& waits) override { aggregator_.add(waits); }
   void on_exec(uint32_t tgid, uint64_t mm) override { aggregator_.note_exec(tgid, mm); }
   void on_mapping(const RawMapping& mapping) override;
   void on_fork(uint32_t parent_tgid, uint32_t child_tgid, uint64_t child_mm) override {
@@ -51,10 +52,10 @@ class CaptureAssembler final : public EventSink {
   // The sampling is over: images that missed an address are read again
   // (while the processes may live), and walks held for that are finished.
   void finish();
-  // Fills capture.modules, processes, stacks, samples and jit_symbols, and
-  // capture.lost with every reason on_lost counted (zeros too) plus, when
-  // `unwound` (stack copies were the call graph), the unwinder's
-  // truncations ("unwind_<reason>", kept samples).
+  // Fills capture.modules, processes, stacks, samples and jit_symbols,
+  // capture.lost with every reason on_lost counted (zeros too) and, when
+  // `unwound` (stack copies were the call graph), capture.truncations with
+  // the unwinder's ("unwind_<reason>", kept samples).
   void build(Capture& capture, JitReport* jit, bool unwound) const;
 
   ProcessTable& processes() { return processes_; }

@@ -42,6 +42,7 @@ void mix_header(KeyHasher& h, const K& k) {
   h.mix(k.image);
   h.mix(k.tid);
   h.mix(k.truncated);
+  h.mix(static_cast<uint64_t>(k.off_cpu) << 1 | k.short_waits);
   h.mix(k.kernel_count);
   h.mix_comm(k.comm);
 }
@@ -63,6 +64,7 @@ class CaptureModules {
     cm.path = m.path;
     cm.build_id = m.identity.build_id;
     cm.error = m.error;
+    cm.error_kind = m.error_kind;
     cm.local_file = m.identity.local_file;
     bool have_bias = false;
     for (size_t i = 0; i < image.maps.size(); ++i) {
@@ -109,13 +111,14 @@ size_t StackAggregator::KeyHash::operator()(const KeyView& k) const {
 }
 
 bool StackAggregator::KeyEqual::operator()(const Key& a, const Key& b) const {
-  return a.image == b.image && a.tid == b.tid && a.truncated == b.truncated &&
-         a.kernel_count == b.kernel_count && a.comm == b.comm && a.ips == b.ips;
+  return a.image == b.image && a.tid == b.tid && a.truncated == b.truncated && a.off_cpu == b.off_cpu &&
+         a.short_waits == b.short_waits && a.kernel_count == b.kernel_count && a.comm == b.comm &&
+         a.ips == b.ips;
 }
 
 bool StackAggregator::KeyEqual::operator()(const KeyView& a, const Key& b) const {
-  if (a.image != b.image || a.tid != b.tid || a.truncated != b.truncated ||
-      a.kernel_count != b.kernel_count || a.comm != b.comm ||
+  if (a.image != b.image || a.tid != b.tid || a.truncated != b.truncated || a.off_cpu != b.off_cpu ||
+      a.short_waits != b.short_waits || a.kernel_count != b.kernel_count || a.comm != b.comm ||
       a.kernel_ips.size() + a.user_ips.size() != b.ips.size())
     return false;
   return std::equal(a.kernel_ips.begin(), a.kernel_ips.end(), b.ips.begin()) &&
@@ -128,13 +131,15 @@ void StackAggregator::add(const RawSample& sample) {
   view.image = sample.image != RawSample::kNoImage ? sample.image : processes_.current_image(sample.pid);
   view.tid = sample.tid;
   view.truncated = sample.truncated;
+  view.off_cpu = sample.off_cpu.reason;
   view.kernel_count = static_cast<uint32_t>(sample.kernel_ips.size());
   std::memcpy(view.comm.data(), sample.comm.data(), std::min(sample.comm.size(), view.comm.size()));
   view.kernel_ips = sample.kernel_ips;
   view.user_ips = sample.ips;
   auto it = stacks_.find(view);
   if (it != stacks_.end()) {
-    ++it->second;
+    ++it->second.count;
+    it->second.off_cpu_ns += sample.off_cpu.ns;
     return;
   }
   // First sight of this stack: make sure the process image covers it.
@@ -151,11 +156,24 @@ void StackAggregator::add(const RawSample& sample) {
         perf_maps_->find(sample.pid, lookup_address(sample.ips[i], i));
   }
   note_module_uses(view.image, image);
-  Key key{view.image, view.tid, view.truncated, view.kernel_count, view.comm, {}};
+  Key key{view.image, view.tid, view.truncated, view.off_cpu, false, view.kernel_count, view.comm, {}};
   key.ips.reserve(sample.kernel_ips.size() + sample.ips.size());
   key.ips.assign(sample.kernel_ips.begin(), sample.kernel_ips.end());
   key.ips.insert(key.ips.end(), sample.ips.begin(), sample.ips.end());
-  stacks_.emplace(std::move(key), 1);
+  stacks_.emplace(std::move(key), Weight{1, sample.off_cpu.ns});
+}
+
+void StackAggregator::add(const RawShortWaits& waits) {
+  samples_ += waits.count;
+  Key key;
+  key.image = processes_.current_image(waits.pid);
+  key.tid = waits.tid;
+  key.off_cpu = waits.reason;
+  key.short_waits = true;
+  std::memcpy(key.comm.data(), waits.comm.data(), std::min(waits.comm.size(), key.comm.size()));
+  Weight& weight = stacks_[std::move(key)];
+  weight.count += waits.count;
+  weight.off_cpu_ns += waits.ns;
 }
 
 void StackAggregator::note_module_uses(uint32_t image_id, const ProcessImage& image) {
@@ -188,7 +206,8 @@ void StackAggregator::build(Capture& capture, JitReport* jit) const {
   CaptureModules modules(processes_, capture);
   std::map<uint32_t, size_t> process_index;  // pid -> capture process
 
-  for (const auto& [key, count] : stacks_) {
+  for (const auto& [key, weight] : stacks_) {
+    const uint64_t count = weight.count;
     const ProcessImage& image = processes_.image(key.image);
     CaptureStack stack;
     stack.pid = image.pid;
@@ -196,6 +215,9 @@ void StackAggregator::build(Capture& capture, JitReport* jit) const {
     stack.comm = std::string(key.comm.data(), strnlen(key.comm.data(), key.comm.size()));
     stack.truncated = key.truncated;
     stack.count = count;
+    stack.off_cpu = key.off_cpu;
+    stack.off_cpu_ns = weight.off_cpu_ns;
+    stack.short_waits = key.short_waits;
     stack.frames.reserve(key.ips.size());
     auto [pit, new_process] = process_index.try_emplace(image.pid, capture.processes.size());
     if (new_process) capture.processes.push_back({image.pid, stack.comm, {}});

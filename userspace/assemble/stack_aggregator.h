@@ -43,6 +43,8 @@ class StackAggregator {
       : processes_(processes), perf_maps_(perf_maps) {}
 
   void add(const RawSample& sample);
+  // Off-CPU waits summed by the kernel: one frameless stack per thread and reason.
+  void add(const RawShortWaits& waits);
   // The same, from the side-band: the new image is built from its events.
   void note_exec(uint32_t pid, uint64_t mm) {
     processes_.note_exec(pid, mm);
@@ -74,6 +76,8 @@ class StackAggregator {
   struct Key {
     uint32_t image = 0, tid = 0;
     bool truncated = false;
+    OffCpuReason off_cpu = OffCpuReason::None;
+    bool short_waits = false;
     uint32_t kernel_count = 0;
     Comm comm{};
     std::vector<uint64_t> ips;
@@ -81,6 +85,8 @@ class StackAggregator {
   struct KeyView {
     uint32_t image = 0, tid = 0;
     bool truncated = false;
+    OffCpuReason off_cpu = OffCpuReason::None;
+    bool short_waits = false;
     uint32_t kernel_count = 0;
     Comm comm{};
     std::span<const uint64_t> kernel_ips, user_ips;
@@ -104,7 +110,12 @@ class StackAggregator {
 
   ProcessTable& processes_;
   PerfMaps* perf_maps_ = nullptr;
-  std::unordered_map<Key, uint64_t, KeyHash, KeyEqual> stacks_;
+  // What a unique stack adds up to: its samples (or waits) and, off the
+  // CPU, their time.
+  struct Weight {
+    uint64_t count = 0, off_cpu_ns = 0;
+  };
+  std::unordered_map<Key, Weight, KeyHash, KeyEqual> stacks_;
   std::vector<uint64_t> lookup_scratch_;
   std::set<ModuleUse> used_modules_;
   std::vector<ModuleUse> new_module_uses_;

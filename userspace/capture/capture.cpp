@@ -6,11 +6,31 @@
 namespace gsymprof {
 namespace {
 
-struct ReasonName {
-  UnresolvedReason reason;
+// An enum's stable names: one table per enum, looked up both ways.
+template <class Enum>
+struct EnumName {
+  Enum value;
   const char* name;
 };
-constexpr ReasonName kReasonNames[] = {
+
+template <class Enum, size_t N>
+const char* name_in(const EnumName<Enum> (&table)[N], Enum value, const char* unknown) {
+  for (const EnumName<Enum>& entry : table)
+    if (entry.value == value) return entry.name;
+  return unknown;
+}
+
+template <class Enum, size_t N>
+bool parse_in(const EnumName<Enum> (&table)[N], std::string_view name, Enum* value) {
+  for (const EnumName<Enum>& entry : table)
+    if (name == entry.name) {
+      *value = entry.value;
+      return true;
+    }
+  return false;
+}
+
+constexpr EnumName<UnresolvedReason> kReasonNames[] = {
     {UnresolvedReason::None, "none"},
     {UnresolvedReason::NoMapping, "no-mapping"},
     {UnresolvedReason::AnonymousMapping, "anonymous-mapping"},
@@ -20,12 +40,43 @@ constexpr ReasonName kReasonNames[] = {
     {UnresolvedReason::NotExecutable, "not-executable"},
 };
 
+constexpr EnumName<CallGraph> kCallGraphNames[] = {
+    {CallGraph::FramePointer, "fp"},
+    {CallGraph::Dwarf, "dwarf"},
+    {CallGraph::None, "none"},
+};
+
+constexpr EnumName<ProfileClock> kClockNames[] = {
+    {ProfileClock::Cpu, "cpu"},
+    {ProfileClock::OffCpu, "off-cpu"},
+    {ProfileClock::Wall, "wall"},
+};
+
+constexpr EnumName<ModuleErrorKind> kModuleErrorNames[] = {
+    {ModuleErrorKind::None, "none"},
+    {ModuleErrorKind::ProcessExited, "process-exited"},
+    {ModuleErrorKind::Unreadable, "unreadable"},
+};
+
+// The letters are ps(1)'s and /proc/PID/stat's.
+constexpr EnumName<OffCpuReason> kOffCpuNames[] = {
+    {OffCpuReason::None, "none"},
+    {OffCpuReason::Runqueue, "runqueue"},
+    {OffCpuReason::Sleep, "S"},
+    {OffCpuReason::DiskSleep, "D"},
+    {OffCpuReason::Idle, "I"},
+    {OffCpuReason::Stopped, "T"},
+    {OffCpuReason::Traced, "t"},
+    {OffCpuReason::Other, "?"},
+};
+
 auto mapping_key(const ModuleMapping& m) { return std::tie(m.start, m.end, m.file_offset, m.perms); }
 
 bool module_less(const CaptureModule& a, const CaptureModule& b) {
   if (a.path != b.path) return a.path < b.path;
   if (a.build_id != b.build_id) return a.build_id < b.build_id;
   if (a.load_bias != b.load_bias) return a.load_bias < b.load_bias;
+  if (a.error_kind != b.error_kind) return a.error_kind < b.error_kind;
   if (a.error != b.error) return a.error < b.error;
   return std::lexicographical_compare(
       a.mappings.begin(), a.mappings.end(), b.mappings.begin(), b.mappings.end(),
@@ -40,19 +91,40 @@ bool module_equal(const CaptureModule& a, const CaptureModule& b) {
 
 const char* to_string(UnresolvedReason reason) { return unresolved_reason_name(reason); }
 
-const char* unresolved_reason_name(UnresolvedReason reason) {
-  for (const ReasonName& r : kReasonNames)
-    if (r.reason == reason) return r.name;
-  return "unknown";
+const char* unresolved_reason_name(UnresolvedReason reason) { return name_in(kReasonNames, reason, "unknown"); }
+bool parse_unresolved_reason(std::string_view name, UnresolvedReason* reason) {
+  return parse_in(kReasonNames, name, reason);
+}
+const char* call_graph_name(CallGraph call_graph) { return name_in(kCallGraphNames, call_graph, "?"); }
+bool parse_call_graph(std::string_view name, CallGraph* call_graph) {
+  return parse_in(kCallGraphNames, name, call_graph);
+}
+const char* clock_name(ProfileClock clock) { return name_in(kClockNames, clock, "?"); }
+bool parse_clock(std::string_view name, ProfileClock* clock) { return parse_in(kClockNames, name, clock); }
+const char* module_error_kind_name(ModuleErrorKind kind) { return name_in(kModuleErrorNames, kind, "?"); }
+bool parse_module_error_kind(std::string_view name, ModuleErrorKind* kind) {
+  return parse_in(kModuleErrorNames, name, kind);
+}
+const char* off_cpu_reason_name(OffCpuReason reason) { return name_in(kOffCpuNames, reason, "?"); }
+bool parse_off_cpu_reason(std::string_view name, OffCpuReason* reason) {
+  return parse_in(kOffCpuNames, name, reason);
 }
 
-bool parse_unresolved_reason(std::string_view name, UnresolvedReason* reason) {
-  for (const ReasonName& r : kReasonNames)
-    if (name == r.name) {
-      *reason = r.reason;
-      return true;
-    }
-  return false;
+std::string off_cpu_frame_name(OffCpuReason reason) {
+  if (reason == OffCpuReason::Runqueue) return "[runqueue]";
+  return std::string("[off-cpu ") + off_cpu_reason_name(reason) + "]";
+}
+
+uint64_t stack_weight(const Capture& capture, const CaptureStack& stack) {
+  if (capture.clock == ProfileClock::Cpu) return stack.count;
+  if (stack.off_cpu != OffCpuReason::None) return stack.off_cpu_ns;
+  // An on-CPU sample stands for one sampling period.
+  const uint64_t period_ns = capture.frequency_hz ? 1000000000ull / capture.frequency_hz : 0;
+  return stack.count * period_ns;
+}
+
+const char* weight_unit(const Capture& capture) {
+  return capture.clock == ProfileClock::Cpu ? "samples" : "ns";
 }
 
 void canonicalize(Capture& capture) {
@@ -114,14 +186,18 @@ void canonicalize(Capture& capture) {
         f.jit = static_cast<size_t>(f.jit) < jit_index.size() ? jit_index[static_cast<size_t>(f.jit)] : -1;
     }
   auto stack_key = [](const CaptureStack& s) {
-    return std::tie(s.pid, s.tid, s.comm, s.frames, s.truncated);
+    return std::tie(s.pid, s.tid, s.comm, s.frames, s.truncated, s.off_cpu, s.short_waits);
   };
   std::sort(capture.stacks.begin(), capture.stacks.end(),
             [&](const CaptureStack& a, const CaptureStack& b) { return stack_key(a) < stack_key(b); });
   std::vector<CaptureStack> merged;
   for (CaptureStack& s : capture.stacks) {
-    if (!merged.empty() && stack_key(merged.back()) == stack_key(s)) merged.back().count += s.count;
-    else merged.push_back(std::move(s));
+    if (!merged.empty() && stack_key(merged.back()) == stack_key(s)) {
+      merged.back().count += s.count;
+      merged.back().off_cpu_ns += s.off_cpu_ns;
+    } else {
+      merged.push_back(std::move(s));
+    }
   }
   capture.stacks = std::move(merged);
 

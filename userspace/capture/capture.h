@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "userspace/base/build_id.h"
+#include "userspace/base/off_cpu_reason.h"
 
 namespace gsymprof {
 
@@ -34,10 +35,32 @@ struct ModuleMapping {
   std::string perms;            // "r-xp"
 };
 
-// CaptureModule::error (and ProcessModule::error) when the process exited
-// before its module files could be opened, so nothing is known of them:
-// symbolize reports such modules with the samples that needed them.
+// Why a module's identity is unknown (CaptureModule::error says more, for
+// people). Decisions are made on the kind, never on the message.
+enum class ModuleErrorKind : uint8_t {
+  None = 0,
+  ProcessExited,  // the process exited before its module files could be
+                  // opened: symbolize reports such modules with their samples
+  Unreadable,     // the file could not be opened or is not a usable ELF
+};
+
+// The message that goes with ModuleErrorKind::ProcessExited.
 inline constexpr const char* kProcessExitedError = "process exited before its modules could be read";
+
+// How user stacks were unwound.
+enum class CallGraph : uint8_t {
+  FramePointer = 0,  // "fp": the kernel's frame-pointer walk (perf record -g)
+  Dwarf,             // "dwarf": copied stack + CFI in user space
+  None,              // "none": no call chains (a perf.data without them)
+};
+
+// What a capture's stacks measure.
+enum class ProfileClock : uint8_t {
+  Cpu = 0,  // "cpu": timer samples of code on a CPU (CaptureStack::count)
+  OffCpu,   // "off-cpu": time blocked off the CPU (CaptureStack::off_cpu_ns)
+  Wall,     // "wall": both, in nanoseconds (a CPU sample weighs 1e9/frequency_hz)
+};
+
 
 // One module (ELF file) of one process.
 struct CaptureModule {
@@ -45,7 +68,8 @@ struct CaptureModule {
   BuildId build_id;             // identity (build_id.h: GNU, Go or SHA-256); empty = none
   uint64_t load_bias = 0;       // runtime_addr - unslid_addr
   std::vector<ModuleMapping> mappings;
-  std::string error;            // why identity could not be read ("" = fine)
+  ModuleErrorKind error_kind = ModuleErrorKind::None;
+  std::string error;            // why identity could not be read ("" = fine), for people
   // Live profiles only, never in capture files: a path that opens this very
   // file (module_identity.h, ModuleIdentity::local_file); "" = use `path`.
   std::string local_file;
@@ -73,8 +97,16 @@ struct CaptureStack {
   std::string comm;
   std::vector<CaptureFrame> frames;  // leaf first: kernel frames, then user frames
   bool truncated = false;            // the user-stack unwinder stopped early
-  uint64_t count = 0;
+  uint64_t count = 0;                // samples (off-CPU: waits)
   uint32_t tid = 0;                  // the sampled thread (0: unknown, version 1)
+  // Off-CPU stacks (None: on-CPU samples): why the thread was off the CPU
+  // and for how long in all, over `count` waits. The frames are where it
+  // blocked: kernel frames leafward (schedule, ...), then user frames.
+  OffCpuReason off_cpu = OffCpuReason::None;
+  uint64_t off_cpu_ns = 0;
+  // Waits shorter than the threshold, summed in the kernel per process and
+  // reason: no frames, no tid.
+  bool short_waits = false;
 };
 
 // A kernel symbol some kernel frame falls in, from the recording machine's
@@ -117,8 +149,12 @@ struct Capture {
   uint32_t frequency_hz = 0;
   uint64_t start_time_unix_ns = 0;
   uint64_t duration_ns = 0;
-  std::string call_graph = "fp";          // how stacks were unwound
-  std::map<std::string, uint64_t> lost;   // loss counters by reason
+  CallGraph call_graph = CallGraph::FramePointer;  // how stacks were unwound
+  ProfileClock clock = ProfileClock::Cpu;          // what the stacks measure
+  std::map<std::string, uint64_t> lost;   // samples lost, by reason
+  // Samples kept with a stack the unwinder cut short, by reason
+  // ("unwind_stack_copy_too_small", ...): reported, never lost.
+  std::map<std::string, uint64_t> truncations;
   uint64_t samples = 0;                   // samples taken (stacks' counts sum)
   std::vector<CaptureModule> modules;
   std::vector<CaptureProcess> processes;
@@ -129,6 +165,28 @@ struct Capture {
   std::vector<JitSymbol> jit_symbols;
 };
 
+// What a stack weighs in `capture`'s unit: samples (clock Cpu), else
+// nanoseconds: its off-CPU time, or its samples times the sampling period.
+uint64_t stack_weight(const Capture& capture, const CaptureStack& stack);
+// The unit of stack_weight: "samples" or "ns".
+const char* weight_unit(const Capture& capture);
+
+// The stable names of the enums above, as capture files and reports write
+// them ("fp", "dwarf"; "cpu", "off-cpu", "wall"; "process-exited"; "runqueue",
+// "S", "D", ...); parse returns false on an unknown name.
+const char* call_graph_name(CallGraph call_graph);
+bool parse_call_graph(std::string_view name, CallGraph* call_graph);
+const char* clock_name(ProfileClock clock);
+bool parse_clock(std::string_view name, ProfileClock* clock);
+const char* module_error_kind_name(ModuleErrorKind kind);
+bool parse_module_error_kind(std::string_view name, ModuleErrorKind* kind);
+const char* off_cpu_reason_name(OffCpuReason reason);
+bool parse_off_cpu_reason(std::string_view name, OffCpuReason* reason);
+// The frame an off-CPU stack ends in: "[off-cpu S]", "[runqueue]", ...
+std::string off_cpu_frame_name(OffCpuReason reason);
+// The frame that stands for the frames of summed short waits.
+inline constexpr const char* kShortWaitsFrame = "[short waits]";
+
 // Whether any stack of `capture` has a kernel frame.
 bool has_kernel_frames(const Capture& capture);
 
@@ -138,7 +196,8 @@ const KernelSymbol* find_kernel_symbol(const CaptureKernel& kernel, uint64_t add
 // Puts a capture in canonical order so equal captures serialize to equal
 // bytes: modules sorted by (path, build ID, load bias, mappings) with frame and
 // process indexes remapped, processes sorted by pid, identical stacks merged
-// (counts added) and stacks sorted by (pid, tid, comm, frames, truncated);
+// (counts and off-CPU times added) and stacks sorted by (pid, tid, comm,
+// frames, truncated, off-CPU reason, short waits);
 // kernel symbols sorted by start, duplicates dropped; JIT symbols sorted,
 // duplicates merged, unused ones dropped (frames' jit indexes remapped).
 void canonicalize(Capture& capture);

@@ -19,6 +19,7 @@
 // a later pass is checked after the rest of the document.
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -160,7 +161,11 @@ class CaptureBuilder {
   bool end_processes();
   bool end_jit_symbols();
   bool read_section(Section section) const;
-  bool lost_key(std::string& name);
+  bool lost_key(std::string& name, Node counters);
+  static bool is_counters(Node node) { return node == Node::Lost || node == Node::Truncations; }
+  std::map<std::string, uint64_t>& counters_of(Node node) {
+    return node == Node::Lost ? c_.lost : c_.truncations;
+  }
 
   // ---- values ----
   bool store_hex(const Slot& slot, const std::string& text);
@@ -181,6 +186,7 @@ class CaptureBuilder {
   uint64_t total_bytes_;
   std::vector<Level> levels_;
   int pass_ = 1;
+  uint64_t version_ = 0;
   bool progress_ = false;
   std::string error_;
   bool built_[kSectionCount] = {};
@@ -204,7 +210,7 @@ std::string CaptureBuilder::path_of(size_t depth) const {
     const Level& level = levels_[i];
     if (is_array(level.node)) {
       path += "[" + std::to_string(level.count - 1) + "]";
-    } else if (level.node == Node::Lost) {
+    } else if (is_counters(level.node)) {
       path += "." + shown_value(lost_key_);
     } else {
       if (!path.empty()) path += ".";
@@ -251,7 +257,7 @@ Slot CaptureBuilder::next_slot() {
   if (levels_.empty()) return kDocument;
   Level& top = levels_.back();
   if (top.node == Node::Skip) return {};
-  if (top.node == Node::Lost) return slot_for(Node::Lost, kLostEntry);
+  if (is_counters(top.node)) return slot_for(top.node, kLostEntry);
   const Slot element = slot_for(top.node, kElement);
   if (element.want == Want::Skip) return slot_for(top.node, top.field);
   ++top.count;
@@ -314,6 +320,16 @@ bool CaptureBuilder::end(const Level& level) {
     case Node::Module: {
       CaptureModule& m = c_.modules.back();
       m.build_id = BuildId(m.build_id.bytes(), module_kind_);
+      // Before version 4 the message was all there was; this one meant the
+      // process had exited.
+      if (m.error_kind == ModuleErrorKind::None && !m.error.empty())
+        m.error_kind = m.error == kProcessExitedError ? ModuleErrorKind::ProcessExited : ModuleErrorKind::Unreadable;
+      return true;
+    }
+    case Node::Stack: {
+      const CaptureStack& stack = c_.stacks.back();
+      if (stack.off_cpu == OffCpuReason::None && (stack.off_cpu_ns != 0 || stack.short_waits))
+        return fail(container_path(), "off_cpu_ns or short_waits without off_cpu");
       return true;
     }
     case Node::Mapping: {
@@ -404,7 +420,7 @@ bool CaptureBuilder::key(std::string& name) {
   Level& top = levels_.back();
   top.field = kNoField;
   if (top.node == Node::Skip) return true;
-  if (top.node == Node::Lost) return lost_key(name);
+  if (is_counters(top.node)) return lost_key(name, top.node);
   const Field field = field_named(top.node, name);
   if (field == kNoField) return true;  // unknown fields are ignored
   const std::optional<Section> section = top.node == Node::Root ? section_of(field) : std::nullopt;
@@ -425,12 +441,14 @@ bool CaptureBuilder::key(std::string& name) {
   return true;
 }
 
-bool CaptureBuilder::lost_key(std::string& name) {
+bool CaptureBuilder::lost_key(std::string& name, Node counters) {
   lost_key_ = std::move(name);
-  if (lost_key_.empty()) return fail("lost", "empty reason name");
-  if (c_.lost.count(lost_key_)) return fail(value_path(), "duplicate field");
-  if (c_.lost.size() >= kMaxLostReasons)
-    return fail("lost", "more than " + std::to_string(kMaxLostReasons) + " reasons");
+  const std::map<std::string, uint64_t>& map = counters_of(counters);
+  const char* what = counters == Node::Lost ? "lost" : "truncations";
+  if (lost_key_.empty()) return fail(what, "empty reason name");
+  if (map.count(lost_key_)) return fail(value_path(), "duplicate field");
+  if (map.size() >= kMaxLostReasons)
+    return fail(what, "more than " + std::to_string(kMaxLostReasons) + " reasons");
   return true;
 }
 
@@ -442,6 +460,8 @@ bool CaptureBuilder::boolean(bool value) {
   if (slot.parent == Node::Frame) {
     if (!value) return fail(value_path(), "must be true when present");
     frames_.back().kernel = true;
+  } else if (slot.field == kShortWaits) {
+    c_.stacks.back().short_waits = value;
   } else {
     c_.stacks.back().truncated = value;
   }
@@ -463,7 +483,8 @@ bool CaptureBuilder::number_unsigned(json::number_unsigned_t value) {
     return fail(value_path(), "value " + std::to_string(value) + " does not fit in 32 bits");
   switch (slot.parent) {
     case Node::Root: return store_root_number(slot.field, value);
-    case Node::Lost: c_.lost.emplace(std::move(lost_key_), value); return true;
+    case Node::Lost:
+    case Node::Truncations: counters_of(slot.parent).emplace(std::move(lost_key_), value); return true;
     case Node::Process:
       c_.processes.back().pid = static_cast<uint32_t>(value);
       pid_index_.emplace_back(static_cast<uint32_t>(value), static_cast<uint32_t>(c_.processes.size() - 1));
@@ -500,7 +521,15 @@ bool CaptureBuilder::string(std::string& value) {
           std::move(value);
       return true;
     case Node::JitSymbol: c_.jit_symbols.back().name = std::move(value); return true;
-    case Node::Stack: c_.stacks.back().comm = std::move(value); return true;
+    case Node::Stack:
+      if (slot.field == kOffCpu) {
+        CaptureStack& stack = c_.stacks.back();
+        if (!parse_off_cpu_reason(value, &stack.off_cpu) || stack.off_cpu == OffCpuReason::None)
+          return fail(value_path(), "unknown off-CPU reason " + shown_value(value));
+        return true;
+      }
+      c_.stacks.back().comm = std::move(value);
+      return true;
     case Node::Frame: return store_frame_reason(value);
     default: return true;
   }
@@ -539,7 +568,12 @@ bool CaptureBuilder::store_root_string(Field field, std::string& value) {
     case kKernelRelease: c_.kernel_release = std::move(value); return true;
     case kCallGraph:
       if (value.empty()) return fail(field_name(kCallGraph), "must not be empty");
-      c_.call_graph = std::move(value);
+      if (!parse_call_graph(value, &c_.call_graph))
+        return fail(field_name(kCallGraph), "unknown call graph " + shown_value(value) + " (known: fp, dwarf, none)");
+      return true;
+    case kClock:
+      if (!parse_clock(value, &c_.clock))
+        return fail(field_name(kClock), "unknown clock " + shown_value(value) + " (known: cpu, off-cpu, wall)");
       return true;
     default: return true;
   }
@@ -550,6 +584,11 @@ bool CaptureBuilder::store_module_string(Field field, std::string& value) {
   switch (field) {
     case kPath: m.path = std::move(value); return true;
     case kError: m.error = std::move(value); return true;
+    case kErrorKind:
+      if (!parse_module_error_kind(value, &m.error_kind))
+        return fail(value_path(), "unknown error kind " + shown_value(value) +
+                                      " (known: none, process-exited, unreadable)");
+      return true;
     case kBuildId: return store_identity(value, kMaxModuleIdBytes, &m.build_id);
     case kBuildIdKind:
       // Applied at the module's end, whatever the field order.
@@ -581,6 +620,7 @@ bool CaptureBuilder::store_frame_reason(const std::string& value) {
 bool CaptureBuilder::store_root_number(Field field, uint64_t value) {
   switch (field) {
     case kVersion:
+      version_ = value;
       if (value < static_cast<uint64_t>(kOldestFormatVersion) || value > static_cast<uint64_t>(kFormatVersion))
         return fail(field_name(kVersion), "unsupported capture version " + std::to_string(value) +
                                               " (this gsymprof reads versions " +
@@ -607,6 +647,10 @@ bool CaptureBuilder::store_stack_number(Field field, uint64_t value) {
   }
   if (field == kTid) {
     stack.tid = static_cast<uint32_t>(value);
+    return true;
+  }
+  if (field == kOffCpuNs) {
+    stack.off_cpu_ns = value;
     return true;
   }
   stack.pid = static_cast<uint32_t>(value);
@@ -686,6 +730,18 @@ bool CaptureBuilder::finish() {
     return fail(field_name(kSamples), std::to_string(c_.samples) +
                                           " does not equal the sum of stack counts (" +
                                           std::to_string(total_) + ")");
+  // Before version 4, the unwinder's truncations were "unwind_" entries of
+  // `lost` (they were never lost: their samples are in the stacks).
+  if (version_ < 4) {
+    for (auto it = c_.lost.begin(); it != c_.lost.end();) {
+      if (it->first.starts_with("unwind_")) {
+        c_.truncations.insert(*it);
+        it = c_.lost.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
   // Without jit_symbols, any JIT frame's index is out of range.
   return jit_symbols_read_ || check_jit_frames();
 }

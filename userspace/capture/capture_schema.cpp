@@ -13,7 +13,8 @@ constexpr const char* kFieldNames[kFieldCount] = {
     "start", "end", "file_offset", "perms",
     "pid", "comm", "count", "truncated", "frames",
     "module", "unresolved", "address", "kernel", "symbols", "name", "tid", "jit_symbols", "jit",
-    "build_id_kind", "", ""};
+    "build_id_kind", "clock", "truncations", "error_kind", "off_cpu", "off_cpu_ns", "short_waits",
+    "", ""};
 static_assert(kFieldCount <= 65, "the reader's seen bits are a uint64_t indexed by Field - 1");
 
 constexpr bool kOptional = false;
@@ -30,14 +31,17 @@ constexpr Slot kSchema[] = {
     {Node::Root, kStartTime, Want::Unsigned},
     {Node::Root, kDuration, Want::Unsigned},
     {Node::Root, kCallGraph, Want::String},
+    {Node::Root, kClock, Want::String, Node::Skip, kOptional},  // version 4; absent: "cpu"
     {Node::Root, kSamples, Want::Unsigned},
     {Node::Root, kLost, Want::Object, Node::Lost},
+    {Node::Root, kTruncations, Want::Object, Node::Truncations, kOptional},  // version 4
     {Node::Root, kKernel, Want::Object, Node::Kernel, kOptional},            // version 2
     {Node::Root, kJitSymbols, Want::Array, Node::JitSymbols, kOptional},     // version 2
     {Node::Root, kModules, Want::Array, Node::Modules},
     {Node::Root, kProcesses, Want::Array, Node::Processes},
     {Node::Root, kStacks, Want::Array, Node::Stacks},
     {Node::Lost, kLostEntry, Want::Unsigned},
+    {Node::Truncations, kLostEntry, Want::Unsigned},
     // kernel
     {Node::Kernel, kBuildId, Want::String},
     {Node::Kernel, kError, Want::String},
@@ -59,6 +63,7 @@ constexpr Slot kSchema[] = {
     {Node::Module, kBuildIdKind, Want::String, Node::Skip, kOptional},  // version 3; absent: "gnu"
     {Node::Module, kLoadBias, Want::Hex},
     {Node::Module, kMappings, Want::Array, Node::Mappings},
+    {Node::Module, kErrorKind, Want::String, Node::Skip, kOptional},  // version 4
     {Node::Module, kError, Want::String},
     {Node::Mappings, kElement, Want::Object, Node::Mapping},
     {Node::Mapping, kStart, Want::Hex},
@@ -78,6 +83,9 @@ constexpr Slot kSchema[] = {
     {Node::Stack, kComm, Want::String},
     {Node::Stack, kCount, Want::Unsigned},
     {Node::Stack, kTruncated, Want::Bool},
+    {Node::Stack, kOffCpu, Want::String, Node::Skip, kOptional},     // version 4
+    {Node::Stack, kOffCpuNs, Want::Unsigned, Node::Skip, kOptional},  // version 4
+    {Node::Stack, kShortWaits, Want::Bool, Node::Skip, kOptional},    // version 4
     {Node::Stack, kFrames, Want::Array, Node::Frames},
     // frame: exactly one of kernel, module, unresolved (the reader checks)
     {Node::Frames, kElement, Want::Object, Node::Frame},

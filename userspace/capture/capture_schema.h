@@ -15,7 +15,7 @@
 namespace gsymprof::capture_schema {
 
 inline constexpr const char* kFormatName = "gsymprof-capture";
-inline constexpr int kFormatVersion = 3;        // the version this code writes
+inline constexpr int kFormatVersion = 4;        // the version this code writes
 inline constexpr int kOldestFormatVersion = 1;  // the oldest it reads
 
 // Longest module identity a capture holds (a Go build ID is about 83 bytes),
@@ -26,13 +26,13 @@ inline constexpr size_t kMaxKernelIdBytes = 64;
 // A capture is five levels deep; anything deeper is not a capture.
 inline constexpr size_t kMaxNesting = 16;
 
-// `lost` has a dozen reasons; each costs a map node (~80 bytes) for as little
+// `lost` (and `truncations`) has a dozen reasons; each costs a map node (~80 bytes) for as little
 // as 6 bytes of text, so their number is bounded to keep memory proportional.
 inline constexpr size_t kMaxLostReasons = 1024;
 
 // The JSON objects and arrays of a capture.
 enum class Node : uint8_t {
-  Root, Lost, Kernel, KernelSymbols, KernelSymbol, JitSymbols, JitSymbol,
+  Root, Lost, Truncations, Kernel, KernelSymbols, KernelSymbol, JitSymbols, JitSymbol,
   Modules, Module, Mappings, Mapping, Processes, Process, ProcessModules,
   Stacks, Stack, Frames, Frame,
   Skip,  // not interpreted (an unknown field, a value the reader passes over)
@@ -50,8 +50,9 @@ enum Field : uint8_t {
   kKernel, kSymbols, kName, kTid,  // version 2
   kJitSymbols, kJit,               // version 2, JIT frames
   kBuildIdKind,                    // version 3
+  kClock, kTruncations, kErrorKind, kOffCpu, kOffCpuNs, kShortWaits,  // version 4
   kElement,    // an array element
-  kLostEntry,  // a value in `lost`
+  kLostEntry,  // a value in `lost` or `truncations`
   kFieldCount
 };
 

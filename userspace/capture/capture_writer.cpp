@@ -7,6 +7,7 @@
 // value.
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <string_view>
 #include <vector>
 
@@ -116,6 +117,20 @@ void put_number_line(std::string& out, Field field, uint64_t value) {
   out += ",\n";
 }
 
+// "NAME": {"reason":COUNT,...},
+void put_counters_line(std::string& out, Field field, const std::map<std::string, uint64_t>& counters) {
+  top_key(out, field) += '{';
+  bool first = true;
+  for (const auto& [reason, count] : counters) {  // std::map: sorted
+    if (!first) out += ',';
+    first = false;
+    put_string(out, reason);
+    out += ':';
+    put_u64(out, count);
+  }
+  out += "},\n";
+}
+
 void put_header(std::string& out, const Capture& c) {
   put_string_line(out, kFormat, kFormatName);
   put_number_line(out, kVersion, kFormatVersion);
@@ -124,18 +139,11 @@ void put_header(std::string& out, const Capture& c) {
   put_number_line(out, kFrequencyHz, c.frequency_hz);
   put_number_line(out, kStartTime, c.start_time_unix_ns);
   put_number_line(out, kDuration, c.duration_ns);
-  put_string_line(out, kCallGraph, c.call_graph);
+  put_string_line(out, kCallGraph, call_graph_name(c.call_graph));
+  put_string_line(out, kClock, clock_name(c.clock));
   put_number_line(out, kSamples, c.samples);
-  top_key(out, kLost) += '{';
-  bool first = true;
-  for (const auto& [reason, count] : c.lost) {  // std::map: sorted
-    if (!first) out += ',';
-    first = false;
-    put_string(out, reason);
-    out += ':';
-    put_u64(out, count);
-  }
-  out += "},\n";
+  put_counters_line(out, kLost, c.lost);
+  put_counters_line(out, kTruncations, c.truncations);
 }
 
 void put_mapping(std::string& out, const ModuleMapping& map) {
@@ -154,6 +162,7 @@ void put_module(std::string& out, const CaptureModule& m) {
   put_string(o[kBuildIdKind], kind_name(m.build_id.kind()));
   put_address(o[kLoadBias], m.load_bias);
   put_inline(o[kMappings], m.mappings, put_mapping);
+  if (m.error_kind != ModuleErrorKind::None) put_string(o[kErrorKind], module_error_kind_name(m.error_kind));
   put_string(o[kError], m.error);
   o.close();
 }
@@ -187,6 +196,11 @@ void put_stack(std::string& out, const CaptureStack& s) {
   put_string(o[kComm], s.comm);
   put_u64(o[kCount], s.count);
   o[kTruncated] += s.truncated ? "true" : "false";
+  if (s.off_cpu != OffCpuReason::None) {
+    put_string(o[kOffCpu], off_cpu_reason_name(s.off_cpu));
+    put_u64(o[kOffCpuNs], s.off_cpu_ns);
+    if (s.short_waits) o[kShortWaits] += "true";
+  }
   put_inline(o[kFrames], s.frames, put_frame);
   o.close();
 }

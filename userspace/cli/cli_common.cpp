@@ -20,6 +20,12 @@ namespace gsymprof {
 
 void add_target_flags(CommandLine& cli, TargetOptions& options) {
   for (const TargetFlag& flag : target_flags()) {
+    if (*flag.value_name == '\0') {
+      cli.flag(flag.names, flag.help, [&flag, &options] {
+        if (std::string error = flag.store("", options); !error.empty()) throw UsageError(error);
+      });
+      continue;
+    }
     cli.value(flag.names, flag.value_name, flag.help, [&flag, &options](const std::string& value) {
       if (std::string error = flag.store(value, options); !error.empty()) throw UsageError(error);
     });
@@ -113,7 +119,20 @@ void add_svg_flags(CommandLine& cli, SvgFlags& flags) {
            "draws it) to FILE, atomically",
            flags.path);
   cli.value("--title", "TITLE", "the --svg flame graph's title (default: \"" + flags.title + "\")",
-            [&flags](const std::string& title) { flags.title = title; });
+            [&flags](const std::string& title) {
+              flags.title = title;
+              flags.title_given = true;
+            });
+}
+
+FlamegraphOptions svg_options(const SvgFlags& flags, ProfileClock clock) {
+  FlamegraphOptions options;
+  options.title = flags.title;
+  if (clock == ProfileClock::Cpu) return options;
+  options.unit = "ns";
+  options.palette = FlamePalette::Cool;
+  if (!flags.title_given) options.title = clock == ProfileClock::OffCpu ? "Off-CPU Time Flame Graph" : "Wall-Clock Time Flame Graph";
+  return options;
 }
 
 std::string check_svg_format(const SvgFlags& flags, OutputFormat format) {

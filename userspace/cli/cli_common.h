@@ -11,6 +11,7 @@
 #include "gsym/base/expected.h"
 #include "userspace/report/run_summary.h"
 #include "userspace/cli/command_line.h"
+#include "userspace/output/flamegraph.h"
 #include "userspace/session/target_options.h"
 #include "userspace/symbolize/gsym_locator.h"
 #include "userspace/symbolize/symbolize.h"
@@ -59,7 +60,12 @@ std::string check_format_destination(OutputFormat format, const std::string& out
 struct SvgFlags {
   std::string path;
   std::string title;
+  bool title_given = false;  // --title: kept whatever the capture measures
 };
+// The flame graph's look for a capture measuring `clock`: off the CPU and
+// wall-clock graphs count nanoseconds, are titled as such (unless --title)
+// and drawn in blues, as flamegraph.pl draws off-CPU time.
+FlamegraphOptions svg_options(const SvgFlags& flags, ProfileClock clock);
 void add_svg_flags(CommandLine& cli, SvgFlags& flags);
 // The usage error of --svg with a --format other than folded ("" = fine).
 std::string check_svg_format(const SvgFlags& flags, OutputFormat format);

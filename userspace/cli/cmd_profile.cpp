@@ -103,7 +103,7 @@ int cmd_profile(int argc, char** argv) {
     return cli.failure(status.error().to_string());
   if (!output_path.empty()) summary.files.push_back({output_path, format_contents(format)});
   if (!svg.path.empty()) {
-    if (auto status = write_flamegraph_svg(output->bytes, svg.path, svg.title); !status)
+    if (auto status = write_flamegraph_svg(output->bytes, svg.path, svg_options(svg, capture->clock)); !status)
       return cli.failure(status.error().to_string());
     summary.files.push_back({svg.path, "flame graph"});
   }

@@ -38,6 +38,9 @@ constexpr CounterInfo counter_info(enum profile_counter counter) {
     case PROFILE_COUNTER_KERNEL_STACK_ERROR: return {"kernel_stack_error", CounterKind::Kept};
     case PROFILE_COUNTER_KERNEL_TRUNCATED: return {"kernel_stack_truncated", CounterKind::Kept};
     case PROFILE_COUNTER_KERNEL_THREAD: return {"kernel_thread_samples", CounterKind::Info};
+    case PROFILE_COUNTER_OFF_CPU_UNTRACKED: return {"off_cpu_untracked", CounterKind::Lost};
+    case PROFILE_COUNTER_SHORT_WAITS: return {"short_waits", CounterKind::Info};
+    case PROFILE_COUNTER_SHORT_WAITS_LOST: return {"short_waits_lost", CounterKind::Lost};
     case PROFILE_COUNTER_COUNT: break;
   }
   return {"?", CounterKind::Kept};

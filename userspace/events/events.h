@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "userspace/base/build_id.h"
+#include "userspace/base/off_cpu_reason.h"
 
 namespace gsymprof {
 
@@ -33,6 +34,9 @@ struct RawSample {
   // kNoImage: the pid's current one.
   uint32_t image = kNoImage;
   static constexpr uint32_t kNoImage = UINT32_MAX;
+  // An off-CPU sample (--off-cpu, --wall): the stack the thread blocked in,
+  // how long and why; reason None for a CPU sample.
+  OffCpuWait off_cpu{};
 };
 
 using SampleCallback = std::function<void(const RawSample&)>;
@@ -63,6 +67,16 @@ struct RawStackCopy {
   // size cap): the unwinder then reports unreadable memory, not a copy too small.
   bool copy_short = false;
   std::span<const uint64_t> kernel_ips;  // kernel frames, leaf first
+  OffCpuWait off_cpu{};                  // as RawSample::off_cpu
+};
+
+// Off-CPU waits too short for a stack of their own, summed by the kernel
+// per thread and reason (--off-cpu-min-us).
+struct RawShortWaits {
+  uint32_t pid = 0, tid = 0;
+  std::string_view comm;
+  OffCpuReason reason = OffCpuReason::None;
+  uint64_t ns = 0, count = 0;
 };
 
 // Side-band: a process mapped executable memory (mmap, or mprotect adding
@@ -98,6 +112,7 @@ class EventSink {
   virtual ~EventSink() = default;
   virtual void on_sample(const RawSample& sample) = 0;
   virtual void on_stack_copy(const RawStackCopy& copy) = 0;  // --call-graph dwarf
+  virtual void on_short_waits(const RawShortWaits& waits) = 0;  // --off-cpu, --wall
   // `tgid` exec'd into address space `mm` (0: not told); its new mappings follow.
   virtual void on_exec(uint32_t tgid, uint64_t mm) = 0;
   // `tgid` mapped executable memory.

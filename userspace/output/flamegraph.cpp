@@ -108,7 +108,8 @@ uint64_t fnv1a(std::string_view text) {
   return hash;
 }
 
-std::string frame_color(std::string_view name, FlameFrameKind kind, bool is_root) {
+std::string frame_color(std::string_view name, FlameFrameKind kind, bool is_root,
+                        FlamePalette palette = FlamePalette::Hot) {
   uint64_t hash = fnv1a(strip_suffix(name));
   auto unit = [&](int shift) { return static_cast<double>((hash >> shift) & 0xFF) / 255.0; };
   double v1 = unit(8), v2 = unit(24), v3 = unit(40);
@@ -134,11 +135,15 @@ std::string frame_color(std::string_view name, FlameFrameKind kind, bool is_root
         break;
       }
       case FlameFrameKind::Function:
-      default: {  // red, as flamegraph.pl's palettes draw native user code
+      default:
+        if (palette == FlamePalette::Cool) {  // blue, as flamegraph.pl's io palette
+          r = 80 + static_cast<int>(60 * v1), g = r, b = 190 + static_cast<int>(55 * v2);
+          break;
+        } else {  // red, as flamegraph.pl's palettes draw native user code
         int other = 50 + static_cast<int>(80 * v2);
         r = 200 + static_cast<int>(55 * v1), g = other, b = other;
         break;
-      }
+        }
     }
   }
   return "rgb(" + std::to_string(r) + "," + std::to_string(g) + "," + std::to_string(b) + ")";
@@ -362,7 +367,7 @@ void put_svg_head(std::string& svg, const Geometry& g, uint64_t total, const Fla
         {"unresolved", "[unknown]", FlameFrameKind::Unresolved},
     };
     for (const KindEntry& entry : kKinds)
-      legend.push_back({entry.label, frame_color(entry.sample_name, entry.kind, false)});
+      legend.push_back({entry.label, frame_color(entry.sample_name, entry.kind, false, options.palette)});
   }
   // A given legend may have white swatches (the differential graph's "unchanged").
   const std::string outline = options.legend.empty() ? "" : " stroke=\"rgb(120,120,120)\" stroke-width=\"0.5\"";
@@ -389,12 +394,14 @@ void put_svg_head(std::string& svg, const Geometry& g, uint64_t total, const Fla
          fixed(g.image_height - 10, 0) + "\"></text>\n";
 }
 
-// The default look of a frame: coloured by kind, "N samples, P%".
-FlameFrameStyle kind_style(const Node& node, bool is_root, uint64_t total) {
+// The default look of a frame: coloured by kind, "N samples, P%" (or "N ns, P%").
+FlameFrameStyle kind_style(const Node& node, bool is_root, uint64_t total, const FlamegraphOptions& options) {
   double percent = static_cast<double>(node.total) / static_cast<double>(total) * 100;
-  return {frame_color(node.name, classify_flame_frame(node.name), is_root),
-          with_thousands(node.total) + (node.total == 1 ? " sample, " : " samples, ") +
-              fixed(percent, 2) + "%"};
+  const std::string unit = options.unit != "samples" ? " " + options.unit + ", "
+                           : node.total == 1        ? " sample, "
+                                                    : " samples, ";
+  return {frame_color(node.name, classify_flame_frame(node.name), is_root, options.palette),
+          with_thousands(node.total) + unit + fixed(percent, 2) + "%"};
 }
 
 // One frame's box: tooltip, rectangle and label, `start` samples from the left.
@@ -439,7 +446,7 @@ void put_frames(std::string& svg, const std::vector<Node>& nodes, const Flamegra
       }
       put_frame(svg, node, options.frame_style(stack, node.total), item.start, total, width, g);
     } else {
-      put_frame(svg, node, kind_style(node, item.node == 0, total), item.start, total, width, g);
+      put_frame(svg, node, kind_style(node, item.node == 0, total, options), item.start, total, width, g);
     }
     // Push children in reverse name order so they are emitted in order.
     children.clear();
@@ -548,11 +555,9 @@ gsym::Expected<std::string> render_flamegraph_svg(const std::vector<FoldedLine>&
 }
 
 gsym::Status write_flamegraph_svg(std::string_view folded_text, const std::string& path,
-                                  const std::string& title) {
+                                  const FlamegraphOptions& options) {
   auto stacks = parse_folded(folded_text);
   if (!stacks) return stacks.error();
-  FlamegraphOptions options;
-  options.title = title;
   auto svg = render_flamegraph_svg(*stacks, options);
   if (!svg) return svg.error();
   return gsym::write_file_atomically(path, *svg);

@@ -40,8 +40,14 @@ struct FlameLegendEntry {
   std::string fill;
 };
 
+// Function frames in red-yellow (time on the CPU, flamegraph.pl's "hot"), or
+// in blues (time off it, flamegraph.pl's "io" palette).
+enum class FlamePalette : uint8_t { Hot, Cool };
+
 struct FlamegraphOptions {
   std::string title = "Flame Graph";
+  std::string unit = "samples";  // what the counts are: "samples", or "ns"
+  FlamePalette palette = FlamePalette::Hot;
   uint32_t width = 1200;      // pixels
   double min_frame_px = 0.1;  // narrower frames (and their children) are left out
   // Optional: each drawn frame's colour and tooltip, from its stack (the
@@ -83,6 +89,6 @@ gsym::Expected<std::string> render_flamegraph_svg(const std::vector<FoldedLine>&
 // parse_folded + render + atomic write to `path` (errors name what failed:
 // "line N: ..." for the input, "PATH: ..." for the output).
 gsym::Status write_flamegraph_svg(std::string_view folded_text, const std::string& path,
-                                  const std::string& title);
+                                  const FlamegraphOptions& options);
 
 }  // namespace gsymprof

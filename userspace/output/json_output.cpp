@@ -24,6 +24,7 @@ const char* frame_kind_name(FrameKind kind) {
     case FrameKind::Truncated: return "truncated";
     case FrameKind::Kernel: return "kernel";
     case FrameKind::Jit: return "jit";
+    case FrameKind::OffCpu: return "off-cpu";
   }
   return "unknown";
 }
@@ -44,8 +45,11 @@ std::string symbolized_json(const SymbolizeResult& result) {
                            {"build_id", frame.build_id.hex()}}));
   uint64_t samples = 0;
   for (const SymbolizedStack& stack : result.stacks) samples += stack.count;
+  // Off-CPU and wall-clock counts are nanoseconds: said, so no script adds
+  // them to samples.
   std::string out = "{\"format\":\"gsymprof-stacks\",\"version\":1,\"samples\":" +
-                    std::to_string(samples) + ",\n\"stacks\":[";
+                    std::to_string(samples) + (result.unit == "samples" ? "" : ",\"unit\":\"" + result.unit + "\"") +
+                    ",\n\"stacks\":[";
   bool first = true;
   for (const SymbolizedStack& stack : result.stacks) {
     out += first ? "\n" : ",\n";

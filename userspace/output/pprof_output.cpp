@@ -55,10 +55,28 @@ class ProfileBuilder {
     for (const CaptureStack& stack : capture_.stacks) {
       if (stack.count == 0) continue;
       pb::Sample* sample = profile_.add_sample();
+      // Off the CPU, the leaf is why: "[off-cpu S]", then "[short waits]".
+      if (stack.off_cpu != OffCpuReason::None)
+        sample->add_location_id(marker_location(off_cpu_frame_name(stack.off_cpu)));
+      if (stack.short_waits) sample->add_location_id(marker_location(kShortWaitsFrame));
       for (const CaptureFrame& frame : stack.frames) sample->add_location_id(frame_numbers.at(frame) + 1);
-      if (stack.truncated) sample->add_location_id(truncated_location());
-      sample->add_value(static_cast<int64_t>(stack.count));
-      sample->add_value(static_cast<int64_t>(stack.count * period));
+      if (stack.truncated) sample->add_location_id(marker_location("[truncated]"));
+      const bool off = stack.off_cpu != OffCpuReason::None;
+      switch (capture_.clock) {
+        case ProfileClock::Cpu:
+          sample->add_value(static_cast<int64_t>(stack.count));
+          sample->add_value(static_cast<int64_t>(stack.count * period));
+          break;
+        case ProfileClock::OffCpu:
+          sample->add_value(static_cast<int64_t>(stack.count));
+          sample->add_value(static_cast<int64_t>(stack.off_cpu_ns));
+          break;
+        case ProfileClock::Wall:
+          sample->add_value(off ? 0 : static_cast<int64_t>(stack.count * period));
+          sample->add_value(off ? static_cast<int64_t>(stack.off_cpu_ns) : 0);
+          sample->add_value(static_cast<int64_t>(stack_weight(capture_, stack)));
+          break;
+      }
       pb::Label* comm = sample->add_label();
       comm->set_key(comm_key);
       comm->set_str(strings_.index(stack.comm));
@@ -78,15 +96,30 @@ class ProfileBuilder {
       type->set_type(strings_.index(name));
       type->set_unit(strings_.index(unit));
     };
-    value_type(profile_.add_sample_type(), "samples", "count");
-    value_type(profile_.add_sample_type(), "cpu", "nanoseconds");
+    // The last sample type is pprof's default view.
+    switch (capture_.clock) {
+      case ProfileClock::Cpu:
+        value_type(profile_.add_sample_type(), "samples", "count");
+        value_type(profile_.add_sample_type(), "cpu", "nanoseconds");
+        break;
+      case ProfileClock::OffCpu:
+        value_type(profile_.add_sample_type(), "waits", "count");
+        value_type(profile_.add_sample_type(), "off_cpu", "nanoseconds");
+        break;
+      case ProfileClock::Wall:
+        value_type(profile_.add_sample_type(), "cpu", "nanoseconds");
+        value_type(profile_.add_sample_type(), "off_cpu", "nanoseconds");
+        value_type(profile_.add_sample_type(), "wall", "nanoseconds");
+        break;
+    }
     value_type(profile_.mutable_period_type(), "cpu", "nanoseconds");
     profile_.set_period(capture_.frequency_hz ? 1000000000ll / capture_.frequency_hz : 0);
     profile_.set_time_nanos(static_cast<int64_t>(capture_.start_time_unix_ns));
     profile_.set_duration_nanos(static_cast<int64_t>(capture_.duration_ns));
     profile_.add_comment(strings_.index("gsymprof: host " + capture_.host + ", kernel " +
                                         capture_.kernel_release + ", call graph " +
-                                        capture_.call_graph));
+                                        call_graph_name(capture_.call_graph) + ", clock " +
+                                        clock_name(capture_.clock)));
     for (int i = 0; i < profile_.mapping_size(); ++i) {
       pb::Mapping* mapping = profile_.mutable_mapping(i);
       const MappingFlags& flags = mapping_flags_[static_cast<size_t>(i)];
@@ -193,17 +226,20 @@ class ProfileBuilder {
     }
   }
 
-  uint64_t truncated_location() {
-    if (truncated_id_ == 0) {
+  // A location of its own for a frame no code has: "[truncated]" at the
+  // root of a cut stack, why a thread was off the CPU at its leaf.
+  uint64_t marker_location(const std::string& name) {
+    auto [it, added] = marker_ids_.try_emplace(name, 0);
+    if (added) {
       SymbolizedFrame frame;
       frame.kind = FrameKind::Truncated;
-      frame.name = "[truncated]";
+      frame.name = name;
       pb::Location* location = profile_.add_location();
-      truncated_id_ = static_cast<uint64_t>(profile_.location_size());
-      location->set_id(truncated_id_);
+      it->second = static_cast<uint64_t>(profile_.location_size());
+      location->set_id(it->second);
       location->add_line()->set_function_id(function_id(frame));
     }
-    return truncated_id_;
+    return it->second;
   }
 
   const Capture& capture_;
@@ -214,7 +250,7 @@ class ProfileBuilder {
   std::vector<MappingFlags> mapping_flags_;                       // by id - 1
   // (name, system name, file, start line)
   std::map<std::tuple<std::string, std::string, std::string, uint32_t>, uint64_t> function_ids_;
-  uint64_t truncated_id_ = 0;
+  std::map<std::string, uint64_t> marker_ids_;  // marker_location's
   uint64_t kernel_mapping_ = 0;
 };
 

@@ -141,6 +141,17 @@ std::string keep_module_file_open(int fd, const FileStamp& stamp) {
   return path;
 }
 
+gsym::Error process_exited_error() {
+  gsym::Error error(gsym::ErrorCode::NotFound, kProcessExitedError);
+  error.sys_errno = ESRCH;
+  return error;
+}
+
+ModuleErrorKind module_error_kind(const gsym::Error& error) {
+  return error.code == gsym::ErrorCode::NotFound && error.sys_errno == ESRCH ? ModuleErrorKind::ProcessExited
+                                                                              : ModuleErrorKind::Unreadable;
+}
+
 gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry& mapping,
                                                     const std::string& proc_root, bool keep_open) {
   if (mapping.path == kVdsoPath) {
@@ -163,7 +174,7 @@ gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry
   if (file && mapping.inode &&
       (file->status.st_ino != mapping.inode || major(file->status.st_dev) != mapping.dev_major ||
        minor(file->status.st_dev) != mapping.dev_minor))
-    return gsym::Error(kProcessExitedError);
+    return process_exited_error();
   const bool through_map_files = static_cast<bool>(file);
   if (!file) {
     std::string first_error = "map_files: " + file.error().message;
@@ -173,7 +184,7 @@ gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry
       // The process's root is gone (ENOENT for a zombie's root link, or the
       // whole /proc/PID; ESRCH while it is being reaped): it ended before
       // its files could be opened.
-      if (errno == ENOENT || errno == ESRCH) return gsym::Error(kProcessExitedError);
+      if (errno == ENOENT || errno == ESRCH) return process_exited_error();
       return gsym::Error(first_error + "; " + proc_pid + "/root: " + errno_text(errno));
     }
     file = gsym::open_regular_file_in_root(root.get(), mapping.path, mapping.path);

@@ -58,7 +58,13 @@ std::string keep_module_file_open(int fd, const FileStamp& stamp);
 // Only regular files are read, never blocking (a FIFO put at the path).
 // `proc_root` is "/proc" except in tests. The file is kept open
 // (ModuleIdentity::local_file) when `keep_open` is set. When neither view
-// exists any more the error is exactly kProcessExitedError.
+// exists any more the error is process_exited_error().
+// The error of a module whose process exited before its files could be
+// opened: NotFound with ESRCH ("no such process"), kProcessExitedError.
+gsym::Error process_exited_error();
+// ProcessExited for process_exited_error(), else Unreadable.
+ModuleErrorKind module_error_kind(const gsym::Error& error);
+
 gsym::Expected<ModuleIdentity> load_module_identity(uint32_t pid, const MapEntry& mapping,
                                                     const std::string& proc_root = "/proc",
                                                     bool keep_open = false);

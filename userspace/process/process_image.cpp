@@ -65,7 +65,7 @@ void ProcessImage::merge(
         if (identity)
           m.identity = std::move(*identity);
         else
-          m.error = identity.error().message;
+          m.set_error(identity.error());
         module = static_cast<int32_t>(modules.size());
         modules.push_back(std::move(m));
         by_file.emplace(key, module);
@@ -390,7 +390,7 @@ void ProcessTable::note_mapping(uint32_t pid, uint64_t mm, MapEntry entry, const
           m.identity = std::move(*identity);
           if (same && !stamp_key.empty()) modules_by_stamp_.emplace(stamp_key, m);
         } else {
-          m.error = identity.error().message;
+          m.set_error(identity.error());
         }
       }
       module = static_cast<int32_t>(image.modules.size());

@@ -33,6 +33,11 @@ struct ProcessModule {
   uint64_t inode = 0;
   ModuleIdentity identity;
   std::string error;  // non-empty: the ELF could not be read, and why
+  ModuleErrorKind error_kind = ModuleErrorKind::None;  // what kind of failure `error` is
+  void set_error(const gsym::Error& failure) {
+    error = failure.message;
+    error_kind = module_error_kind(failure);
+  }
 };
 
 struct ProcessImage {

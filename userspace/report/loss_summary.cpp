@@ -14,13 +14,10 @@ namespace gsymprof {
 LossSummary summarize_losses(const Capture& capture) {
   LossSummary losses;
   for (const auto& [reason, count] : capture.lost) {
-    if (reason.starts_with(kTruncatedByUnwinderPrefix)) {
-      losses.truncated_by_reason[reason] = count;  // kept samples
-    } else {
-      losses.lost_by_reason[reason] = count;
-      losses.lost += count;
-    }
+    losses.lost_by_reason[reason] = count;
+    losses.lost += count;
   }
+  losses.truncated_by_reason = capture.truncations;  // kept samples
   std::set<uint32_t> exited;
   for (const CaptureStack& stack : capture.stacks) {
     if (stack.truncated) losses.truncated += stack.count;
@@ -34,8 +31,8 @@ LossSummary summarize_losses(const Capture& capture) {
   losses.exited_processes = exited.size();
   // The truncations a flag can fix, with that flag.
   auto count_of = [&](const std::string& reason) {
-    auto it = capture.lost.find(reason);
-    return it == capture.lost.end() ? uint64_t{0} : it->second;
+    auto it = capture.truncations.find(reason);
+    return it == capture.truncations.end() ? uint64_t{0} : it->second;
   };
   if (uint64_t n = count_of(unwind_stop_loss_key(UnwindStop::StackCopyTooSmall)))
     losses.fixes += std::to_string(n) +

@@ -13,14 +13,13 @@
 namespace gsymprof {
 
 // Capture::lost holds the sampler's losses by name (sample/counters.h);
-// --call-graph dwarf adds "unwind_<reason>" counters (stack_copy_unwind.h):
-// samples kept, but whose stack the CFI unwinder had to cut short.
-inline constexpr const char* kTruncatedByUnwinderPrefix = "unwind_";
+// Capture::truncations the samples kept with a stack the CFI unwinder had
+// to cut short ("unwind_<reason>", stack_copy_unwind.h).
 
 // The losses of a capture, from Capture::lost and its stacks' truncated
 // flags: taken before the stacks are freed (render's free_stacks).
 struct LossSummary {
-  uint64_t lost = 0;       // samples lost: every reason but unwind_* (those were kept)
+  uint64_t lost = 0;       // samples lost: every reason of Capture::lost
   uint64_t truncated = 0;  // samples whose stack the unwinder cut short
   // Capture::lost split in two, every reason (zeros too): the losses, and
   // the unwinder's truncations (unwind_*, samples kept).

@@ -65,7 +65,7 @@ SamplingProgress::SamplingProgress(const TargetOptions& targets) : line_(termina
     of_duration_ = " of " + seconds(*targets.duration_s);
   }
   start_line_ = "sampling " + targets_text(targets) + " at " + std::to_string(targets.frequency_hz) +
-                " Hz, call graph " + targets.call_graph +
+                " Hz, call graph " + call_graph_name(targets.call_graph) +
                 (targets.kernel_stacks ? "" : ", user frames only") + "; stops on " + either(stops);
 }
 

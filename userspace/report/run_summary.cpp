@@ -172,7 +172,13 @@ RunSummary summarize_run(std::string command, const Capture& capture) {
   summary.unique_stacks = capture.stacks.size();
   summary.duration_s = static_cast<double>(capture.duration_ns) / 1e9;
   summary.frequency_hz = capture.frequency_hz;
-  summary.call_graph = capture.call_graph;
+  summary.call_graph = call_graph_name(capture.call_graph);
+  summary.clock = clock_name(capture.clock);
+  for (const CaptureStack& stack : capture.stacks) {
+    if (stack.off_cpu == OffCpuReason::None) continue;
+    (stack.short_waits ? summary.summed_waits : summary.waits) += stack.count;
+    (stack.short_waits ? summary.summed_ns : summary.off_cpu_ns) += stack.off_cpu_ns;
+  }
   summary.jit_symbols = capture.jit_symbols.size();
   summary.losses = summarize_losses(capture);
   const bool count_no_cfi = no_cfi_truncations(summary.losses) > 0;
@@ -257,7 +263,8 @@ void print_run_summary(const RunSummary& summary, bool verbose) {
     std::fprintf(stderr,
                  "gsymprof: %" PRIu64 " samples taken, %" PRIu64 " recorded, %" PRIu64
                  " lost, %s, %s, %s (%.2f s at %u Hz, stopped: %s)\n",
-                 summary.session->counters.samples(), summary.samples, losses.lost,
+                 // Short waits summed in the kernel are not samples taken.
+                 summary.session->counters.samples(), summary.samples - summary.summed_waits, losses.lost,
                  count_of(summary.processes, "process", "processes").c_str(),
                  count_of(summary.modules, "module", "modules").c_str(),
                  count_of(summary.unique_stacks, "unique stack", "unique stacks").c_str(),
@@ -276,6 +283,16 @@ void print_run_summary(const RunSummary& summary, bool verbose) {
                  summary.module_reports.size(),
                  unnamed ? (" (" + std::to_string(unnamed) + " with unnamed frames)").c_str() : "");
   }
+  if (summary.session && !summary.session->features_off.empty())
+    std::fprintf(stderr, "gsymprof: %zu kernel feature%s off for this session (said at the start; "
+                 "gsymprof doctor lists them)\n",
+                 summary.session->features_off.size(), summary.session->features_off.size() == 1 ? "" : "s");
+  if (summary.clock != "cpu")
+    std::fprintf(stderr,
+                 "gsymprof: off-CPU: %.3f s in %" PRIu64 " waits with stacks, %.3f s in %" PRIu64
+                 " short or runnable waits summed per thread\n",
+                 static_cast<double>(summary.off_cpu_ns) / 1e9, summary.waits,
+                 static_cast<double>(summary.summed_ns) / 1e9, summary.summed_waits);
   print_losses(losses, verbose);
   if (summary.session) print_session_lines(summary, *summary.session, verbose);
   for (const Hint& hint : summary_hints(summary))
@@ -327,7 +344,18 @@ std::string run_summary_json(const RunSummary& summary) {
   out["duration_s"] = summary.duration_s;
   out["frequency_hz"] = summary.frequency_hz;
   out["call_graph"] = summary.call_graph;
+  out["clock"] = summary.clock;
+  if (summary.clock != "cpu")
+    out["off_cpu"] = {{"waits", summary.waits},
+                      {"ns", summary.off_cpu_ns},
+                      {"summed_waits", summary.summed_waits},
+                      {"summed_ns", summary.summed_ns}};
   out["stop_reason"] = session ? nlohmann::ordered_json(session->stop_reason) : nullptr;
+  // What this kernel could not do (lines as printed at the start): a count
+  // scripts can alert on, and the reasons.
+  out["features_off"] = session ? nlohmann::ordered_json(session->features_off.size()) : nullptr;
+  out["features_off_reasons"] =
+      session ? nlohmann::ordered_json(session->features_off) : nlohmann::ordered_json::array();
   out["lost_by_reason"] = summary.losses.lost_by_reason;
   out["truncated_by_reason"] = summary.losses.truncated_by_reason;
   out["user_stacks"] = {{"samples", summary.user_samples},

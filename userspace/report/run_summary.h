@@ -57,6 +57,10 @@ struct RunSummary {
   double duration_s = 0;
   uint32_t frequency_hz = 0;
   std::string call_graph;
+  std::string clock = "cpu";  // clock_name: "cpu", "off-cpu", "wall"
+  // Off the CPU (--off-cpu, --wall): waits with a stack of their own and
+  // their time, and those summed without one (short, or runnable).
+  uint64_t waits = 0, off_cpu_ns = 0, summed_waits = 0, summed_ns = 0;
   size_t jit_symbols = 0;  // perf-map entries that named frames
   LossSummary losses;
   // Samples with a user stack, those of at most kShallowUserFrames frames,

@@ -92,6 +92,11 @@ KernelFeatures probe_kernel_features() {
       {"raw_tracepoint", "raw tracepoint programs", "4.17",
        "children of -p/-- CMD targets are not followed: they are sampled only once /proc shows them",
        libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_RAW_TRACEPOINT, nullptr) == 1},
+      {"off_cpu", "BTF tracepoints, bpf_get_task_stack and bpf_task_pt_regs (sched_switch)", "5.15",
+       "--off-cpu has nothing to sample and --wall only its CPU samples: time off the CPU is not seen",
+       // libbpf cannot probe tracing programs (they need a target): BTF
+       // and the helper say enough; attaching says the rest.
+       btf && helper_present(BPF_FUNC_get_task_stack) && helper_present(BPF_FUNC_task_pt_regs)},
       {"perf_sideband", "perf side-band records (MMAP2, COMM exec, FORK, EXIT)", "4.16",
        "mappings are learnt from /proc only: a process that lives less than a /proc read "
        "(~10 ms) may go unnamed, and dlopen'd code is seen late",

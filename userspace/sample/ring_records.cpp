@@ -7,8 +7,14 @@
 namespace gsymprof {
 namespace {
 
-std::string_view comm_of(const profile_event_header& header) {
-  return std::string_view(header.comm, strnlen(header.comm, sizeof(header.comm)));
+std::string_view comm_of(const char (&comm)[PROFILE_COMM_LEN]) {
+  return std::string_view(comm, strnlen(comm, sizeof(comm)));
+}
+std::string_view comm_of(const profile_event_header& header) { return comm_of(header.comm); }
+
+OffCpuWait off_cpu_of(const profile_event_header& header) {
+  if (!(header.off_cpu_state & PROFILE_OFF_CPU)) return {};
+  return {short_wait_reason(header.off_cpu_state), header.off_cpu_ns};
 }
 
 std::span<const uint64_t> copy_ips(const uint8_t* source, uint32_t count, uint64_t* target) {
@@ -35,6 +41,7 @@ RingRecordKind decode_fp_stack(std::span<const uint8_t> record, const profile_ev
   sample.truncated = (flags & PROFILE_STACK_TRUNCATED) != 0;
   sample.kernel_ips = copy_ips(record.data() + offsetof(profile_fp_stack_event, kernel_ips),
                                kernel_frame_count, scratch.kernel_ips.data());
+  sample.off_cpu = off_cpu_of(header);
   sink.on_sample(sample);
   return RingRecordKind::Sample;
 }
@@ -57,11 +64,28 @@ RingRecordKind decode_stack_copy(std::span<const uint8_t> record, const profile_
   copy.copy_short = (event.flags & PROFILE_STACK_TRUNCATED) != 0;
   copy.kernel_ips = copy_ips(record.data() + offsetof(profile_stack_copy_event, kernel_ips),
                              event.kernel_frame_count, scratch.kernel_ips.data());
+  copy.off_cpu = off_cpu_of(header);
   sink.on_stack_copy(copy);
   return RingRecordKind::Sample;
 }
 
 }  // namespace
+
+OffCpuReason short_wait_reason(uint32_t state) {
+  return off_cpu_reason(state & PROFILE_TASK_STATE_MASK, (state & PROFILE_OFF_CPU_PREEMPTED) != 0);
+}
+
+void deliver_short_waits(const profile_short_wait_key& key, const profile_short_wait_value& value,
+                         EventSink& sink) {
+  RawShortWaits waits;
+  waits.pid = key.tgid;
+  waits.tid = key.tid;
+  waits.comm = comm_of(value.comm);
+  waits.reason = short_wait_reason(key.state);
+  waits.ns = value.ns;
+  waits.count = value.count;
+  sink.on_short_waits(waits);
+}
 
 std::optional<uint64_t> ring_record_time(std::span<const uint8_t> record) {
   if (record.size() < sizeof(profile_event_header)) return std::nullopt;

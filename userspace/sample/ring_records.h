@@ -25,6 +25,14 @@ std::optional<uint64_t> ring_record_time(std::span<const uint8_t> record);
 
 enum class RingRecordKind { Sample, Bad };
 
+// The reason of a switch-out as the BPF side encodes it (task state bits,
+// PROFILE_OFF_CPU_PREEMPTED).
+OffCpuReason short_wait_reason(uint32_t state);
+
+// Hands `sink` one entry of the short_waits map.
+void deliver_short_waits(const profile_short_wait_key& key, const profile_short_wait_value& value,
+                         EventSink& sink);
+
 // Hands `sink` the sample in `record`. Bad: too short, a size or count past
 // its bytes, or a kind this reader does not know (the caller counts it).
 RingRecordKind decode_ring_record(std::span<const uint8_t> record, RingRecordScratch& scratch,

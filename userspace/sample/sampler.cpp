@@ -102,12 +102,16 @@ struct Sampler::State {
   uint64_t bad_records = 0;
   uint64_t sample_records = 0, sample_record_bytes = 0;
   size_t ring_buffer_bytes = 0;
+  bool off_cpu = false;             // the off-CPU programs are attached
+  uint64_t short_waits_read_at = 0; // monotonic ns of the last short_waits read
+  std::vector<bpf_link*> off_cpu_links;
   RingRecordScratch scratch;
 
   ~State() {
     if (epoll_fd >= 0) ::close(epoll_fd);
     if (ring) ring_buffer__free(ring);
     for (bpf_link* link : perf_links) bpf_link__destroy(link);
+    for (bpf_link* link : off_cpu_links) bpf_link__destroy(link);
     for (int fd : perf_fds) ::close(fd);
     if (skel) profile_bpf__destroy(skel);
   }
@@ -124,6 +128,32 @@ struct Sampler::State {
     if (!sideband) return;
     if (time_ns >= sideband_read_at) sideband_read_at = sideband->read();
     sideband->deliver_until(time_ns, *targets, *sink);
+  }
+
+  // Hands the sink the short waits summed since the last call, taking
+  // each entry out of the map (lookup-and-delete: none is counted twice).
+  void deliver_short_waits() {
+    short_waits_read_at = monotonic_ns();
+    const bpf_map* map = skel->maps.short_waits;
+    profile_short_wait_key key{}, next{};
+    const profile_short_wait_key* previous = nullptr;
+    std::vector<profile_short_wait_key> keys;
+    for (uint32_t steps = 0; steps < bpf_map__max_entries(map); ++steps) {
+      if (bpf_map__get_next_key(map, previous, &next, sizeof(next)) != 0) break;
+      keys.push_back(next);
+      key = next;
+      previous = &key;
+    }
+    for (const profile_short_wait_key& k : keys) {
+      profile_short_wait_value value{};
+      if (bpf_map__lookup_and_delete_elem(map, &k, sizeof(k), &value, sizeof(value), 0) != 0) {
+        // Before Linux 5.14 hash maps cannot: read, then delete (an
+        // increment in between is lost, the risk of an old kernel).
+        if (bpf_map__lookup_elem(map, &k, sizeof(k), &value, sizeof(value), 0) != 0) continue;
+        bpf_map__delete_elem(map, &k, sizeof(k), 0);
+      }
+      gsymprof::deliver_short_waits(k, value, *sink);
+    }
   }
 
   void sideband_until(uint64_t time_ns) {
@@ -179,6 +209,19 @@ gsym::Status configure(profile_bpf* skel, const SamplerOptions& options, const K
   skel->rodata->follow_forks = options.follow_forks;
   skel->rodata->kernel_stacks = options.kernel_stacks;
   skel->rodata->self_tgid = static_cast<uint32_t>(::getpid());
+  skel->rodata->off_cpu_min_ns = options.off_cpu_min_ns;
+  skel->rodata->off_cpu_runqueue = options.off_cpu_runqueue;
+  const bool off_cpu = options.off_cpu && kernel.has("off_cpu");
+  if (options.off_cpu && !off_cpu) {
+    if (!options.cpu_samples)
+      return gsym::Error(std::string("--off-cpu: this kernel lacks ") + kernel.feature("off_cpu").name +
+                         " (Linux " + kernel.feature("off_cpu").since + ")");
+    notices.push_back(std::string("off-CPU time off: this kernel lacks ") + kernel.feature("off_cpu").name +
+                      " (Linux " + kernel.feature("off_cpu").since + "): " + kernel.feature("off_cpu").without);
+  }
+  bpf_program__set_autoload(skel->progs.off_cpu_switch, off_cpu);
+  bpf_program__set_autoload(skel->progs.off_cpu_sys_exit, off_cpu);
+  bpf_program__set_autoload(skel->progs.sample_stack, options.cpu_samples);
   // Following children is needed only with a target filter.
   const bool follow = options.filter_by_tgid && options.follow_forks;
   if (follow && !kernel.has("raw_tracepoint")) {
@@ -220,6 +263,26 @@ gsym::Status attach_cpu_clocks(Sampler::State& state, const SamplerOptions& opti
     state.perf_links.push_back(link);
   }
   if (state.perf_links.empty()) return gsym::Error("no online CPU to sample");
+  return gsym::Status::success();
+}
+
+// --off-cpu, --wall: the sched_switch and sys_exit tracepoints. Without
+// them the CPU samples go on (--wall), with a notice of what is lost.
+gsym::Status attach_off_cpu(Sampler::State& state, const SamplerOptions& options,
+                            const KernelFeatures& kernel) {
+  if (!bpf_program__autoload(state.skel->progs.off_cpu_switch)) return gsym::Status::success();
+  auto lost = [&](const std::string& why) -> gsym::Status {
+    if (!options.cpu_samples) return gsym::Error("--off-cpu: " + why);
+    state.notices.push_back("off-CPU time off: " + why + ": " + kernel.feature("off_cpu").without);
+    return gsym::Status::success();
+  };
+  for (bpf_program* program : {state.skel->progs.off_cpu_switch, state.skel->progs.off_cpu_sys_exit}) {
+    bpf_link* link = bpf_program__attach(program);
+    if (!link)
+      return lost(std::string("cannot attach ") + bpf_program__name(program) + " (" + std::strerror(errno) + ")");
+    state.off_cpu_links.push_back(link);
+  }
+  state.off_cpu = true;
   return gsym::Status::success();
 }
 
@@ -321,7 +384,10 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
   // The side-band first, so no sample can precede the records that explain
   // its mappings. Without it, /proc is read instead (ProcessTable).
   open_sideband(*state, options, kernel, *cpus);
-  if (auto status = attach_cpu_clocks(*state, options, *cpus); !status) return status.error();
+  if (options.cpu_samples)
+    if (auto status = attach_cpu_clocks(*state, options, *cpus); !status) return status.error();
+  if (options.off_cpu)
+    if (auto status = attach_off_cpu(*state, options, kernel); !status) return status.error();
   if (auto status = wait_on_rings(*state); !status) return status.error();
   return std::unique_ptr<Sampler>(new Sampler(std::move(state)));
 }
@@ -357,10 +423,21 @@ gsym::Expected<int> Sampler::poll(int timeout_ms) {
   if (n < 0 && errno != EINTR) return gsym::Error(std::string("epoll_wait: ") + std::strerror(errno));
   // Most sample records are submitted without a wakeup (wakeup_bytes in
   // profile.bpf.c), so read the ring after every wait.
-  return drain();
+  auto drained = drain_rings();
+  // The summed short waits once a second: a map walk costs a system call
+  // per entry.
+  if (drained && state_->off_cpu && monotonic_ns() - state_->short_waits_read_at >= 1000000000ull)
+    state_->deliver_short_waits();
+  return drained;
 }
 
 gsym::Expected<int> Sampler::drain() {
+  auto drained = drain_rings();
+  if (drained && state_->off_cpu) state_->deliver_short_waits();
+  return drained;
+}
+
+gsym::Expected<int> Sampler::drain_rings() {
   if (state_->sideband) state_->sideband_read_at = state_->sideband->read();
   // Every sample taken before this time is committed before consume starts
   // (the sampled task cannot run on until its sample is), so consume reads
@@ -423,18 +500,22 @@ std::vector<ProgramCost> measure_programs() {
     const char* name;
     uint32_t stack_copy_bytes;
     bool filter;
+    bool off_cpu = false;
   };
   const Variant variants[] = {
       {"frame pointers, every process", 0, false},
       {"frame pointers, -p filter", 0, true},
       {"stack copy 256 KiB, every process", 262144, false},
       {"stack copy 1 MiB, -p filter", PROFILE_MAX_STACK_COPY, true},
+      {"wall: frame pointers, -p filter", 0, true, true},
+      {"wall: stack copy 1 MiB, -p filter", PROFILE_MAX_STACK_COPY, true, true},
   };
   std::vector<ProgramCost> costs;
   for (const Variant& variant : variants) {
     SamplerOptions options;
     options.stack_copy_bytes = variant.stack_copy_bytes;
     options.filter_by_tgid = variant.filter;
+    options.off_cpu = options.off_cpu_runqueue = variant.off_cpu;
     options.follow_forks = true;
     last_libbpf_message().clear();
     profile_bpf* skel = profile_bpf__open();

@@ -33,6 +33,15 @@ struct SamplerOptions {
   // Kernel frames with each sample (bpf_get_stack without BPF_F_USER_STACK),
   // and kernel threads' samples; false: --user-callchains.
   bool kernel_stacks = true;
+  // Timer samples of code on the CPU (false: --off-cpu alone).
+  bool cpu_samples = true;
+  // --off-cpu / --wall: a sample per wait of a target thread off the CPU,
+  // sent when it runs again, if it waited at least off_cpu_min_ns (shorter
+  // ones are summed: RawShortWaits); with off_cpu_runqueue (--wall), time
+  // runnable but waiting for a CPU counts as a wait too.
+  bool off_cpu = false;
+  bool off_cpu_runqueue = false;
+  uint64_t off_cpu_min_ns = 1000000;
 };
 
 class Sampler {
@@ -52,7 +61,8 @@ class Sampler {
   // Delivers pending records, waiting up to timeout_ms for the first one.
   // Returns the number of records delivered; EINTR counts as 0.
   gsym::Expected<int> poll(int timeout_ms);
-  // Delivers everything still queued without waiting.
+  // Delivers everything still queued without waiting, and the short
+  // off-CPU waits summed so far (RawShortWaits).
   gsym::Expected<int> drain();
   SamplerCounters counters() const;
   // Side-band events lost (one counter of counters()); 1 without a side-band.
@@ -66,6 +76,7 @@ class Sampler {
   struct State;  // sampler.cpp's: the skeleton, rings, side-band
 
  private:
+  gsym::Expected<int> drain_rings();
   explicit Sampler(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };

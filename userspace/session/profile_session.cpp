@@ -220,6 +220,10 @@ class WithoutOwnPreExec final : public EventSink {
     if (own(c.pid, c.comm)) return;
     next_.on_stack_copy(c);
   }
+  void on_short_waits(const RawShortWaits& w) override {
+    if (own(w.pid, w.comm)) return;
+    next_.on_short_waits(w);
+  }
   void on_exec(uint32_t tgid, uint64_t mm) override {
     if (tgid == launched_) exec_seen_ = true;
     next_.on_exec(tgid, mm);
@@ -252,8 +256,12 @@ SamplerOptions sampler_options_for(const SessionOptions& options) {
   sampler_options.filter_by_tgid = !targets.whole_system();
   sampler_options.target_tgids = targets.pids;
   sampler_options.ring_buffer_bytes = options.ring_buffer_bytes;
-  if (targets.call_graph == "dwarf") sampler_options.stack_copy_bytes = targets.stack_copy_bytes;
+  if (targets.call_graph == CallGraph::Dwarf) sampler_options.stack_copy_bytes = targets.stack_copy_bytes;
   sampler_options.kernel_stacks = targets.kernel_stacks;
+  sampler_options.cpu_samples = targets.clock != ProfileClock::OffCpu;
+  sampler_options.off_cpu = targets.clock != ProfileClock::Cpu;
+  sampler_options.off_cpu_runqueue = targets.clock == ProfileClock::Wall;
+  sampler_options.off_cpu_min_ns = uint64_t{targets.off_cpu_min_us} * 1000;
   return sampler_options;
 }
 
@@ -267,6 +275,7 @@ Capture new_capture(const TargetOptions& targets) {
   }
   capture.frequency_hz = targets.frequency_hz;
   capture.call_graph = targets.call_graph;
+  capture.clock = targets.clock;
   return capture;
 }
 
@@ -325,8 +334,8 @@ gsym::Expected<std::string> sample_until_stopped(Sampler& sampler, const TargetO
   }
 }
 
-// Capture::lost: the sampler's losses by name, then the stacks the CFI
-// unwinder kept but cut short ("unwind_stack_copy_too_small", ...).
+// Capture::lost: the sampler's losses by name (the CFI unwinder's cut
+// stacks go to Capture::truncations, CaptureAssembler::build).
 void report_losses(const SamplerCounters& counters, EventSink& sink) {
   for (uint32_t c = 0; c < PROFILE_COUNTER_COUNT; ++c) {
     const CounterInfo info = counter_info(static_cast<enum profile_counter>(c));
@@ -358,7 +367,8 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   auto sampler = Sampler::start(sampler_options_for(options), sink);
   if (!sampler) return sampler.error();
   // What this kernel cannot do, and what that costs, before any sample.
-  if (options.on_started) options.on_started((*sampler)->notices());
+  std::vector<std::string> features_off = (*sampler)->notices();
+  if (options.on_started) options.on_started(features_off);
   // Mappings come from the kernel as they are made; /proc is read again only
   // if some of those events were lost (or the kernel has no side-band).
   Sampler* sampler_ptr = sampler->get();
@@ -417,7 +427,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
 
   JitReport jit;
   report_losses(counters, assembler);
-  assembler.build(capture, &jit, targets.call_graph == "dwarf");
+  assembler.build(capture, &jit, targets.call_graph == CallGraph::Dwarf);
   // Named now, from this kernel: the capture may be symbolized elsewhere.
   attach_running_kernel_symbols(capture);
   if (stats) {
@@ -433,6 +443,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
     stats->frame_pointer_stacks = assembler.unwinder().frame_pointer_stacks();
     stats->ring_buffer_bytes = ring_buffer_bytes;
     stats->kernel_threads = std::move(kernel_threads);
+    stats->features_off = std::move(features_off);
   }
   return capture;
 }

@@ -44,6 +44,9 @@ struct SessionStats {
   uint64_t frame_pointer_stacks = 0;  // dwarf: stacks with such frames
   size_t ring_buffer_bytes = 0;       // the size the sampler chose
   std::vector<uint32_t> kernel_threads;  // the -p targets that are kernel threads (no user stack)
+  // What this kernel cannot do and what is lost, a line each
+  // (Sampler::notices): the features turned off for this session.
+  std::vector<std::string> features_off;
 };
 
 // Samples until the duration elapses, SIGINT/SIGTERM arrives, or every

@@ -34,9 +34,9 @@ gsym::Expected<Capture> capture_from_perf_data(const PerfDataFile& file,
   capture.kernel_release = file.os_release();
   if (attr.freq())
     capture.frequency_hz = static_cast<uint32_t>(std::min<uint64_t>(attr.sample_period, UINT32_MAX));
-  capture.call_graph = dwarf                                        ? "dwarf"
-                       : (attr.sample_type & PERF_SAMPLE_CALLCHAIN) ? "fp"
-                                                                    : "none";
+  capture.call_graph = dwarf                                        ? CallGraph::Dwarf
+                       : (attr.sample_type & PERF_SAMPLE_CALLCHAIN) ? CallGraph::FramePointer
+                                                                    : CallGraph::None;
   capture.duration_ns = source.duration_ns();
   JitReport jit;
   assembler.build(capture, &jit, dwarf);

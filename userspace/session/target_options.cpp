@@ -69,7 +69,7 @@ std::string store_max_depth(std::string_view value, TargetOptions& options) {
 
 std::string store_call_graph(std::string_view mode, TargetOptions& options) {
   if (mode == "fp" || mode == "dwarf") {
-    options.call_graph = mode;
+    options.call_graph = mode == "fp" ? CallGraph::FramePointer : CallGraph::Dwarf;
     return "";
   }
   if (mode.substr(0, 6) != "dwarf,")
@@ -80,8 +80,22 @@ std::string store_call_graph(std::string_view mode, TargetOptions& options) {
     return "--call-graph: stack copy size must be a multiple of 8 from " +
            std::to_string(kMinStackCopyBytes) + " to " + std::to_string(kMaxStackCopyBytes) +
            ", not '" + std::string(mode.substr(6)) + "'";
-  options.call_graph = "dwarf";
+  options.call_graph = CallGraph::Dwarf;
   options.stack_copy_bytes = bytes;
+  return "";
+}
+
+std::string store_clock(ProfileClock clock, TargetOptions& options) {
+  if (options.clock != ProfileClock::Cpu && options.clock != clock) return "--off-cpu and --wall cannot be combined";
+  options.clock = clock;
+  return "";
+}
+
+std::string store_off_cpu_min_us(std::string_view value, TargetOptions& options) {
+  std::optional<uint32_t> us = parse_unsigned<uint32_t>(value);
+  if (!us || *us > 60'000'000)
+    return "--off-cpu-min-us: microseconds from 0 to 60000000, not '" + std::string(value) + "'";
+  options.off_cpu_min_us = *us;
   return "";
 }
 
@@ -101,6 +115,20 @@ constexpr TargetFlag kTargetFlags[] = {
      "user frames walked at most per stack by --call-graph dwarf (default 2048); deeper "
      "stacks are cut there, counted as unwind_depth_limit",
      store_max_depth},
+    {"--off-cpu", "",
+     "profile time off the CPU instead: each wait of a target thread (sleep, lock, I/O, "
+     "pipe) with the stack where it blocked, the kernel's (schedule, futex_wait, ...) too, "
+     "weighted by the nanoseconds it waited and ending in its reason ([off-cpu S], "
+     "[off-cpu D], ...)",
+     [](std::string_view, TargetOptions& options) { return store_clock(ProfileClock::OffCpu, options); }},
+    {"--wall", "",
+     "wall-clock time: CPU samples (each weighs 1/HZ s) and waits off the CPU together, in "
+     "nanoseconds, with time runnable but waiting for a CPU as [runqueue]",
+     [](std::string_view, TargetOptions& options) { return store_clock(ProfileClock::Wall, options); }},
+    {"--off-cpu-min-us", "US",
+     "with --off-cpu or --wall: waits shorter than US microseconds (default 1000) are summed "
+     "per process as one [short waits] stack instead of each getting its own",
+     store_off_cpu_min_us},
 };
 
 }  // namespace

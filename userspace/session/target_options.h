@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bpf/profile.h"
+#include "userspace/capture/capture.h"
 
 namespace gsymprof {
 
@@ -26,12 +27,20 @@ inline constexpr uint32_t kMaxStackCopyBytes = PROFILE_MAX_STACK_COPY;
 // walks frame pointers to kernel.perf_event_max_stack, 127 by default).
 inline constexpr uint32_t kDefaultMaxDepth = 2048;
 inline constexpr uint32_t kMaxMaxDepth = 65536;
+// --off-cpu-min-us: waits shorter than this get no stack of their own; the
+// kernel sums them per process (the "[short waits]" stack). 1 ms bounds the
+// records to 1,000 per second per blocked thread, the rate of a 1 kHz
+// sampler, so a thread that switches every few microseconds (a pipe
+// ping-pong, a busy lock) costs a map update per switch, not a stack copy.
+inline constexpr uint32_t kDefaultOffCpuMinUs = 1000;
 
 struct TargetOptions {
   std::vector<uint32_t> pids;           // -p: sorted, unique
   uint32_t frequency_hz = 99;           // -F
   std::optional<double> duration_s;     // -d; none: until Ctrl-C or targets exit
-  std::string call_graph = "dwarf";     // --call-graph: "fp" or "dwarf" (default: see README)
+  CallGraph call_graph = CallGraph::Dwarf;  // --call-graph: fp or dwarf (default: see README)
+  ProfileClock clock = ProfileClock::Cpu;    // --off-cpu, --wall
+  uint32_t off_cpu_min_us = kDefaultOffCpuMinUs;  // --off-cpu-min-us
   uint32_t stack_copy_bytes = kDefaultStackCopyBytes;  // --call-graph dwarf,SIZE
   std::vector<std::string> command;     // after --
   bool kernel_stacks = true;            // false: --user-callchains
@@ -43,13 +52,14 @@ struct TargetOptions {
 // lists it (userspace/cli adds these to both).
 struct TargetFlag {
   const char* names;       // "-p,--pid"
-  const char* value_name;  // "PID[,PID...]"
+  const char* value_name;  // "PID[,PID...]"; "" for a flag without a value
   const char* help;
   // Stores `value` in `options`; returns "" or the one-line usage error.
   std::string (*store)(std::string_view value, TargetOptions& options);
 };
 
-// -p/--pid, -F/--freq, -d/--duration, --call-graph, --max-depth.
+// -p/--pid, -F/--freq, -d/--duration, --call-graph, --max-depth, --off-cpu,
+// --wall, --off-cpu-min-us.
 std::span<const TargetFlag> target_flags();
 
 // --user-callchains (perf's name): user frames only.

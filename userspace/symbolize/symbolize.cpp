@@ -2,6 +2,7 @@
 
 
 #include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -131,12 +132,15 @@ class Symbolizer {
       ModuleReport report;
       report.path = module.path;
       auto key = std::make_pair(module.path, module.build_id);
-      if (module.build_id.empty() && !module.error.empty()) {
+      if (module.build_id.empty() && module.error_kind != ModuleErrorKind::None) {
         // Not "no build ID": the file was never read (the process was gone,
         // or its file could not be opened), so nothing is known of it.
         report.identified = false;
         Unidentified& why = unidentified[key];
-        if (why.error.empty()) why.error = module.error;
+        if (why.error.empty()) {
+          why.error = module.error;
+          why.kind = module.error_kind;
+        }
         why.modules.push_back(m);
         reports_.try_emplace(key, std::move(report));
         continue;
@@ -158,6 +162,7 @@ class Symbolizer {
 
   struct Unidentified {
     std::string error;            // the first module's error
+    ModuleErrorKind kind = ModuleErrorKind::None;
     std::vector<size_t> modules;  // capture module indexes
   };
 
@@ -188,7 +193,7 @@ class Symbolizer {
       const auto& [samples, pids] = seen[key];
       std::string count = std::to_string(samples) + (samples == 1 ? " sample" : " samples");
       ModuleReport& report = reports_.at(key);
-      if (why.error == kProcessExitedError) {
+      if (why.kind == ModuleErrorKind::ProcessExited) {
         report.reason = count + " of " + std::to_string(pids.size()) +
                         (pids.size() == 1 ? " process that" : " processes that") +
                         " exited before their modules could be read";
@@ -382,6 +387,27 @@ class Symbolizer {
       sequence_begin_.push_back(pool_.size());
     }
     if (any_truncated_) truncated_id();
+    for (uint32_t s : order_) {
+      const CaptureStack& stack = capture_.stacks[s];
+      if (stack.off_cpu != OffCpuReason::None) leaf_marker_id(off_cpu_marker(stack.off_cpu));
+      if (stack.short_waits) leaf_marker_id(kShortWaitsMarker);
+    }
+  }
+
+  // The leaf markers: index kShortWaitsMarker, or an OffCpuReason's.
+  static constexpr size_t kShortWaitsMarker = 0;
+  static constexpr size_t kMarkers = static_cast<size_t>(OffCpuReason::Other) + 1;
+  static size_t off_cpu_marker(OffCpuReason reason) { return static_cast<size_t>(reason); }
+
+  uint32_t leaf_marker_id(size_t marker) {
+    if (marker_ids_[marker] == kNone) {
+      SymbolizedFrame frame;
+      frame.kind = FrameKind::OffCpu;
+      frame.name = marker == kShortWaitsMarker ? std::string(kShortWaitsFrame)
+                                               : off_cpu_frame_name(static_cast<OffCpuReason>(marker));
+      marker_ids_[marker] = add_frame(std::move(frame));
+    }
+    return marker_ids_[marker];
   }
 
   // Ranks frames by content so that equal frames share a rank and rank
@@ -403,6 +429,8 @@ class Symbolizer {
     std::vector<SymbolizedFrame>().swap(frames_);
     for (uint32_t& id : pool_) id = rank_[id];
     if (truncated_id_ != kNone) truncated_rank_ = rank_[truncated_id_];
+    for (size_t m = 0; m < kMarkers; ++m)
+      if (marker_ids_[m] != kNone) marker_ranks_[m] = rank_[marker_ids_[m]];
   }
 
   // Display comms ("comm" or "comm-PID"), ranked in string order so that
@@ -429,29 +457,39 @@ class Symbolizer {
   }
 
   // A stack's frame ranks without copying them: the truncated root frame,
-  // if any, then its sequence's ranks from the pool.
+  // if any, then its sequence's ranks from the pool, then its leaf markers
+  // (off the CPU: "[short waits]", the reason).
   struct RankView {
     uint32_t root = kNone;  // kNone: not truncated
     const uint32_t* ranks = nullptr;
     size_t count = 0;
-    size_t size() const { return count + (root != kNone); }
+    std::array<uint32_t, 2> leaves{kNone, kNone};
+    size_t leaf_count = 0;
+    size_t size() const { return (root != kNone) + count + leaf_count; }
     uint32_t operator[](size_t i) const {
-      return root == kNone ? ranks[i] : i == 0 ? root : ranks[i - 1];
+      if (root != kNone) {
+        if (i == 0) return root;
+        --i;
+      }
+      return i < count ? ranks[i] : leaves[i - count];
     }
   };
 
   RankView view(uint32_t s) const {
+    const CaptureStack& stack = capture_.stacks[s];
     size_t sequence = sequence_of_[s];
-    return {capture_.stacks[s].truncated ? truncated_rank_ : kNone,
-            pool_.data() + sequence_begin_[sequence],
-            sequence_begin_[sequence + 1] - sequence_begin_[sequence]};
+    RankView view{stack.truncated ? truncated_rank_ : kNone, pool_.data() + sequence_begin_[sequence],
+                  sequence_begin_[sequence + 1] - sequence_begin_[sequence]};
+    if (stack.short_waits) view.leaves[view.leaf_count++] = marker_ranks_[kShortWaitsMarker];
+    if (stack.off_cpu != OffCpuReason::None) view.leaves[view.leaf_count++] = marker_ranks_[off_cpu_marker(stack.off_cpu)];
+    return view;
   }
 
   // <0, 0, >0 as (comm, frames) of stacks a and b compare.
   int compare_stacks(uint32_t a, uint32_t b) const {
     if (comm_of_[a] != comm_of_[b]) return comm_of_[a] < comm_of_[b] ? -1 : 1;
     RankView x = view(a), y = view(b);
-    if (x.root == y.root && sequence_of_[a] == sequence_of_[b]) return 0;
+    if (x.root == y.root && sequence_of_[a] == sequence_of_[b] && x.leaves == y.leaves) return 0;
     size_t n = std::min(x.size(), y.size());
     for (size_t i = 0; i < n; ++i)
       if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
@@ -470,7 +508,7 @@ class Symbolizer {
     for (size_t i = 0; i < order_.size(); ++i) {
       const CaptureStack& stack = capture_.stacks[order_[i]];
       if (i != 0 && compare_stacks(order_[i - 1], order_[i]) == 0) {
-        result_.stacks.back().count += stack.count;
+        result_.stacks.back().count += stack_weight(capture_, stack);
         continue;
       }
       SymbolizedStack out;
@@ -478,7 +516,7 @@ class Symbolizer {
       RankView ranks = view(order_[i]);
       out.frames.reserve(ranks.size());
       for (size_t f = 0; f < ranks.size(); ++f) out.frames.push_back(ranks[f]);
-      out.count = stack.count;
+      out.count = stack_weight(capture_, stack);
       result_.stacks.push_back(std::move(out));
     }
   }
@@ -593,6 +631,12 @@ class Symbolizer {
   std::vector<uint32_t> rank_;     // id -> rank
   std::vector<uint32_t> by_rank_;  // rank -> an id with that content
   uint32_t truncated_rank_ = kNone;
+  std::array<uint32_t, kMarkers> marker_ids_ = filled(kNone), marker_ranks_ = filled(kNone);
+  static constexpr std::array<uint32_t, kMarkers> filled(uint32_t value) {
+    std::array<uint32_t, kMarkers> a{};
+    a.fill(value);
+    return a;
+  }
   std::vector<uint32_t> comm_of_;   // stack index -> rank of its display comm
   std::vector<std::string> comms_;  // display comms by rank
   SymbolizeResult result_;
@@ -607,7 +651,9 @@ std::string local_elf_path_for(const CaptureModule& module, const SymbolizeOptio
 
 gsym::Expected<SymbolizeResult> symbolize(const Capture& capture, GsymLocator& locator,
                                           const SymbolizeOptions& options) {
-  return Symbolizer(capture, locator, options).run();
+  gsym::Expected<SymbolizeResult> result = Symbolizer(capture, locator, options).run();
+  if (result) result->unit = weight_unit(capture);
+  return result;
 }
 
 }  // namespace gsymprof

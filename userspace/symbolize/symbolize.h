@@ -20,7 +20,11 @@
 //   for the mapping holding it). "[unknown]" only when not even a mapping
 //   exists: CaptureFrame::module < 0, or no mapping of the module holds the
 //   runtime address (or the module path has no basename).
-// - CaptureStack::truncated adds a "[truncated]" root frame.
+// - CaptureStack::truncated adds a "[truncated]" root frame; an off-CPU
+//   stack ends in its reason ("[off-cpu S]", "[runqueue]"), after a
+//   "[short waits]" frame for waits summed without a stack.
+// - A stack's count is its weight (stack_weight): samples, or nanoseconds
+//   for off-CPU and wall-clock captures.
 // - Kernel frames are named from Capture::kernel (the recording machine's
 //   kallsyms, carried by the capture): "function", "function [module]" for a
 //   module's symbol, "[kernel]" when no symbol holds the address; their
@@ -56,6 +60,8 @@ enum class FrameKind : uint8_t {
   Truncated,     // "[truncated]": the unwinder stopped early (root only)
   Kernel,        // a kernel frame: "function", "function [module]" or "[kernel]"
   Jit,           // JIT code named by the process's perf map (Capture::jit_symbols)
+  OffCpu,        // why a thread was off the CPU ("[off-cpu S]", "[runqueue]"), and
+                 // "[short waits]" for waits summed without a stack (leaf only)
 };
 
 struct SymbolizedFrame {
@@ -128,6 +134,9 @@ struct SymbolizeResult {
   // sorted by (path, build ID). Lookup errors are noted here.
   std::vector<ModuleReport> modules;
   SymbolizeStats stats;
+  // What the stacks' counts are (weight_unit): "samples", or "ns" for
+  // off-CPU and wall-clock captures.
+  std::string unit = "samples";
 };
 
 // The file `module` is converted from on a GSYM miss, by the rule

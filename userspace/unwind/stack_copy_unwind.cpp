@@ -59,7 +59,7 @@ bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack, bool cop
 }
 
 void StackCopyUnwinder::emit_result(uint32_t image, uint32_t pid, uint32_t tid, std::string_view comm,
-                                    std::span<const uint64_t> kernel_ips,
+                                    std::span<const uint64_t> kernel_ips, OffCpuWait off_cpu,
                                     const SampleCallback& emit) {
   ++stacks_;
   ++stops_[static_cast<size_t>(result_.stop)];
@@ -77,6 +77,7 @@ void StackCopyUnwinder::emit_result(uint32_t image, uint32_t pid, uint32_t tid, 
   sample.ips = ips_;
   sample.truncated = result_.truncated();
   sample.kernel_ips = kernel_ips;
+  sample.off_cpu = off_cpu;
   sample.image = image;  // a held walk is emitted later: keep the image it was taken in
   emit(sample);
 }
@@ -93,7 +94,7 @@ void StackCopyUnwinder::retry_held(const SampleCallback& emit, bool final) {
       held_.push_back(std::move(h));  // still unmapped: wait for the next re-read
       continue;
     }
-    emit_result(h.image, h.pid, h.tid, h.comm, h.kernel_ips, emit);
+    emit_result(h.image, h.pid, h.tid, h.comm, h.kernel_ips, h.off_cpu, emit);
   }
   maps_reads_at_hold_ = processes_.map_reads();
 }
@@ -110,10 +111,10 @@ void StackCopyUnwinder::unwind(const RawStackCopy& copy, const SampleCallback& e
                      copy.stack.stack_start,
                      std::vector<uint8_t>(copy.stack.stack.begin(), copy.stack.stack.end()),
                      std::vector<uint64_t>(copy.kernel_ips.begin(), copy.kernel_ips.end()),
-                     copy.copy_short});
+                     copy.copy_short, copy.off_cpu});
     return;
   }
-  emit_result(image_id, copy.pid, copy.tid, copy.comm, copy.kernel_ips, emit);
+  emit_result(image_id, copy.pid, copy.tid, copy.comm, copy.kernel_ips, copy.off_cpu, emit);
 }
 
 void StackCopyUnwinder::flush(const SampleCallback& emit) { retry_held(emit, true); }

@@ -35,7 +35,7 @@ Capture sample_capture() {
   c.frequency_hz = 999;
   c.start_time_unix_ns = 1700000000123456789ull;
   c.duration_ns = 2000000000;
-  c.call_graph = "fp";
+  c.call_graph = CallGraph::FramePointer;
   c.lost = {{"stack_error", 2}, {"ringbuf_full", 0}};
   c.modules.push_back(make_module("/usr/lib/libz.so", "bbbb", 0x7f0000000000, 0x7f0000000000));  // 0
   c.modules.push_back(make_module("/bin/app", "aaaa", 0x555500000000, 0x555500000000));          // 1
@@ -68,15 +68,17 @@ Capture sample_capture() {
 const char* kSampleJson =
     "{\n"
     "\"format\": \"gsymprof-capture\",\n"
-    "\"version\": 3,\n"
+    "\"version\": 4,\n"
     "\"host\": \"box\",\n"
     "\"kernel_release\": \"6.18.0\",\n"
     "\"frequency_hz\": 999,\n"
     "\"start_time_unix_ns\": 1700000000123456789,\n"
     "\"duration_ns\": 2000000000,\n"
     "\"call_graph\": \"fp\",\n"
+    "\"clock\": \"cpu\",\n"
     "\"samples\": 16,\n"
     "\"lost\": {\"ringbuf_full\":0,\"stack_error\":2},\n"
+    "\"truncations\": {},\n"
     "\"kernel\": {\"build_id\":\"cccc\",\"error\":\"\",\"symbols\":[\n"
     "  {\"start\":\"0xffffffff81000000\",\"end\":\"0xffffffff81000100\",\"name\":\"do_syscall_64\",\"module\":\"\"},\n"
     "  {\"start\":\"0xffffffff81000100\",\"end\":\"0xffffffff81000180\",\"name\":\"ext4_read\",\"module\":\"ext4\"}\n"
@@ -149,7 +151,7 @@ TEST_CASE("capture JSON: round trip is lossless after canonicalization") {
   CHECK(c.frequency_hz == 999);
   CHECK(c.start_time_unix_ns == 1700000000123456789ull);
   CHECK(c.duration_ns == 2000000000);
-  CHECK(c.call_graph == "fp");
+  CHECK(c.call_graph == CallGraph::FramePointer);
   CHECK(c.samples == 16);
   CHECK(c.jit_symbols == expected.jit_symbols);
   REQUIRE(c.jit_symbols.size() == 2);
@@ -242,8 +244,18 @@ TEST_CASE("capture JSON: strict parser, one-line errors naming the field") {
   CHECK(error_of(edited([](json& d) { d["format"] = "perf"; })) ==
         "format: not a gsymprof capture (format is \"perf\")");
   CHECK(error_of(edited([](json& d) { d.erase("format"); })) == "format: missing field");
-  CHECK(error_of(edited([](json& d) { d["version"] = 4; })) ==
-        "version: unsupported capture version 4 (this gsymprof reads versions 1 to 3)");
+  CHECK(error_of(edited([](json& d) { d["version"] = 5; })) ==
+        "version: unsupported capture version 5 (this gsymprof reads versions 1 to 4)");
+  CHECK(error_of(edited([](json& d) { d["clock"] = "gpu"; })) ==
+        "clock: unknown clock \"gpu\" (known: cpu, off-cpu, wall)");
+  CHECK(error_of(edited([](json& d) { d["call_graph"] = "lbr"; })) ==
+        "call_graph: unknown call graph \"lbr\" (known: fp, dwarf, none)");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["off_cpu"] = "Z"; })) ==
+        "stacks[0].off_cpu: unknown off-CPU reason \"Z\"");
+  CHECK(error_of(edited([](json& d) { d["stacks"][0]["off_cpu_ns"] = 5; })) ==
+        "stacks[0]: off_cpu_ns or short_waits without off_cpu");
+  CHECK(error_of(edited([](json& d) { d["modules"][0]["error_kind"] = "gone"; })) ==
+        "modules[0].error_kind: unknown error kind \"gone\" (known: none, process-exited, unreadable)");
   CHECK(error_of(edited([](json& d) { d["version"] = "1"; })) ==
         "version: expected an unsigned integer, got a string");
   CHECK(error_of(edited([](json& d) { d.erase("host"); })) == "host: missing field");
@@ -453,7 +465,7 @@ TEST_CASE("capture files: atomic write, read back, errors name the file") {
   }
   auto bad = read_capture_file(path);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.error().message == path + ": version: unsupported capture version 9 (this gsymprof reads versions 1 to 3)");
+  CHECK(bad.error().message == path + ": version: unsupported capture version 9 (this gsymprof reads versions 1 to 4)");
 
   auto unwritable = write_capture_file(sample_capture(), (dir / "no/such/dir.json").string());
   CHECK_FALSE(unwritable.ok());
@@ -603,13 +615,13 @@ TEST_CASE("capture JSON: duplicate fields are rejected") {
     text.replace(text.find(from), from.size(), to);
     return text;
   };
-  CHECK(error_of(with("\"version\": 3,", "\"version\": 3, \"version\": 3,")) == "version: duplicate field");
+  CHECK(error_of(with("\"version\": 4,", "\"version\": 4, \"version\": 4,")) == "version: duplicate field");
   CHECK(error_of(with("\"count\":1,", "\"count\":1,\"count\":1,")) == "stacks[0].count: duplicate field");
   CHECK(error_of(with("{\"ringbuf_full\":0,", "{\"ringbuf_full\":0,\"ringbuf_full\":0,")) ==
         "lost.\"ringbuf_full\": duplicate field");
   CHECK(error_of(with("\"stacks\": [", "\"stacks\": [], \"stacks\": [")) == "stacks: duplicate field");
   // Unknown fields are not interpreted, so they may repeat.
-  CHECK(error_of(with("\"version\": 3,", "\"version\": 3, \"x\": 1, \"x\": [],")) == "");
+  CHECK(error_of(with("\"version\": 4,", "\"version\": 4, \"x\": 1, \"x\": [],")) == "");
 }
 
 TEST_CASE("capture JSON: bounded memory for hostile shapes") {
@@ -733,4 +745,67 @@ TEST_CASE("capture JSON: strings are written as nlohmann writes them") {
   auto back = capture_from_json(text);
   REQUIRE_MESSAGE(back.ok(), back.error().message);
   CHECK(capture_to_json(*back) == text);
+}
+
+TEST_CASE("capture JSON: version 3 files read as version 4 models them") {
+  json doc = json::parse(capture_to_json(sample_capture()));
+  doc["version"] = 3;
+  doc.erase("clock");
+  doc.erase("truncations");
+  doc["lost"]["unwind_no_cfi_for_module"] = 4;
+  doc["modules"][1]["error"] = kProcessExitedError;
+  doc["modules"][2]["error"] = "map_files: No such file or directory";
+  auto parsed = capture_from_json(doc.dump());
+  REQUIRE_MESSAGE(parsed, parsed.error().message);
+  CHECK(parsed->clock == ProfileClock::Cpu);
+  CHECK(parsed->lost.count("unwind_no_cfi_for_module") == 0);
+  CHECK(parsed->truncations == std::map<std::string, uint64_t>{{"unwind_no_cfi_for_module", 4}});
+  CHECK(parsed->modules[0].error_kind == ModuleErrorKind::None);
+  CHECK(parsed->modules[1].error_kind == ModuleErrorKind::ProcessExited);
+  CHECK(parsed->modules[2].error_kind == ModuleErrorKind::Unreadable);
+}
+
+TEST_CASE("capture JSON: off-CPU stacks keep their reason, time and short waits") {
+  Capture c = sample_capture();
+  c.clock = ProfileClock::Wall;
+  c.truncations["unwind_depth_limit"] = 1;
+  c.modules[0].error_kind = ModuleErrorKind::Unreadable;
+  c.modules[0].error = "not an ELF file";
+  CaptureStack blocked = c.stacks[0];
+  blocked.off_cpu = OffCpuReason::DiskSleep;
+  blocked.count = 2;
+  blocked.off_cpu_ns = 300000000;
+  CaptureStack summed;
+  summed.pid = blocked.pid;
+  summed.tid = blocked.tid;
+  summed.comm = blocked.comm;
+  summed.off_cpu = OffCpuReason::Runqueue;
+  summed.short_waits = true;
+  summed.count = 1000;
+  summed.off_cpu_ns = 4000000;
+  c.stacks.push_back(blocked);
+  c.stacks.push_back(blocked);  // merged: counts and times add up
+  c.stacks.push_back(summed);
+  c.samples += 2 + 2 + 1000;
+  auto back = capture_from_json(capture_to_json(c));
+  REQUIRE_MESSAGE(back, back.error().message);
+  CHECK(back->clock == ProfileClock::Wall);
+  CHECK(back->truncations == c.truncations);
+  for (const CaptureModule& m : back->modules)
+    CHECK(m.error_kind == (m.path == c.modules[0].path ? ModuleErrorKind::Unreadable : ModuleErrorKind::None));
+  CHECK(capture_to_json(*back) == capture_to_json(c));
+  uint64_t disk_ns = 0, runqueue_ns = 0, cpu_weight = 0;
+  for (const CaptureStack& stack : back->stacks) {
+    if (stack.off_cpu == OffCpuReason::DiskSleep) disk_ns += stack.off_cpu_ns;
+    if (stack.off_cpu == OffCpuReason::Runqueue) {
+      CHECK(stack.short_waits);
+      runqueue_ns += stack.off_cpu_ns;
+    }
+    if (stack.off_cpu == OffCpuReason::None) cpu_weight += stack_weight(*back, stack);
+  }
+  CHECK(disk_ns == 600000000);
+  CHECK(runqueue_ns == 4000000);
+  // A CPU sample weighs one period at 999 Hz: 1001001 ns.
+  CHECK(cpu_weight == 16 * (1000000000ull / 999));
+  CHECK(std::string(weight_unit(*back)) == "ns");
 }

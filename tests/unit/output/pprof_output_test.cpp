@@ -62,7 +62,7 @@ Capture make_capture() {
   capture.frequency_hz = 100;
   capture.start_time_unix_ns = 1700000000000000000;
   capture.duration_ns = 2000000000;
-  capture.call_graph = "fp";
+  capture.call_graph = CallGraph::FramePointer;
   CaptureModule app;
   app.path = "/usr/bin/app";
   app.build_id = BuildId(kAppId);
@@ -293,4 +293,55 @@ TEST_CASE("pprof: JIT frames named from the capture's perf-map entries, on no ma
   CHECK(leaf.address() == 0x7e0000002010);
   CHECK(leaf.mapping_id() == 0);
   REQUIRE(profile.mapping_size() == 1);  // the app's only
+}
+
+TEST_CASE("pprof: wall-clock captures weigh CPU and off-CPU time in nanoseconds, the reason at the leaf") {
+  GsymLocator locator = make_locator();
+  Capture capture = make_capture();  // 100 Hz: a CPU sample weighs 10 ms
+  capture.clock = ProfileClock::Wall;
+  CaptureStack blocked = capture.stacks[0];
+  blocked.off_cpu = OffCpuReason::Sleep;
+  blocked.count = 2;
+  blocked.off_cpu_ns = 250000000;
+  CaptureStack runnable;
+  runnable.pid = blocked.pid;
+  runnable.comm = blocked.comm;
+  runnable.off_cpu = OffCpuReason::Runqueue;
+  runnable.short_waits = true;
+  runnable.count = 40;
+  runnable.off_cpu_ns = 3000000;
+  capture.stacks.push_back(blocked);
+  capture.stacks.push_back(runnable);
+  auto result = pprof_profile(capture, locator, {});
+  REQUIRE(result.ok());
+  const pb::Profile profile = decode(result->gzipped);
+  auto str = [&](int64_t index) { return profile.string_table(static_cast<int>(index)); };
+  REQUIRE(profile.sample_type_size() == 3);
+  CHECK(str(profile.sample_type(0).type()) == "cpu");
+  CHECK(str(profile.sample_type(1).type()) == "off_cpu");
+  CHECK(str(profile.sample_type(1).unit()) == "nanoseconds");
+  CHECK(str(profile.sample_type(2).type()) == "wall");
+  uint64_t cpu = 0, off = 0, wall = 0;
+  bool saw_sleep = false, saw_runqueue = false;
+  for (const pb::Sample& sample : profile.sample()) {
+    cpu += static_cast<uint64_t>(sample.value(0));
+    off += static_cast<uint64_t>(sample.value(1));
+    wall += static_cast<uint64_t>(sample.value(2));
+    const std::vector<std::string> leaf = names_of(profile, sample.location_id(0));
+    if (leaf == std::vector<std::string>{"[off-cpu S]"}) {
+      saw_sleep = true;
+      CHECK(sample.value(1) == 250000000);
+      CHECK(names_of(profile, sample.location_id(1)) == std::vector<std::string>{"bar", "foo(int)"});
+    }
+    if (leaf == std::vector<std::string>{"[runqueue]"}) {
+      saw_runqueue = true;
+      REQUIRE(sample.location_id_size() == 2);
+      CHECK(names_of(profile, sample.location_id(1)) == std::vector<std::string>{"[short waits]"});
+    }
+  }
+  CHECK(saw_sleep);
+  CHECK(saw_runqueue);
+  CHECK(off == 253000000);
+  CHECK(cpu == capture.samples * 10000000);
+  CHECK(wall == cpu + off);
 }

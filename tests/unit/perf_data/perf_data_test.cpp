@@ -177,7 +177,7 @@ TEST_CASE("perf.data: perf record -g of a frame-pointer build gives its exact st
   const std::string data = dir.record("fp.data", "-F 999 -g", exe);
   auto capture = read_profile_file(data);
   REQUIRE_MESSAGE(capture.ok(), capture.error().message);
-  CHECK(capture->call_graph == "fp");
+  CHECK(capture->call_graph == CallGraph::FramePointer);
   CHECK(capture->frequency_hz == 999);
   CHECK(capture->samples > 100);
   CHECK(capture->duration_ns > 100'000'000);
@@ -200,7 +200,7 @@ TEST_CASE("perf.data: --call-graph dwarf of an FP-less build is unwound by the C
   const std::string data = dir.record("dwarf.data", "-F 999 --call-graph dwarf,16384", exe, 1500);
   auto capture = read_profile_file(data);
   REQUIRE_MESSAGE(capture.ok(), capture.error().message);
-  CHECK(capture->call_graph == "dwarf");
+  CHECK(capture->call_graph == CallGraph::Dwarf);
   CHECK(capture->samples > 50);
   const std::string folded = symbolized(*capture, dir.file("cache"));
   CHECK(share_of(folded, "dw_prog", kDwarfStack) >= 0.6);
@@ -305,11 +305,11 @@ TEST_CASE("perf.data: header errors name the problem and the offset") {
 TEST_CASE("perf.data: read_profile_file reads capture files too") {
   Workdir dir;
   Capture capture;
-  capture.call_graph = "fp";
+  capture.call_graph = CallGraph::FramePointer;
   REQUIRE(write_capture_file(capture, dir.file("c.json")).ok());
   auto back = read_profile_file(dir.file("c.json"));
   REQUIRE_MESSAGE(back.ok(), back.error().message);
-  CHECK(back->call_graph == "fp");
+  CHECK(back->call_graph == CallGraph::FramePointer);
   // The magic decides: a perf.data error, not a JSON one.
   std::vector<uint8_t> junk_bytes(16, 0);
   std::memcpy(junk_bytes.data(), "PERFILE2", 8);
@@ -517,7 +517,7 @@ TEST_CASE("perf.data: records replay in time order: fork copies, exec clears, mm
   auto capture = read_bytes(bytes, options);
   REQUIRE_MESSAGE(capture.ok(), capture.error().message);
   CHECK(capture->frequency_hz == 999);
-  CHECK(capture->call_graph == "fp");
+  CHECK(capture->call_graph == CallGraph::FramePointer);
   CHECK(capture->samples == 8);  // the kernel-only sample is kept
   CHECK(capture->duration_ns == 6);
   CHECK(capture->lost.at("ringbuf_full") == 5);

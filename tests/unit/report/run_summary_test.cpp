@@ -16,7 +16,7 @@ CaptureFrame in_module(int32_t module, uint64_t address) {
   return frame;
 }
 
-Capture two_module_capture(const std::string& call_graph) {
+Capture two_module_capture(CallGraph call_graph) {
   Capture capture;
   capture.call_graph = call_graph;
   CaptureModule app;
@@ -37,7 +37,7 @@ bool has_hint(const RunSummary& summary, const std::string& key) {
 }  // namespace
 
 TEST_CASE("run summary: most stacks shallow under frame pointers is a hint naming the module and the remedy") {
-  Capture capture = two_module_capture("fp");
+  Capture capture = two_module_capture(CallGraph::FramePointer);
   CaptureFrame kernel;
   kernel.kernel = true;
   // 90 samples of one user frame (kernel frames do not count), 10 deep ones.
@@ -59,9 +59,9 @@ TEST_CASE("run summary: most stacks shallow under frame pointers is a hint namin
   CHECK(message.find("--call-graph dwarf") != std::string::npos);
 
   // The same stacks from the CFI unwinder, or too few samples: no hint.
-  capture.call_graph = "dwarf";
+  capture.call_graph = CallGraph::Dwarf;
   CHECK_FALSE(has_hint(summarize_run("profile", capture), "shallow_stacks"));
-  capture.call_graph = "fp";
+  capture.call_graph = CallGraph::FramePointer;
   capture.stacks[0].count = 9;
   capture.stacks[1].count = 1;
   CHECK_FALSE(has_hint(summarize_run("profile", capture), "shallow_stacks"));
@@ -72,8 +72,9 @@ TEST_CASE("run summary: most stacks shallow under frame pointers is a hint namin
 }
 
 TEST_CASE("run summary: stacks cut for lack of CFI name the module they end in") {
-  Capture capture = two_module_capture("dwarf");
-  capture.lost = {{"ringbuf_full", 0}, {"unwind_no_cfi_for_module", 5}, {"unwind_loop", 0}};
+  Capture capture = two_module_capture(CallGraph::Dwarf);
+  capture.lost = {{"ringbuf_full", 0}};
+  capture.truncations = {{"unwind_no_cfi_for_module", 5}, {"unwind_loop", 0}};
   capture.stacks.push_back({7, "nofp", {in_module(1, 0x2000), in_module(0, 0x1100)}, true, 5});
   capture.stacks.push_back(
       {7, "nofp", {in_module(1, 0x2000), in_module(1, 0x2100), in_module(1, 0x2200), in_module(1, 0x2300)}, false, 20});
@@ -95,8 +96,9 @@ TEST_CASE("run summary: stacks cut for lack of CFI name the module they end in")
 }
 
 TEST_CASE("run summary: the JSON has every key, zero counters included") {
-  Capture capture = two_module_capture("dwarf");
-  capture.lost = {{"ringbuf_full", 0}, {"unwind_loop", 0}};
+  Capture capture = two_module_capture(CallGraph::Dwarf);
+  capture.lost = {{"ringbuf_full", 0}};
+  capture.truncations = {{"unwind_loop", 0}};
   capture.samples = 0;
   RunSummary summary = summarize_run("symbolize", capture);
   summary.files.push_back({"/tmp/out.folded", "folded stacks"});

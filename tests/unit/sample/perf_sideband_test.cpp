@@ -186,6 +186,7 @@ class RecordingSink : public EventSink {
   std::vector<std::string> paths;
   void on_sample(const RawSample&) override {}
   void on_stack_copy(const RawStackCopy&) override {}
+  void on_short_waits(const RawShortWaits&) override {}
   void on_exec(uint32_t pid, uint64_t) override { events.push_back("exec " + std::to_string(pid)); }
   void on_mapping(const RawMapping& m) override {
     events.push_back("map " + std::to_string(m.pid) + " " + std::string(m.path));

@@ -20,7 +20,11 @@ struct Collected : EventSink {
   std::vector<UserRegisters> regs;
   std::vector<std::string> comms;
   std::vector<bool> flags;
+  std::vector<OffCpuWait> waits;
+  std::vector<RawShortWaits> short_waits;
+  std::vector<std::string> short_comms;
   void on_sample(const RawSample& s) override {
+    waits.push_back(s.off_cpu);
     user.emplace_back(s.ips.begin(), s.ips.end());
     kernel.emplace_back(s.kernel_ips.begin(), s.kernel_ips.end());
     comms.emplace_back(s.comm);
@@ -32,6 +36,11 @@ struct Collected : EventSink {
     regs.push_back(c.stack.regs);
     comms.emplace_back(c.comm);
     flags.push_back(c.copy_short);
+    waits.push_back(c.off_cpu);
+  }
+  void on_short_waits(const RawShortWaits& w) override {
+    short_waits.push_back(w);
+    short_comms.emplace_back(w.comm);
   }
   void on_exec(uint32_t, uint64_t) override {}
   void on_mapping(const RawMapping&) override {}
@@ -123,4 +132,55 @@ TEST_CASE("ring records: sizes and counts past the bytes are refused, never read
   CHECK(decode_ring_record(unknown, scratch, sink) == RingRecordKind::Bad);
   CHECK(sink.user.empty());
   CHECK(sink.stacks.empty());
+}
+
+TEST_CASE("ring records: an off-CPU record carries its wait and its reason") {
+  RingRecordScratch scratch;
+  Collected sink;
+  std::vector<uint8_t> record = fp_record(2, 3);
+  profile_event_header header;
+  std::memcpy(&header, record.data(), sizeof(header));
+  header.off_cpu_ns = 150000000;
+  header.off_cpu_state = PROFILE_OFF_CPU | 0x2;  // TASK_UNINTERRUPTIBLE
+  std::memcpy(record.data(), &header, sizeof(header));
+  REQUIRE(decode_ring_record(record, scratch, sink) == RingRecordKind::Sample);
+  REQUIRE(sink.waits.size() == 1);
+  CHECK(sink.waits[0] == OffCpuWait{OffCpuReason::DiskSleep, 150000000});
+
+  // A CPU sample: the off-CPU fields say nothing without PROFILE_OFF_CPU.
+  header.off_cpu_state = 0x1;
+  std::memcpy(record.data(), &header, sizeof(header));
+  REQUIRE(decode_ring_record(record, scratch, sink) == RingRecordKind::Sample);
+  CHECK(sink.waits[1] == OffCpuWait{});
+}
+
+TEST_CASE("ring records: the kernel's task states name the off-CPU reasons") {
+  CHECK(off_cpu_reason(0x1, false) == OffCpuReason::Sleep);
+  CHECK(off_cpu_reason(0x2, false) == OffCpuReason::DiskSleep);
+  CHECK(off_cpu_reason(0x2 | 0x100, false) == OffCpuReason::DiskSleep);  // TASK_KILLABLE
+  CHECK(off_cpu_reason(0x2 | 0x400, false) == OffCpuReason::Idle);       // TASK_IDLE
+  CHECK(off_cpu_reason(0x4 | 0x100, false) == OffCpuReason::Stopped);
+  CHECK(off_cpu_reason(0x8, false) == OffCpuReason::Traced);
+  CHECK(off_cpu_reason(0x40, false) == OffCpuReason::Other);  // TASK_PARKED
+  CHECK(off_cpu_reason(0, false) == OffCpuReason::Runqueue);  // yielded
+  CHECK(off_cpu_reason(0x1, true) == OffCpuReason::Runqueue); // preempted while going to sleep
+  CHECK(short_wait_reason(PROFILE_OFF_CPU_PREEMPTED) == OffCpuReason::Runqueue);
+  CHECK(short_wait_reason(0x1) == OffCpuReason::Sleep);
+}
+
+TEST_CASE("ring records: a short_waits entry becomes one RawShortWaits") {
+  Collected sink;
+  profile_short_wait_key key{42, 43, 0x1, 0};
+  profile_short_wait_value value{};
+  value.ns = 5000;
+  value.count = 7;
+  std::memcpy(value.comm, "worker", 6);
+  deliver_short_waits(key, value, sink);
+  REQUIRE(sink.short_waits.size() == 1);
+  CHECK(sink.short_waits[0].pid == 42);
+  CHECK(sink.short_waits[0].tid == 43);
+  CHECK(sink.short_comms[0] == "worker");
+  CHECK(sink.short_waits[0].reason == OffCpuReason::Sleep);
+  CHECK(sink.short_waits[0].ns == 5000);
+  CHECK(sink.short_waits[0].count == 7);
 }

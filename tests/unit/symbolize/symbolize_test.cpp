@@ -324,6 +324,7 @@ TEST_CASE("symbolize: a module never read says why, not \"no build ID\"") {
   unread.load_bias = 0x7f0000000000;
   unread.mappings = {{0x7f0000000000, 0x7f0000001000, 0, "r-xp"}};
   unread.error = "map_files: No such file or directory";
+  unread.error_kind = ModuleErrorKind::Unreadable;
   capture.modules = {unread};
   capture.stacks.push_back({7, "sh", {in(0, 0x123)}, false, 3});
   auto result = symbolize(capture, locator);
@@ -345,6 +346,7 @@ TEST_CASE("symbolize: modules of processes that exited before they were read say
   unread.load_bias = 0x7f0000000000;
   unread.mappings = {{0x7f0000000000, 0x7f0000001000, 0, "r-xp"}};
   unread.error = kProcessExitedError;
+  unread.error_kind = ModuleErrorKind::ProcessExited;
   // The same file in a second process (another load bias): one report.
   CaptureModule second = unread;
   second.load_bias = 0x7f1000000000;
