@@ -31,6 +31,7 @@
 #include "gsym/builder/builder.h"
 #include "gsym/convert/debug_file_locator.h"
 #include "gsym/convert/dwarf_unit_converter.h"
+#include "gsym/convert/elf_handle.h"
 #include "gsym/convert/elf_image.h"
 #include "gsym/convert/split_dwarf.h"
 
@@ -144,8 +145,6 @@ class AltFile {
   AltFile& operator=(const AltFile&) = delete;
   ~AltFile() {
     for (Dwarf* d : handles_) dwarf_end(d);
-    if (stand_in_elf_) elf_end(stand_in_elf_);
-    close_candidate();
   }
 
   // Installs the alt file of `dwarf` (read from `dwarf_path`), opening it on
@@ -182,9 +181,9 @@ class AltFile {
     Dwarf* alt = nullptr;
     if (elf_) {
       // Again before each handle: dwarf_begin_elf reruns elf_compress_gnu.
-      Status s = check_section_sizes(elf_, file_size_);
+      Status s = check_section_sizes(elf_.get(), file_size_);
       if (!s) return Error("alt file " + path_ + ": " + s.error().message);
-      alt = dwarf_begin_elf(elf_, DWARF_C_READ, nullptr);
+      alt = dwarf_begin_elf(elf_.get(), DWARF_C_READ, nullptr);
     }
     if (!alt) alt = stand_in();
     if (!alt) return Error("cannot set up the alt file: " + std::string(dwarf_errmsg(-1)));
@@ -230,11 +229,8 @@ class AltFile {
   }
 
   void close_candidate() {
-    if (elf_) elf_end(elf_);
-    elf_ = nullptr;
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-    bytes_.clear();
+    elf_ = ElfHandle();
+    fd_ = FileDescriptor();
     path_.clear();
     decompressed_ = DecompressedSections{};
   }
@@ -249,33 +245,24 @@ class AltFile {
       return Status::success();
     }
     const struct stat& st = file->status;
-    fd_ = file->fd.release();
+    Expected<ElfHandle> elf = ElfHandle::open(file->fd.get(), st, UntrustedRead::Whole);
+    if (!elf) {
+      rejected.push_back(path + ": " + elf.error().message);
+      return Status::success();
+    }
+    fd_ = std::move(file->fd);
+    elf_ = std::move(*elf);
     path_ = path;
     file_size_ = static_cast<uint64_t>(st.st_size);
     writable_only_by_us_ = gsym::writable_only_by_us(st);
-    if (writable_only_by_us_) {
-      elf_ = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
-    } else {
-      // Not mapped: its owner could truncate it under us (SIGBUS).
-      Expected<std::vector<uint8_t>> bytes = read_descriptor(fd_, kMaxInMemoryElf, path);
-      if (bytes) {
-        bytes_ = std::move(*bytes);
-        elf_ = elf_memory(reinterpret_cast<char*>(bytes_.data()), bytes_.size());
-      }
-    }
-    if (!elf_ || elf_kind(elf_) != ELF_K_ELF) {
-      rejected.push_back(path + ": not an ELF file");
-      close_candidate();
-      return Status::success();
-    }
     // The linked build ID, or for dwz -5 the checksum in the supplementary
     // file's own .debug_sup (it has no build ID note); a link without a
     // checksum names the file only.
-    std::vector<uint8_t> have = read_gnu_build_id(elf_);
+    std::vector<uint8_t> have = read_gnu_build_id(elf_.get());
     if (debug_sup_ && !debug_sup_->is_supplementary && !std::equal(have.begin(), have.end(), want.begin(), want.end())) {
-      if (Status s = check_section_sizes(elf_, file_size_); !s) return Error("alt file " + path + ": " + s.error().message);
-      if (std::optional<SupplementaryLink> own = parse_debug_sup(section_contents(elf_, ".debug_sup"),
-                                                                 elf_kind(elf_) == ELF_K_ELF && little_endian(elf_));
+      if (Status s = check_section_sizes(elf_.get(), file_size_); !s) return Error("alt file " + path + ": " + s.error().message);
+      if (std::optional<SupplementaryLink> own = parse_debug_sup(section_contents(elf_.get(), ".debug_sup"),
+                                                                 elf_kind(elf_.get()) == ELF_K_ELF && little_endian(elf_.get()));
           own && own->is_supplementary)
         have = own->checksum;
     }
@@ -286,7 +273,7 @@ class AltFile {
       return Status::success();
     }
     // Several handles share this Elf, as they share the input's.
-    Status s = decompress_debug_sections(elf_, file_size_, decompressed_);
+    Status s = decompress_debug_sections(elf_.get(), file_size_, decompressed_);
     if (!s) return Error("alt file " + path_ + ": " + s.error().message);
     return Status::success();
   }
@@ -296,7 +283,7 @@ class AltFile {
     if (memory_.empty()) {
       memory_.assign(0x140, 0);
       auto put = [&](size_t off, uint64_t v, int n) {
-        for (int i = 0; i < n; ++i) memory_[off + i] = static_cast<char>(v >> (8 * i));
+        for (int i = 0; i < n; ++i) memory_[off + i] = static_cast<uint8_t>(v >> (8 * i));
       };
       const char ident[] = {0x7f, 'E', 'L', 'F', ELFCLASS64, ELFDATA2LSB, EV_CURRENT};
       std::memcpy(memory_.data(), ident, sizeof ident);
@@ -319,25 +306,25 @@ class AltFile {
       };
       section(1, 1, SHT_PROGBITS, 0x40, 1);
       section(2, 13, SHT_STRTAB, 0x48, sizeof names);
-      stand_in_elf_ = elf_memory(memory_.data(), memory_.size());
-      if (!stand_in_elf_) return nullptr;
+      Expected<ElfHandle> elf = ElfHandle::from_memory(memory_);
+      if (!elf) return nullptr;
+      stand_in_elf_ = std::move(*elf);
     }
-    return stand_in_elf_ ? dwarf_begin_elf(stand_in_elf_, DWARF_C_READ, nullptr) : nullptr;
+    return stand_in_elf_ ? dwarf_begin_elf(stand_in_elf_.get(), DWARF_C_READ, nullptr) : nullptr;
   }
 
   const ConvertOptions& options_;
   std::optional<SupplementaryLink> debug_sup_;
   bool opened_ = false, linked_ = false;
   std::string path_;
-  int fd_ = -1;
+  FileDescriptor fd_;
   uint64_t file_size_ = 0;
   bool writable_only_by_us_ = true;
-  std::vector<uint8_t> bytes_;  // the alt file, when read instead of mapped
-  Elf* elf_ = nullptr;
+  ElfHandle elf_;  // reads fd_: ended before it is closed
   DecompressedSections decompressed_;  // zstd sections of elf_, as long as it lives
-  std::vector<char> memory_;  // the stand-in's bytes (elf_memory keeps them)
-  Elf* stand_in_elf_ = nullptr;
-  std::vector<Dwarf*> handles_;
+  std::vector<uint8_t> memory_;  // the stand-in's bytes (elf_memory keeps them)
+  ElfHandle stand_in_elf_;
+  std::vector<Dwarf*> handles_;  // ended (in the destructor) before the Elf handles they read
 };
 
 // What a skeleton unit's DIE says of its split unit.

@@ -1,6 +1,7 @@
 #include "gsym/convert/dwarf_unit_converter.h"
 
 #include "gsym/convert/dwarf_die_walker.h"
+#include "gsym/convert/elf_handle.h"
 #include "gsym/format/leb128.h"
 
 #include <dwarf.h>
@@ -1095,24 +1096,23 @@ struct DwarfUnitConverter::Impl {
   UnitOutput convert_split(const UnitLocation& skeleton) {
     struct Image {
       std::vector<uint8_t> bytes;
-      Elf* elf = nullptr;
+      ElfHandle elf;  // reads bytes
       Dwarf* dwarf = nullptr;
       ~Image() {
         if (dwarf) dwarf_end(dwarf);
-        if (elf) elf_end(elf);
       }
     };
     const SplitSource& split = *skeleton.split;
     auto image = std::make_shared<Image>();
     image->bytes = build_elf_image(split.unit.sections, line_sections.little_endian);
-    image->elf = elf_memory(reinterpret_cast<char*>(image->bytes.data()), image->bytes.size());
-    if (image->elf) image->dwarf = dwarf_begin_elf(image->elf, DWARF_C_READ, nullptr);
+    if (Expected<ElfHandle> elf = ElfHandle::from_memory(image->bytes); elf) image->elf = std::move(*elf);
+    if (image->elf) image->dwarf = dwarf_begin_elf(image->elf.get(), DWARF_C_READ, nullptr);
     unit_info = unit_abbrev = {};
-    for (Elf_Scn* scn = nullptr; image->dwarf && (scn = elf_nextscn(image->elf, scn));) {
+    for (Elf_Scn* scn = nullptr; image->dwarf && (scn = elf_nextscn(image->elf.get(), scn));) {
       GElf_Shdr shdr;
       size_t names = 0;
-      if (!gelf_getshdr(scn, &shdr) || elf_getshdrstrndx(image->elf, &names) != 0) continue;
-      const char* name = elf_strptr(image->elf, names, shdr.sh_name);
+      if (!gelf_getshdr(scn, &shdr) || elf_getshdrstrndx(image->elf.get(), &names) != 0) continue;
+      const char* name = elf_strptr(image->elf.get(), names, shdr.sh_name);
       Elf_Data* data = elf_getdata(scn, nullptr);
       if (!name || !data || !data->d_buf) continue;
       const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data->d_buf), data->d_size);
