@@ -28,7 +28,9 @@
 #include "userspace/perf_data/perf_data_format.h"
 #include "userspace/perf_data/perf_data_reader.h"
 #include "userspace/session/profile_file.h"
+#include "userspace/process/process_image.h"
 #include "userspace/process/vdso_file.h"
+#include "userspace/assemble/stack_aggregator.h"
 #include "userspace/symbolize/symbolize.h"
 
 using namespace gsymprof;
@@ -543,6 +545,57 @@ TEST_CASE("perf.data: records replay in time order: fork copies, exec clears, mm
                      "a: kernel@0xffffffff81000000 /bin/a@0x1100 x1",
                      "a: kernel@0xffffffff81000000 x1",
                  });
+}
+
+namespace {
+
+// The live rules, for the same process: its /proc maps text (none: the
+// process is gone) through the live process model and the aggregator.
+std::vector<std::string> live_frames_of(const std::map<uint32_t, std::string>& proc_maps, uint32_t pid,
+                                        const std::string& comm, std::vector<uint64_t> ips) {
+  ProcSource source;
+  source.read_maps = [&](uint32_t p) -> gsym::Expected<std::string> {
+    auto it = proc_maps.find(p);
+    if (it == proc_maps.end()) return gsym::Error("/proc/" + std::to_string(p) + "/maps: gone");
+    return it->second;
+  };
+  source.load_module = [](uint32_t, const MapEntry& entry) {
+    PerfModuleFile file;
+    file.path = entry.path;
+    return synthetic_modules().load_module(file);
+  };
+  ProcessTable table(source);
+  StackAggregator aggregator(table);
+  aggregator.add({pid, pid, comm, ips, false, {}});
+  Capture capture;
+  aggregator.build(capture);
+  return frames_of(capture, pid);
+}
+
+}  // namespace
+
+// A recording's frames are classified by the live rules (issue 26). One of
+// a process whose maps perf never recorded (it exited before perf read
+// /proc) is process-gone, as when a live profile cannot read them.
+TEST_CASE("perf.data: a frame of a process without maps gets the live reason") {
+  SyntheticPerfData perf;
+  const uint64_t user = static_cast<uint64_t>(PERF_CONTEXT_USER);
+  perf.comm(20, 1, "app", false);
+  perf.mmap2(20, 2, 0x11000, 0x1000, 0x1000, "/bin/a", 7);
+  perf.sample(20, 3, {user, 0x11010});
+  perf.comm(21, 4, "gone", false);
+  perf.sample(21, 5, {user, 0x11010});
+  const std::vector<uint8_t> bytes = perf.file();
+  auto recorded = read_bytes(bytes, synthetic_modules());
+  REQUIRE_MESSAGE(recorded.ok(), recorded.error().message);
+
+  const std::map<uint32_t, std::string> proc_maps = {{20, "11000-12000 r-xp 00001000 08:01 7 /bin/a\n"}};
+  const std::vector<std::string> live_app = live_frames_of(proc_maps, 20, "app", {0x11010});
+  const std::vector<std::string> live_gone = live_frames_of(proc_maps, 21, "gone", {0x11010});
+  CHECK(live_app == std::vector<std::string>{"app: /bin/a@0x1010 x1"});
+  CHECK(live_gone == std::vector<std::string>{"gone: process-gone@0x11010 x1"});
+  CHECK(frames_of(*recorded, 20) == live_app);
+  CHECK(frames_of(*recorded, 21) == live_gone);
 }
 
 namespace {
