@@ -332,12 +332,13 @@ class SyntheticPerfData {
   static constexpr uint64_t kSampleType =
       PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
 
+  static constexpr uint32_t kReadExec = 5;  // PROT_READ|PROT_EXEC
   void mmap2(uint32_t pid, uint64_t time, uint64_t addr, uint64_t len, uint64_t pgoff,
-             const std::string& path, uint64_t ino) {
+             const std::string& path, uint64_t ino, uint32_t prot = kReadExec) {
     std::vector<uint8_t> p;
     put32(p, pid), put32(p, pid), put64(p, addr), put64(p, len), put64(p, pgoff);
     put32(p, 8), put32(p, 1), put64(p, ino), put64(p, 0);  // maj, min, ino, generation
-    put32(p, 5), put32(p, 2);                              // PROT_READ|PROT_EXEC, MAP_PRIVATE
+    put32(p, prot), put32(p, 2);                           // MAP_PRIVATE
     put_name(p, path);
     record(PERF_RECORD_MMAP2, 0, p, pid, time);
   }
@@ -596,6 +597,29 @@ TEST_CASE("perf.data: a frame of a process without maps gets the live reason") {
   CHECK(live_gone == std::vector<std::string>{"gone: process-gone@0x11010 x1"});
   CHECK(frames_of(*recorded, 20) == live_app);
   CHECK(frames_of(*recorded, 21) == live_gone);
+}
+
+// A frame in a file mapped without execute permission (perf record --data,
+// or a data pointer an FP walk took for a return address) is
+// not-executable, as a live profile's /proc maps classify it, not a
+// no-mapping.
+TEST_CASE("perf.data: a frame in a non-executable mapping gets the live reason") {
+  SyntheticPerfData perf;
+  const uint64_t user = static_cast<uint64_t>(PERF_CONTEXT_USER);
+  constexpr uint32_t kReadOnly = 1;  // PROT_READ
+  perf.comm(20, 1, "app", false);
+  perf.mmap2(20, 2, 0x11000, 0x1000, 0x1000, "/bin/a", 7);
+  perf.mmap2(20, 3, 0x31000, 0x1000, 0x1000, "/data/blob", 9, kReadOnly);
+  perf.sample(20, 4, {user, 0x11010, 0x31010});
+  const std::vector<uint8_t> bytes = perf.file();
+  auto recorded = read_bytes(bytes, synthetic_modules());
+  REQUIRE_MESSAGE(recorded.ok(), recorded.error().message);
+
+  const std::map<uint32_t, std::string> proc_maps = {
+      {20, "11000-12000 r-xp 00001000 08:01 7 /bin/a\n31000-32000 r--p 00001000 08:01 9 /data/blob\n"}};
+  const std::vector<std::string> live = live_frames_of(proc_maps, 20, "app", {0x11010, 0x31010});
+  CHECK(live == std::vector<std::string>{"app: /bin/a@0x1010 not-executable@0x31010 x1"});
+  CHECK(frames_of(*recorded, 20) == live);
 }
 
 namespace {
