@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -31,6 +32,7 @@
 #include "gsym/builder/builder.h"
 #include "gsym/convert/debug_file_locator.h"
 #include "gsym/convert/dwarf_unit_converter.h"
+#include "gsym/convert/elf_handle.h"
 #include "gsym/convert/elf_image.h"
 #include "gsym/convert/split_dwarf.h"
 
@@ -144,8 +146,6 @@ class AltFile {
   AltFile& operator=(const AltFile&) = delete;
   ~AltFile() {
     for (Dwarf* d : handles_) dwarf_end(d);
-    if (stand_in_elf_) elf_end(stand_in_elf_);
-    close_candidate();
   }
 
   // Installs the alt file of `dwarf` (read from `dwarf_path`), opening it on
@@ -182,9 +182,9 @@ class AltFile {
     Dwarf* alt = nullptr;
     if (elf_) {
       // Again before each handle: dwarf_begin_elf reruns elf_compress_gnu.
-      Status s = check_section_sizes(elf_, file_size_);
+      Status s = check_section_sizes(elf_.get(), file_size_);
       if (!s) return Error("alt file " + path_ + ": " + s.error().message);
-      alt = dwarf_begin_elf(elf_, DWARF_C_READ, nullptr);
+      alt = dwarf_begin_elf(elf_.get(), DWARF_C_READ, nullptr);
     }
     if (!alt) alt = stand_in();
     if (!alt) return Error("cannot set up the alt file: " + std::string(dwarf_errmsg(-1)));
@@ -230,11 +230,8 @@ class AltFile {
   }
 
   void close_candidate() {
-    if (elf_) elf_end(elf_);
-    elf_ = nullptr;
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-    bytes_.clear();
+    elf_ = ElfHandle();
+    fd_ = FileDescriptor();
     path_.clear();
     decompressed_ = DecompressedSections{};
   }
@@ -249,33 +246,24 @@ class AltFile {
       return Status::success();
     }
     const struct stat& st = file->status;
-    fd_ = file->fd.release();
+    Expected<ElfHandle> elf = ElfHandle::open(file->fd.get(), st, UntrustedRead::Whole);
+    if (!elf) {
+      rejected.push_back(path + ": " + elf.error().message);
+      return Status::success();
+    }
+    fd_ = std::move(file->fd);
+    elf_ = std::move(*elf);
     path_ = path;
     file_size_ = static_cast<uint64_t>(st.st_size);
     writable_only_by_us_ = gsym::writable_only_by_us(st);
-    if (writable_only_by_us_) {
-      elf_ = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
-    } else {
-      // Not mapped: its owner could truncate it under us (SIGBUS).
-      Expected<std::vector<uint8_t>> bytes = read_descriptor(fd_, kMaxInMemoryElf, path);
-      if (bytes) {
-        bytes_ = std::move(*bytes);
-        elf_ = elf_memory(reinterpret_cast<char*>(bytes_.data()), bytes_.size());
-      }
-    }
-    if (!elf_ || elf_kind(elf_) != ELF_K_ELF) {
-      rejected.push_back(path + ": not an ELF file");
-      close_candidate();
-      return Status::success();
-    }
     // The linked build ID, or for dwz -5 the checksum in the supplementary
     // file's own .debug_sup (it has no build ID note); a link without a
     // checksum names the file only.
-    std::vector<uint8_t> have = read_gnu_build_id(elf_);
+    std::vector<uint8_t> have = read_gnu_build_id(elf_.get());
     if (debug_sup_ && !debug_sup_->is_supplementary && !std::equal(have.begin(), have.end(), want.begin(), want.end())) {
-      if (Status s = check_section_sizes(elf_, file_size_); !s) return Error("alt file " + path + ": " + s.error().message);
-      if (std::optional<SupplementaryLink> own = parse_debug_sup(section_contents(elf_, ".debug_sup"),
-                                                                 elf_kind(elf_) == ELF_K_ELF && little_endian(elf_));
+      if (Status s = check_section_sizes(elf_.get(), file_size_); !s) return Error("alt file " + path + ": " + s.error().message);
+      if (std::optional<SupplementaryLink> own = parse_debug_sup(section_contents(elf_.get(), ".debug_sup"),
+                                                                 elf_kind(elf_.get()) == ELF_K_ELF && little_endian(elf_.get()));
           own && own->is_supplementary)
         have = own->checksum;
     }
@@ -286,7 +274,7 @@ class AltFile {
       return Status::success();
     }
     // Several handles share this Elf, as they share the input's.
-    Status s = decompress_debug_sections(elf_, file_size_, decompressed_);
+    Status s = decompress_debug_sections(elf_.get(), file_size_, decompressed_);
     if (!s) return Error("alt file " + path_ + ": " + s.error().message);
     return Status::success();
   }
@@ -296,7 +284,7 @@ class AltFile {
     if (memory_.empty()) {
       memory_.assign(0x140, 0);
       auto put = [&](size_t off, uint64_t v, int n) {
-        for (int i = 0; i < n; ++i) memory_[off + i] = static_cast<char>(v >> (8 * i));
+        for (int i = 0; i < n; ++i) memory_[off + i] = static_cast<uint8_t>(v >> (8 * i));
       };
       const char ident[] = {0x7f, 'E', 'L', 'F', ELFCLASS64, ELFDATA2LSB, EV_CURRENT};
       std::memcpy(memory_.data(), ident, sizeof ident);
@@ -319,25 +307,25 @@ class AltFile {
       };
       section(1, 1, SHT_PROGBITS, 0x40, 1);
       section(2, 13, SHT_STRTAB, 0x48, sizeof names);
-      stand_in_elf_ = elf_memory(memory_.data(), memory_.size());
-      if (!stand_in_elf_) return nullptr;
+      Expected<ElfHandle> elf = ElfHandle::from_memory(memory_);
+      if (!elf) return nullptr;
+      stand_in_elf_ = std::move(*elf);
     }
-    return stand_in_elf_ ? dwarf_begin_elf(stand_in_elf_, DWARF_C_READ, nullptr) : nullptr;
+    return stand_in_elf_ ? dwarf_begin_elf(stand_in_elf_.get(), DWARF_C_READ, nullptr) : nullptr;
   }
 
   const ConvertOptions& options_;
   std::optional<SupplementaryLink> debug_sup_;
   bool opened_ = false, linked_ = false;
   std::string path_;
-  int fd_ = -1;
+  FileDescriptor fd_;
   uint64_t file_size_ = 0;
   bool writable_only_by_us_ = true;
-  std::vector<uint8_t> bytes_;  // the alt file, when read instead of mapped
-  Elf* elf_ = nullptr;
+  ElfHandle elf_;  // reads fd_: ended before it is closed
   DecompressedSections decompressed_;  // zstd sections of elf_, as long as it lives
-  std::vector<char> memory_;  // the stand-in's bytes (elf_memory keeps them)
-  Elf* stand_in_elf_ = nullptr;
-  std::vector<Dwarf*> handles_;
+  std::vector<uint8_t> memory_;  // the stand-in's bytes (elf_memory keeps them)
+  ElfHandle stand_in_elf_;
+  std::vector<Dwarf*> handles_;  // ended (in the destructor) before the Elf handles they read
 };
 
 // What a skeleton unit's DIE says of its split unit.
@@ -458,19 +446,15 @@ class Replayer {
   std::vector<uint32_t> string_offsets_;
 };
 
-// Every error returns before the first unit is replayed, so a failure leaves
-// the builder without DWARF functions and convert_elf can fall back to the
-// symbol table.
-Status convert_dwarf(const ElfImage& dwarf_image, const std::string& binary_path,
-                     const UnitConverterOptions& unit_options, const ConvertOptions& options, Builder& builder,
-                     ConvertStats& stats, std::vector<AddressRange>* sized, bool& fatal) {
+// The sections our own readers take (line tables, the DIE tree walk),
+// decompressed first: dwarf_begin_elf would decompress every debug section
+// itself, unchecked; done here with the size checks, libdw finds nothing to
+// inflate.
+Status read_own_sections(const ElfImage& dwarf_image, DwarfLineSections& sections,
+                         UnitConverterOptions& tree_options) {
   const std::string& path = dwarf_image.path();
-  // dwarf_begin_elf would decompress every debug section itself, unchecked:
-  // done here first, with the size checks, so libdw finds nothing to inflate.
   if (Status s = dwarf_image.decompress_debug_sections(); !s) return Error(path + ": " + s.error().message);
-  DwarfLineSections sections;
   sections.little_endian = dwarf_image.little_endian();
-  UnitConverterOptions tree_options = unit_options;
   for (auto [name, target] : {std::pair{".debug_line", &sections.debug_line},
                               std::pair{".debug_line_str", &sections.debug_line_str},
                               std::pair{".debug_str", &sections.debug_str},
@@ -480,6 +464,138 @@ Status convert_dwarf(const ElfImage& dwarf_image, const std::string& binary_path
     if (!bytes) return Error(path + ": " + bytes.error().message);
     *target = *bytes;
   }
+  return Status::success();
+}
+
+// The split DWARF files of a binary with skeleton units, opened: the .dwp
+// (asked for, or found beside the binary) and the .dwo files' search.
+// `fatal`: a .dwp asked for that cannot be read.
+Expected<std::unique_ptr<SplitDwarfFiles>> open_split_files(const ElfImage& dwarf_image, const std::string& binary_path,
+                                                            const ConvertOptions& options, bool& fatal) {
+  const std::string& path = dwarf_image.path();
+  SplitDwarfFiles::Options split_options;
+  split_options.binary_path = binary_path;
+  split_options.dwp_path = options.dwp_file;
+  split_options.little_endian = dwarf_image.little_endian();
+  Expected<std::span<const uint8_t>> addr = dwarf_image.section_bytes(".debug_addr");
+  Expected<std::span<const uint8_t>> ranges = dwarf_image.section_bytes(".debug_ranges");
+  if (!addr) return Error(path + ": " + addr.error().message);
+  if (!ranges) return Error(path + ": " + ranges.error().message);
+  split_options.debug_addr = *addr;
+  split_options.debug_ranges = *ranges;
+  auto split_files = std::make_unique<SplitDwarfFiles>(split_options);
+  if (Status s = split_files->open_package(); !s) {
+    // Asked for: an error. Found beside the binary: the .dwo files may
+    // still be there.
+    if (!options.dwp_file.empty()) {
+      fatal = true;
+      return s.error();
+    }
+    if (options.warning) options.warning(s.error().message + "; looking for .dwo files instead");
+  }
+  return split_files;
+}
+
+// Split DWARF: each skeleton's unit from the .dwp or its .dwo, attached to
+// `units` (the sources kept in `split_sources`); a unit not found keeps its
+// functions from the symbol table only.
+Status attach_split_units(const ElfImage& dwarf_image, const std::string& binary_path, const ConvertOptions& options,
+                          Dwarf* dwarf, std::vector<UnitLocation>& units,
+                          std::unique_ptr<SplitDwarfFiles>& split_files,
+                          std::vector<std::unique_ptr<SplitSource>>& split_sources, ConvertStats& stats, bool& fatal) {
+  const std::string& path = dwarf_image.path();
+  for (UnitLocation& unit : units) {
+    if (!unit.skeleton) continue;
+    if (!split_files) {
+      Expected<std::unique_ptr<SplitDwarfFiles>> opened = open_split_files(dwarf_image, binary_path, options, fatal);
+      if (!opened) return opened.error();
+      split_files = std::move(*opened);
+      stats.dwp_file_used = split_files->package_path();
+    }
+    const SkeletonUnit skeleton = read_skeleton(dwarf, unit);
+    Expected<SplitUnit> found = split_files->find(skeleton);
+    if (!found) {
+      ++stats.split_units_missing;
+      if (options.warning)
+        options.warning(path + ": " + found.error().message + "; that unit's functions come from the symbol table only");
+      continue;
+    }
+    auto source = std::make_unique<SplitSource>();
+    source->unit = std::move(*found);
+    source->comp_dir = skeleton.comp_dir;
+    source->base_address = skeleton.low_pc;
+    Dwarf_Die die;
+    Dwarf_Attribute mem;
+    Dwarf_Word stmt_list;
+    if (dwarf_offdie(dwarf, unit.die_offset, &die) && dwarf_attr(&die, DW_AT_stmt_list, &mem) &&
+        dwarf_formudata(&mem, &stmt_list) == 0)
+      source->stmt_list = stmt_list;
+    unit.split = source.get();
+    split_sources.push_back(std::move(source));
+    ++stats.split_units;
+  }
+  if (split_files) {
+    stats.dwo_files_read = split_files->dwo_files_read();
+    if (!split_files->writable_only_by_us()) stats.inputs_writable_only_by_us = false;
+  }
+  return Status::success();
+}
+
+// Converts `units` on `handles.size()` threads, one Dwarf handle each
+// (libdw handles are not thread-safe; all read the one Elf, whose sections
+// were decompressed once, in place, and are only read from here on).
+// Workers take units in order from a shared counter; this thread replays
+// finished units strictly in unit order, so the result never depends on
+// which worker finished first.
+void convert_units_in_parallel(const std::vector<UnitLocation>& units,
+                               const std::vector<std::unique_ptr<DwarfHandle>>& handles,
+                               const DwarfLineSections& sections, const UnitConverterOptions& tree_options,
+                               Replayer& replayer, const std::function<void(size_t)>& report) {
+  std::vector<std::optional<UnitOutput>> results(units.size());
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  auto worker = [&](Dwarf* dwarf) {
+    DwarfUnitConverter converter(dwarf, sections, tree_options);
+    for (;;) {
+      if (stop) return;
+      const size_t i = next.fetch_add(1);
+      if (i >= units.size()) return;
+      UnitOutput out = converter.convert(units[i]);
+      std::lock_guard<std::mutex> lock(mutex);
+      results[i] = std::move(out);
+      ready.notify_all();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (const std::unique_ptr<DwarfHandle>& handle : handles) pool.emplace_back(worker, handle->dwarf);
+  for (size_t i = 0; i < units.size(); ++i) {
+    std::optional<UnitOutput> out;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      ready.wait(lock, [&] { return results[i].has_value() || stop.load(); });
+      if (!results[i]) break;
+      out = std::move(results[i]);
+      results[i].reset();
+    }
+    replayer.replay(*out);
+    report(i + 1);
+  }
+  stop = true;
+  for (std::thread& t : pool) t.join();
+}
+
+// Every error returns before the first unit is replayed, so a failure leaves
+// the builder without DWARF functions and convert_elf can fall back to the
+// symbol table.
+Status convert_dwarf(const ElfImage& dwarf_image, const std::string& binary_path,
+                     const UnitConverterOptions& unit_options, const ConvertOptions& options, Builder& builder,
+                     ConvertStats& stats, std::vector<AddressRange>* sized, bool& fatal) {
+  const std::string& path = dwarf_image.path();
+  DwarfLineSections sections;
+  UnitConverterOptions tree_options = unit_options;
+  if (Status s = read_own_sections(dwarf_image, sections, tree_options); !s) return s;
 
   // Destroyed after every handle that uses it.
   Expected<std::span<const uint8_t>> debug_sup = dwarf_image.section_bytes(".debug_sup");
@@ -500,60 +616,12 @@ Status convert_dwarf(const ElfImage& dwarf_image, const std::string& binary_path
   if (!listed) return Error(path + ": " + listed.error().message);
   std::vector<UnitLocation>& units = *listed;
 
-  // Split DWARF: each skeleton's unit from the .dwp or its .dwo.
-  std::optional<SplitDwarfFiles> split_files;
+  std::unique_ptr<SplitDwarfFiles> split_files;
   std::vector<std::unique_ptr<SplitSource>> split_sources;
-  for (UnitLocation& unit : units) {
-    if (!unit.skeleton) continue;
-    if (!split_files) {
-      SplitDwarfFiles::Options split_options;
-      split_options.binary_path = binary_path;
-      split_options.dwp_path = options.dwp_file;
-      split_options.little_endian = dwarf_image.little_endian();
-      Expected<std::span<const uint8_t>> addr = dwarf_image.section_bytes(".debug_addr");
-      Expected<std::span<const uint8_t>> ranges = dwarf_image.section_bytes(".debug_ranges");
-      if (!addr) return Error(path + ": " + addr.error().message);
-      if (!ranges) return Error(path + ": " + ranges.error().message);
-      split_options.debug_addr = *addr;
-      split_options.debug_ranges = *ranges;
-      split_files.emplace(split_options);
-      if (Status s = split_files->open_package(); !s) {
-        // Asked for: an error. Found beside the binary: the .dwo files may
-        // still be there.
-        if (!options.dwp_file.empty()) {
-          fatal = true;
-          return s;
-        }
-        if (options.warning) options.warning(s.error().message + "; looking for .dwo files instead");
-      }
-      stats.dwp_file_used = split_files->package_path();
-    }
-    const SkeletonUnit skeleton = read_skeleton(main_handle.dwarf, unit);
-    Expected<SplitUnit> found = split_files->find(skeleton);
-    if (!found) {
-      ++stats.split_units_missing;
-      if (options.warning)
-        options.warning(path + ": " + found.error().message + "; that unit's functions come from the symbol table only");
-      continue;
-    }
-    auto source = std::make_unique<SplitSource>();
-    source->unit = std::move(*found);
-    source->comp_dir = skeleton.comp_dir;
-    source->base_address = skeleton.low_pc;
-    Dwarf_Die die;
-    Dwarf_Attribute mem;
-    Dwarf_Word stmt_list;
-    if (dwarf_offdie(main_handle.dwarf, unit.die_offset, &die) && dwarf_attr(&die, DW_AT_stmt_list, &mem) &&
-        dwarf_formudata(&mem, &stmt_list) == 0)
-      source->stmt_list = stmt_list;
-    unit.split = source.get();
-    split_sources.push_back(std::move(source));
-    ++stats.split_units;
-  }
-  if (split_files) {
-    stats.dwo_files_read = split_files->dwo_files_read();
-    if (!split_files->writable_only_by_us()) stats.inputs_writable_only_by_us = false;
-  }
+  if (Status s = attach_split_units(dwarf_image, binary_path, options, main_handle.dwarf, units, split_files,
+                                    split_sources, stats, fatal);
+      !s)
+    return s;
   if (bad_units) {
     if (units.empty()) return Error(path + ": corrupt DWARF: cannot read the first unit header: " + dwarf_error());
     stats.skipped_units += bad_units;
@@ -566,7 +634,7 @@ Status convert_dwarf(const ElfImage& dwarf_image, const std::string& binary_path
   Replayer replayer(builder, options, stats, sized);
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<size_t>(threads, units.size()));
-  auto report = [&](size_t done) {
+  const std::function<void(size_t)> report = [&](size_t done) {
     if (options.progress && (done % 64 == 0 || done == units.size()))
       options.progress(done, units.size());
   };
@@ -583,12 +651,6 @@ Status convert_dwarf(const ElfImage& dwarf_image, const std::string& binary_path
     return Status::success();
   }
 
-  // Workers take units in order from a shared counter; this thread replays
-  // finished units strictly in unit order, so the result never depends on
-  // which worker finished first.
-  // Every worker gets its own Dwarf handle (libdw handles are not
-  // thread-safe), all over the one Elf: its sections were decompressed once,
-  // in place, by the first dwarf_begin_elf, and are only read from here on.
   std::vector<std::unique_ptr<DwarfHandle>> handles;
   for (unsigned t = 0; t < threads; ++t) {
     auto h = std::make_unique<DwarfHandle>();
@@ -599,39 +661,7 @@ Status convert_dwarf(const ElfImage& dwarf_image, const std::string& binary_path
     }
     handles.push_back(std::move(h));
   }
-  std::vector<std::optional<UnitOutput>> results(units.size());
-  std::mutex mutex;
-  std::condition_variable ready;
-  std::atomic<size_t> next{0};
-  std::atomic<bool> stop{false};
-  auto worker = [&](Dwarf* dwarf) {
-    DwarfUnitConverter converter(dwarf, sections, tree_options);
-    for (;;) {
-      if (stop) return;
-      const size_t i = next.fetch_add(1);
-      if (i >= units.size()) return;
-      UnitOutput out = converter.convert(units[i]);
-      std::lock_guard<std::mutex> lock(mutex);
-      results[i] = std::move(out);
-      ready.notify_all();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker, handles[t]->dwarf);
-  for (size_t i = 0; i < units.size(); ++i) {
-    std::optional<UnitOutput> out;
-    {
-      std::unique_lock<std::mutex> lock(mutex);
-      ready.wait(lock, [&] { return results[i].has_value() || stop.load(); });
-      if (!results[i]) break;
-      out = std::move(results[i]);
-      results[i].reset();
-    }
-    replayer.replay(*out);
-    report(i + 1);
-  }
-  stop = true;
-  for (std::thread& t : pool) t.join();
+  convert_units_in_parallel(units, handles, sections, tree_options, replayer, report);
   return Status::success();
 }
 
@@ -710,18 +740,11 @@ void add_profiler_names(const ElfImage& image, const ElfImage* debug_image, cons
   }
 }
 
-}  // namespace
-
-Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
-                                           const ConvertOptions& options, ConvertStats* stats_out) {
-  ConvertStats stats;
-  const std::string& name = options.known_as.empty() ? elf_path : options.known_as;
-  Expected<ElfImage> opened = ElfImage::open(elf_path, {}, options.known_as);
-  if (!opened) return opened.error().prefixed(name + ": ");
-  const ElfImage& image = *opened;
-
-  // Where the DWARF comes from.
-  std::optional<ElfImage> debug_image;
+// The separate debug file of `image` (`name` in messages): the one given
+// (ConvertOptions::debug_file, which must match and hold DWARF), else the
+// one the search finds for a file without DWARF; none is no error.
+Expected<std::optional<ElfImage>> open_debug_image(const ElfImage& image, const std::string& name,
+                                                   const ConvertOptions& options) {
   if (!options.debug_file.empty()) {
     Expected<ElfImage> d = ElfImage::open(options.debug_file);
     if (!d) return d.error().prefixed(options.debug_file + ": ");
@@ -730,25 +753,23 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
       return Error(options.debug_file + ": build ID " + to_hex(have) + " does not match " +
                    name + " (" + to_hex(want) + ")");
     if (!d->has_dwarf()) return Error(options.debug_file + ": has no DWARF");
-    debug_image = std::move(*d);
-  } else if (!image.has_dwarf() && options.search_debug_file) {
-    DebugFileSearch search;
-    search.debug_directories = options.debug_directories;
-    std::vector<std::string> rejected;
-    std::string found = find_debug_file(image, search, &rejected);
-    if (options.warning)
-      for (const std::string& r : rejected) options.warning("debug file candidate rejected: " + r);
-    if (!found.empty()) {
-      Expected<ElfImage> d = ElfImage::open(found);
-      if (!d) return d.error().prefixed(found + ": ");
-      debug_image = std::move(*d);
-    }
+    return std::optional<ElfImage>(std::move(*d));
   }
-  const ElfImage* dwarf_image = debug_image ? &*debug_image : (image.has_dwarf() ? &image : nullptr);
-  if (debug_image) stats.debug_file_used = debug_image->path();
-  stats.inputs_writable_only_by_us =
-      image.writable_only_by_us() && (!debug_image || debug_image->writable_only_by_us());
+  if (image.has_dwarf() || !options.search_debug_file) return std::optional<ElfImage>();
+  DebugFileSearch search;
+  search.debug_directories = options.debug_directories;
+  std::vector<std::string> rejected;
+  std::string found = find_debug_file(image, search, &rejected);
+  if (options.warning)
+    for (const std::string& r : rejected) options.warning("debug file candidate rejected: " + r);
+  if (found.empty()) return std::optional<ElfImage>();
+  Expected<ElfImage> d = ElfImage::open(found);
+  if (!d) return d.error().prefixed(found + ": ");
+  return std::optional<ElfImage>(std::move(*d));
+}
 
+BuilderOptions builder_options_for(const ElfImage& image, const ConvertOptions& options,
+                                   const std::vector<AddressRange>& text) {
   BuilderOptions builder_options;
   builder_options.endian = image.little_endian() ? Endian::Little : Endian::Big;
   builder_options.version = options.gsym_version;
@@ -758,33 +779,17 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
   if (options.gsym_version == kVersion && builder_options.build_id.size() > kMaxUuidSize)
     builder_options.build_id.clear();
   builder_options.base_address = image.first_load_address();
-  std::vector<AddressRange> text = image.executable_ranges();
-  if (text.empty() && debug_image) text = debug_image->executable_ranges();
   builder_options.text_ranges = text;
-  Builder builder(builder_options);
-  // Ranges of the sized functions added (DWARF, symbols): profiler names
-  // go only where none of them is.
-  std::vector<AddressRange> sized;
+  return builder_options;
+}
 
-  if (dwarf_image) {
-    UnitConverterOptions unit_options;
-    unit_options.text_ranges = text;
-    unit_options.inline_info = options.inline_info;
-    bool fatal = false;
-    Status s = convert_dwarf(*dwarf_image, name, unit_options, options, builder, stats,
-                             options.plt_names || options.code_labels ? &sized : nullptr, fatal);
-    if (!s && fatal) return s.error();
-    if (!s) {
-      // One bad section must not cost the module its symbol-table names too:
-      // go on without DWARF (convert_dwarf added no function).
-      stats.dwarf_error = s.error().message;
-      stats.compile_units = stats.skipped_units = 0;
-    }
-  }
-
-  // Symbols: the DWARF file's .symtab (what LLVM reads when given the debug
-  // file), else the ELF's .symtab, else its .dynsym (LLVM ignores .dynsym)
-  // and its MiniDebugInfo's .symtab.
+// Symbols: the DWARF file's .symtab (what LLVM reads when given the debug
+// file), else the ELF's .symtab, else its .dynsym (LLVM ignores .dynsym)
+// and its MiniDebugInfo's .symtab. Only those in `text`; the sized ones'
+// ranges go to `sized`.
+void add_symbol_functions(const ElfImage& image, const ElfImage* debug_image, const std::string& name,
+                          const ConvertOptions& options, const std::vector<AddressRange>& text, Builder& builder,
+                          ConvertStats& stats, std::vector<AddressRange>& sized) {
   bool used_dynsym = false, used_minidebuginfo = false;
   std::vector<ElfSymbol> symbols;
   if (debug_image) symbols = debug_image->function_symbols(&used_dynsym);
@@ -809,6 +814,51 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
       if (sym.size) sized.push_back(f.range);
     }
   }
+}
+
+}  // namespace
+
+Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
+                                           const ConvertOptions& options, ConvertStats* stats_out) {
+  ConvertStats stats;
+  const std::string& name = options.known_as.empty() ? elf_path : options.known_as;
+  Expected<ElfImage> opened = ElfImage::open(elf_path, {}, options.known_as);
+  if (!opened) return opened.error().prefixed(name + ": ");
+  const ElfImage& image = *opened;
+
+  // Where the DWARF comes from.
+  Expected<std::optional<ElfImage>> debug_opened = open_debug_image(image, name, options);
+  if (!debug_opened) return debug_opened.error();
+  std::optional<ElfImage>& debug_image = *debug_opened;
+  const ElfImage* dwarf_image = debug_image ? &*debug_image : (image.has_dwarf() ? &image : nullptr);
+  if (debug_image) stats.debug_file_used = debug_image->path();
+  stats.inputs_writable_only_by_us =
+      image.writable_only_by_us() && (!debug_image || debug_image->writable_only_by_us());
+
+  std::vector<AddressRange> text = image.executable_ranges();
+  if (text.empty() && debug_image) text = debug_image->executable_ranges();
+  Builder builder(builder_options_for(image, options, text));
+  // Ranges of the sized functions added (DWARF, symbols): profiler names
+  // go only where none of them is.
+  std::vector<AddressRange> sized;
+
+  if (dwarf_image) {
+    UnitConverterOptions unit_options;
+    unit_options.text_ranges = text;
+    unit_options.inline_info = options.inline_info;
+    bool fatal = false;
+    Status s = convert_dwarf(*dwarf_image, name, unit_options, options, builder, stats,
+                             options.plt_names || options.code_labels ? &sized : nullptr, fatal);
+    if (!s && fatal) return s.error();
+    if (!s) {
+      // One bad section must not cost the module its symbol-table names too:
+      // go on without DWARF (convert_dwarf added no function).
+      stats.dwarf_error = s.error().message;
+      stats.compile_units = stats.skipped_units = 0;
+    }
+  }
+
+  add_symbol_functions(image, debug_image ? &*debug_image : nullptr, name, options, text, builder, stats, sized);
   if (options.plt_names || options.code_labels)
     add_profiler_names(image, debug_image ? &*debug_image : nullptr, options, text, sized, builder, stats);
 

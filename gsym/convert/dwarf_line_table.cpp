@@ -207,8 +207,207 @@ bool DwarfLineTable::lookup_address_range(uint64_t address, uint64_t size,
   return true;
 }
 
+namespace {
+
+// The fields of a line table's header that drive its program.
+struct LineProgramHeader {
+  uint8_t min_inst_length = 1;
+  int8_t line_base = 0;
+  uint8_t line_range = 0;
+  uint8_t opcode_base = 1;
+  std::vector<uint8_t> standard_lengths;  // operands of opcodes 1 .. opcode_base - 1
+};
+
+Expected<LineProgramHeader> read_program_header(DataCursor& header, uint16_t version) {
+  LineProgramHeader h;
+  h.min_inst_length = header.u8();
+  if (version >= 4) header.u8();  // maximum_operations_per_instruction
+  header.u8();                     // default_is_stmt: rows keep no is_stmt
+  h.line_base = static_cast<int8_t>(header.u8());
+  h.line_range = header.u8();
+  h.opcode_base = header.u8();
+  for (unsigned i = 1; i < h.opcode_base; ++i) h.standard_lengths.push_back(header.u8());
+  if (!header.ok()) return Error("line table header is truncated");
+  return h;
+}
+
+// DWARF 2-4: include_directories and file_names, each list ended by an
+// empty string.
+Status read_file_tables_v2(DataCursor& header, DwarfLineTable& table) {
+  for (;;) {
+    std::string_view dir;
+    if (!read_cstr(header, dir)) return Error("line table include directories are truncated");
+    if (dir.empty()) break;
+    table.include_directories.push_back(dir);
+  }
+  for (;;) {
+    DwarfLineTable::FileName f;
+    if (!read_cstr(header, f.name)) return Error("line table file names are truncated");
+    if (f.name.empty()) break;
+    f.directory_index = header.uleb();
+    header.uleb();  // modification time
+    header.uleb();  // length
+    if (!header.ok()) return Error("line table file names are truncated");
+    table.file_names.push_back(f);
+  }
+  return Status::success();
+}
+
+// DWARF 5: directories then file names, each an entry format (content type,
+// form) followed by its entries.
+Status read_file_tables_v5(DataCursor& header, bool dwarf64, const DwarfLineSections& s,
+                           DwarfLineTable& table) {
+  for (int pass = 0; pass < 2; ++pass) {
+    const uint8_t format_count = header.u8();
+    std::vector<std::pair<uint64_t, uint64_t>> format;
+    for (unsigned i = 0; i < format_count; ++i) {
+      uint64_t type = header.uleb();
+      uint64_t form = header.uleb();
+      format.emplace_back(type, form);
+    }
+    const uint64_t count = header.uleb();
+    if (!header.ok()) return Error("line table header is truncated");
+    if (count > header.remaining()) return Error("line table entry count is too large");
+    for (uint64_t i = 0; i < count; ++i) {
+      DwarfLineTable::FileName f;
+      bool has_path = false;
+      for (auto [type, form] : format) {
+        FormValue v;
+        Status st = read_form(header, form, dwarf64, s, v);
+        if (!st) return st.error();
+        if (type == kLnctPath) {
+          if (!v.is_text) return Error("line table path has a non-string form");
+          f.name = v.text;
+          has_path = true;
+        } else if (type == kLnctDirectoryIndex) {
+          f.directory_index = v.number;
+        }
+      }
+      if (pass == 0) {
+        table.include_directories.push_back(has_path ? f.name : std::string_view());
+      } else {
+        table.file_names.push_back(f);
+      }
+    }
+  }
+  return Status::success();
+}
+
+// The line-number program's state machine: rows and sequences into `table`.
+class LineProgram {
+ public:
+  LineProgram(const LineProgramHeader& header, DwarfLineTable& table) : h_(header), table_(table) {}
+
+  void run(DataCursor& program) {
+    // About one row per 3 bytes in compiler output.
+    table_.rows.reserve(program.remaining() / 3 + 1);
+    while (program.ok() && !program.at_end()) {
+      const uint8_t opcode = program.u8();
+      if (opcode >= h_.opcode_base) {
+        const uint8_t adjusted = static_cast<uint8_t>(opcode - h_.opcode_base);
+        row_.address += advance_for(opcode);
+        if (h_.line_range) row_.line += static_cast<uint32_t>(int32_t(h_.line_base) + adjusted % h_.line_range);
+        append_row();
+      } else if (opcode == 0) {
+        if (!run_extended(program)) break;
+      } else {
+        run_standard(opcode, program);
+      }
+    }
+  }
+
+ private:
+  void append_row() {
+    if (tombstoned_) return;
+    const uint32_t index = static_cast<uint32_t>(table_.rows.size());
+    if (sequence_empty_) {
+      sequence_empty_ = false;
+      sequence_.low_pc = row_.address;
+      sequence_.first_row = index;
+    }
+    table_.rows.push_back(row_);
+    if (row_.end_sequence) {
+      sequence_.high_pc = row_.address;
+      sequence_.end_row = index + 1;
+      if (sequence_.low_pc < sequence_.high_pc) table_.sequences.push_back(sequence_);
+      sequence_empty_ = true;
+    }
+  }
+
+  uint64_t advance_for(uint8_t opcode) const {
+    const uint8_t adjusted = static_cast<uint8_t>(opcode - h_.opcode_base);
+    return h_.line_range ? uint64_t(adjusted / h_.line_range) * h_.min_inst_length : 0;
+  }
+
+  // An extended opcode; false when its length is unusable (the program ends).
+  bool run_extended(DataCursor& program) {
+    const uint64_t length = program.uleb();
+    if (!program.ok() || length > program.remaining() || length == 0) return false;
+    DataCursor ext = program.sub(static_cast<size_t>(length));
+    switch (ext.u8()) {
+      case kLneEndSequence:
+        row_.end_sequence = true;
+        append_row();
+        row_ = DwarfLineRow{};
+        tombstoned_ = false;
+        break;
+      case kLneSetAddress: {
+        const size_t size = static_cast<size_t>(length - 1);
+        uint64_t a = 0;
+        if (size == 1) a = ext.u8();
+        else if (size == 2) a = ext.u16();
+        else if (size == 4) a = ext.u32();
+        else if (size == 8) a = ext.u64();
+        else break;  // unsupported width: LLVM skips it too
+        row_.address = a;
+        tombstoned_ = a == (size == 8 ? UINT64_MAX : (uint64_t(1) << (8 * size)) - 1);
+        break;
+      }
+      case kLneDefineFile: {
+        DwarfLineTable::FileName f;
+        if (read_cstr(ext, f.name)) {
+          f.directory_index = ext.uleb();
+          if (ext.ok()) table_.file_names.push_back(f);
+        }
+        break;
+      }
+      default:
+        break;  // discriminator and vendor opcodes carry nothing we use
+    }
+    return true;
+  }
+
+  void run_standard(uint8_t opcode, DataCursor& program) {
+    switch (opcode) {
+      case kLnsCopy: append_row(); break;
+      case kLnsAdvancePc: row_.address += program.uleb() * h_.min_inst_length; break;
+      case kLnsAdvanceLine: row_.line += static_cast<uint32_t>(program.sleb()); break;
+      case kLnsSetFile: row_.file = static_cast<uint32_t>(program.uleb()); break;
+      case kLnsSetColumn: program.uleb(); break;
+      case kLnsNegateStmt: case kLnsSetBasicBlock: case kLnsSetPrologueEnd:
+      case kLnsSetEpilogueBegin: break;
+      case kLnsConstAddPc: row_.address += advance_for(255); break;
+      case kLnsFixedAdvancePc: row_.address += program.u16(); break;
+      case kLnsSetIsa: program.uleb(); break;
+      default:
+        for (uint8_t i = 0; i < h_.standard_lengths[opcode - 1]; ++i) program.uleb();
+        break;
+    }
+  }
+
+  const LineProgramHeader& h_;
+  DwarfLineTable& table_;
+  DwarfLineRow row_;
+  DwarfLineSequence sequence_;
+  bool sequence_empty_ = true;
+  bool tombstoned_ = false;  // in a sequence at a tombstone address (discarded code)
+};
+
+}  // namespace
+
 Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& s, uint64_t offset,
                                           uint8_t unit_address_size) {
+  (void)unit_address_size;  // rows keep addresses of any width as read
   const auto& sec = s.debug_line;
   if (offset >= sec.size())
     return Error("line table offset " + std::to_string(offset) + " is past .debug_line");
@@ -230,9 +429,8 @@ Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& s, uint64_t o
   if (!unit.ok()) return Error("line table is truncated");
   if (table.version < 2 || table.version > 5)
     return Error(ErrorCode::Unsupported, "unsupported line table version " + std::to_string(table.version));
-  uint8_t address_size = unit_address_size;
   if (table.version >= 5) {
-    address_size = unit.u8();
+    unit.u8();  // address size
     unit.u8();  // segment selector size
   }
   const uint64_t header_length = dwarf64 ? unit.u64() : unit.u32();
@@ -240,161 +438,12 @@ Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& s, uint64_t o
   DataCursor header = unit.sub(static_cast<size_t>(header_length));
   DataCursor& program = unit;  // the rest of the unit
 
-  const uint8_t min_inst_length = header.u8();
-  if (table.version >= 4) header.u8();  // maximum_operations_per_instruction
-  const bool default_is_stmt = header.u8() != 0;
-  (void)default_is_stmt;
-  const int8_t line_base = static_cast<int8_t>(header.u8());
-  const uint8_t line_range = header.u8();
-  const uint8_t opcode_base = header.u8();
-  std::vector<uint8_t> standard_lengths;
-  for (unsigned i = 1; i < opcode_base; ++i) standard_lengths.push_back(header.u8());
-  if (!header.ok()) return Error("line table header is truncated");
-
-  if (table.version < 5) {
-    for (;;) {
-      std::string_view dir;
-      if (!read_cstr(header, dir)) return Error("line table include directories are truncated");
-      if (dir.empty()) break;
-      table.include_directories.push_back(dir);
-    }
-    for (;;) {
-      DwarfLineTable::FileName f;
-      if (!read_cstr(header, f.name)) return Error("line table file names are truncated");
-      if (f.name.empty()) break;
-      f.directory_index = header.uleb();
-      header.uleb();  // modification time
-      header.uleb();  // length
-      if (!header.ok()) return Error("line table file names are truncated");
-      table.file_names.push_back(f);
-    }
-  } else {
-    for (int pass = 0; pass < 2; ++pass) {
-      const uint8_t format_count = header.u8();
-      std::vector<std::pair<uint64_t, uint64_t>> format;
-      for (unsigned i = 0; i < format_count; ++i) {
-        uint64_t type = header.uleb();
-        uint64_t form = header.uleb();
-        format.emplace_back(type, form);
-      }
-      const uint64_t count = header.uleb();
-      if (!header.ok()) return Error("line table header is truncated");
-      if (count > header.remaining()) return Error("line table entry count is too large");
-      for (uint64_t i = 0; i < count; ++i) {
-        DwarfLineTable::FileName f;
-        bool has_path = false;
-        for (auto [type, form] : format) {
-          FormValue v;
-          Status st = read_form(header, form, dwarf64, s, v);
-          if (!st) return st.error();
-          if (type == kLnctPath) {
-            if (!v.is_text) return Error("line table path has a non-string form");
-            f.name = v.text;
-            has_path = true;
-          } else if (type == kLnctDirectoryIndex) {
-            f.directory_index = v.number;
-          }
-        }
-        if (pass == 0) {
-          table.include_directories.push_back(has_path ? f.name : std::string_view());
-        } else {
-          table.file_names.push_back(f);
-        }
-      }
-    }
-  }
-
-  // The line-number program (about one row per 3 bytes in compiler output).
-  table.rows.reserve(program.remaining() / 3 + 1);
-  DwarfLineRow row;
-  bool sequence_empty = true;
-  DwarfLineSequence sequence;
-  bool tombstoned = false;
-  auto reset_row = [&] { row = DwarfLineRow{}; };
-  auto append_row = [&] {
-    if (tombstoned) return;
-    const uint32_t index = static_cast<uint32_t>(table.rows.size());
-    if (sequence_empty) {
-      sequence_empty = false;
-      sequence.low_pc = row.address;
-      sequence.first_row = index;
-    }
-    table.rows.push_back(row);
-    if (row.end_sequence) {
-      sequence.high_pc = row.address;
-      sequence.end_row = index + 1;
-      if (sequence.low_pc < sequence.high_pc) table.sequences.push_back(sequence);
-      sequence_empty = true;
-    }
-  };
-  auto advance_for = [&](uint8_t opcode) -> uint64_t {
-    const uint8_t adjusted = static_cast<uint8_t>(opcode - opcode_base);
-    return line_range ? uint64_t(adjusted / line_range) * min_inst_length : 0;
-  };
-
-  while (program.ok() && !program.at_end()) {
-    const uint8_t opcode = program.u8();
-    if (opcode >= opcode_base) {
-      const uint8_t adjusted = static_cast<uint8_t>(opcode - opcode_base);
-      row.address += advance_for(opcode);
-      if (line_range) row.line += static_cast<uint32_t>(int32_t(line_base) + adjusted % line_range);
-      append_row();
-      continue;
-    }
-    if (opcode == 0) {
-      const uint64_t length = program.uleb();
-      if (!program.ok() || length > program.remaining() || length == 0) break;
-      DataCursor ext = program.sub(static_cast<size_t>(length));
-      const uint8_t sub = ext.u8();
-      switch (sub) {
-        case kLneEndSequence:
-          row.end_sequence = true;
-          append_row();
-          reset_row();
-          tombstoned = false;
-          break;
-        case kLneSetAddress: {
-          const size_t size = static_cast<size_t>(length - 1);
-          uint64_t a = 0;
-          if (size == 1) a = ext.u8();
-          else if (size == 2) a = ext.u16();
-          else if (size == 4) a = ext.u32();
-          else if (size == 8) a = ext.u64();
-          else break;  // unsupported width: LLVM skips it too
-          row.address = a;
-          tombstoned = a == (size == 8 ? UINT64_MAX : (uint64_t(1) << (8 * size)) - 1);
-          break;
-        }
-        case kLneDefineFile: {
-          DwarfLineTable::FileName f;
-          if (read_cstr(ext, f.name)) {
-            f.directory_index = ext.uleb();
-            if (ext.ok()) table.file_names.push_back(f);
-          }
-          break;
-        }
-        default:
-          break;  // discriminator and vendor opcodes carry nothing we use
-      }
-      continue;
-    }
-    switch (opcode) {
-      case kLnsCopy: append_row(); break;
-      case kLnsAdvancePc: row.address += program.uleb() * min_inst_length; break;
-      case kLnsAdvanceLine: row.line += static_cast<uint32_t>(program.sleb()); break;
-      case kLnsSetFile: row.file = static_cast<uint32_t>(program.uleb()); break;
-      case kLnsSetColumn: program.uleb(); break;
-      case kLnsNegateStmt: case kLnsSetBasicBlock: case kLnsSetPrologueEnd:
-      case kLnsSetEpilogueBegin: break;
-      case kLnsConstAddPc: row.address += advance_for(255); break;
-      case kLnsFixedAdvancePc: row.address += program.u16(); break;
-      case kLnsSetIsa: program.uleb(); break;
-      default:
-        for (uint8_t i = 0; i < standard_lengths[opcode - 1]; ++i) program.uleb();
-        break;
-    }
-  }
-  (void)address_size;
+  Expected<LineProgramHeader> program_header = read_program_header(header, table.version);
+  if (!program_header) return program_header.error();
+  Status files = table.version < 5 ? read_file_tables_v2(header, table)
+                                   : read_file_tables_v5(header, dwarf64, s, table);
+  if (!files) return files.error();
+  LineProgram(*program_header, table).run(program);
   std::stable_sort(table.sequences.begin(), table.sequences.end(),
                    [](const DwarfLineSequence& a, const DwarfLineSequence& b) {
                      return a.high_pc < b.high_pc;

@@ -1,6 +1,7 @@
 #include "gsym/convert/dwarf_unit_converter.h"
 
 #include "gsym/convert/dwarf_die_walker.h"
+#include "gsym/convert/elf_handle.h"
 #include "gsym/format/leb128.h"
 
 #include <dwarf.h>
@@ -1095,24 +1096,23 @@ struct DwarfUnitConverter::Impl {
   UnitOutput convert_split(const UnitLocation& skeleton) {
     struct Image {
       std::vector<uint8_t> bytes;
-      Elf* elf = nullptr;
+      ElfHandle elf;  // reads bytes
       Dwarf* dwarf = nullptr;
       ~Image() {
         if (dwarf) dwarf_end(dwarf);
-        if (elf) elf_end(elf);
       }
     };
     const SplitSource& split = *skeleton.split;
     auto image = std::make_shared<Image>();
     image->bytes = build_elf_image(split.unit.sections, line_sections.little_endian);
-    image->elf = elf_memory(reinterpret_cast<char*>(image->bytes.data()), image->bytes.size());
-    if (image->elf) image->dwarf = dwarf_begin_elf(image->elf, DWARF_C_READ, nullptr);
+    if (Expected<ElfHandle> elf = ElfHandle::from_memory(image->bytes); elf) image->elf = std::move(*elf);
+    if (image->elf) image->dwarf = dwarf_begin_elf(image->elf.get(), DWARF_C_READ, nullptr);
     unit_info = unit_abbrev = {};
-    for (Elf_Scn* scn = nullptr; image->dwarf && (scn = elf_nextscn(image->elf, scn));) {
+    for (Elf_Scn* scn = nullptr; image->dwarf && (scn = elf_nextscn(image->elf.get(), scn));) {
       GElf_Shdr shdr;
       size_t names = 0;
-      if (!gelf_getshdr(scn, &shdr) || elf_getshdrstrndx(image->elf, &names) != 0) continue;
-      const char* name = elf_strptr(image->elf, names, shdr.sh_name);
+      if (!gelf_getshdr(scn, &shdr) || elf_getshdrstrndx(image->elf.get(), &names) != 0) continue;
+      const char* name = elf_strptr(image->elf.get(), names, shdr.sh_name);
       Elf_Data* data = elf_getdata(scn, nullptr);
       if (!name || !data || !data->d_buf) continue;
       const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data->d_buf), data->d_size);
@@ -1147,8 +1147,8 @@ struct DwarfUnitConverter::Impl {
     return result;
   }
 
-  UnitOutput convert_unit(const UnitLocation& unit, const SplitSource* split) {
-    const Dwarf_Off unit_die_offset = unit.die_offset;
+  // Every per-unit table emptied before the next unit.
+  void reset_unit_state() {
     out = UnitOutput{};
     groups.clear();
     function_stack.clear();
@@ -1169,13 +1169,11 @@ struct DwarfUnitConverter::Impl {
     other_parents.clear();  // bounded memory: rebuilt on demand, rarely needed
     failed = false;
     failure.clear();
+  }
 
-    Dwarf_Die cu;
-    if (!dwarf_offdie(dwarf, unit_die_offset, &cu)) {
-      out.skipped = true;
-      out.warnings.push_back("unit at " + hex_number(unit_die_offset) + ": " + dwarf_error());
-      return std::move(out);
-    }
+  // The unit's own facts: address size (and a split unit's range-list
+  // version), language, compilation directory and line table.
+  void read_unit_header(Dwarf_Die& cu, Dwarf_Off unit_die_offset, const SplitSource* split) {
     Dwarf_Die cu_again;
     uint8_t addr_size = 8, offset_size = 4;
     if (dwarf_diecu(&cu, &cu_again, &addr_size, &offset_size)) address_size = addr_size;
@@ -1202,21 +1200,12 @@ struct DwarfUnitConverter::Impl {
                                ": line table ignored: " + table.error().message);
       }
     }
-    walk_unit = die_key(dwarf, &cu);
-    walk(&cu, unit);
-    if (!failed)
-      for (auto& ctx : pending) finish_subprogram(*ctx);
-    pending.clear();
-    if (failed) {
-      UnitOutput skipped;
-      skipped.skipped = true;
-      skipped.warnings = std::move(out.warnings);
-      skipped.warnings.push_back("unit at " + hex_number(unit_die_offset) + " skipped: malformed DWARF: " +
-                                 failure);
-      return skipped;
-    }
-    // Groups in DIE order; a string or file interned earlier in the unit
-    // needs no second op (interning is idempotent, only the first counts).
+  }
+
+  // Groups in DIE order into out.ops; a string or file interned earlier in
+  // the unit needs no second op (interning is idempotent, only the first
+  // counts).
+  void flatten_groups() {
     std::vector<bool> string_done(out.strings.size()), file_done(out.files.size() + 1);
     for (const auto& g : groups) {
       for (const UnitOp& op : g) {
@@ -1231,6 +1220,32 @@ struct DwarfUnitConverter::Impl {
       }
     }
     groups.clear();
+  }
+
+  UnitOutput convert_unit(const UnitLocation& unit, const SplitSource* split) {
+    const Dwarf_Off unit_die_offset = unit.die_offset;
+    reset_unit_state();
+    Dwarf_Die cu;
+    if (!dwarf_offdie(dwarf, unit_die_offset, &cu)) {
+      out.skipped = true;
+      out.warnings.push_back("unit at " + hex_number(unit_die_offset) + ": " + dwarf_error());
+      return std::move(out);
+    }
+    read_unit_header(cu, unit_die_offset, split);
+    walk_unit = die_key(dwarf, &cu);
+    walk(&cu, unit);
+    if (!failed)
+      for (auto& ctx : pending) finish_subprogram(*ctx);
+    pending.clear();
+    if (failed) {
+      UnitOutput skipped;
+      skipped.skipped = true;
+      skipped.warnings = std::move(out.warnings);
+      skipped.warnings.push_back("unit at " + hex_number(unit_die_offset) + " skipped: malformed DWARF: " +
+                                 failure);
+      return skipped;
+    }
+    flatten_groups();
     return std::move(out);
   }
 };

@@ -1,6 +1,7 @@
 #include "gsym/convert/elf_image.h"
 
 #include "gsym/base/file_io.h"
+#include "gsym/convert/elf_handle.h"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -19,11 +20,6 @@
 namespace gsym {
 
 namespace {
-
-void init_libelf() {
-  static std::once_flag once;
-  std::call_once(once, [] { elf_version(EV_CURRENT); });
-}
 
 std::string libelf_error() {
   const char* msg = elf_errmsg(-1);
@@ -265,8 +261,8 @@ Status decompress_debug_sections(Elf* elf, uint64_t file_size, DecompressedSecti
 
 struct ElfImage::Impl {
   std::string path;
-  int fd = -1;
-  Elf* elf = nullptr;
+  FileDescriptor fd;
+  ElfHandle elf;  // reads `fd`: ended before it is closed
   size_t shstrndx = 0;
   bool little = true;
   uint64_t file_size = 0;
@@ -276,18 +272,12 @@ struct ElfImage::Impl {
   // with "ZLIB" too, and must not be inflated twice.
   mutable std::vector<size_t> gnu_decompressed;
   bool writable_only_by_us = false;
-  std::vector<uint8_t> bytes;  // the file, when read instead of mapped
   mutable DecompressedSections decompressed;
   // .gnu_debugdata (MiniDebugInfo), decompressed on first use.
   bool mini_tried = false;
   std::vector<uint8_t> mini_bytes;
-  Elf* mini = nullptr;
+  ElfHandle mini;  // reads mini_bytes
   std::string mini_error;
-  ~Impl() {
-    if (mini) elf_end(mini);
-    if (elf) elf_end(elf);
-    if (fd >= 0) close(fd);
-  }
 };
 
 ElfImage::ElfImage(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -297,7 +287,6 @@ ElfImage::~ElfImage() = default;
 
 Expected<ElfImage> ElfImage::open(const std::string& path, const SectionSizeLimits& limits,
                                   const std::string& known_as, bool relocatable) {
-  init_libelf();
   auto impl = std::make_unique<Impl>();
   impl->path = known_as.empty() ? path : known_as;
   // Non-blocking and by descriptor: a FIFO or device at `path` is refused.
@@ -305,22 +294,14 @@ Expected<ElfImage> ElfImage::open(const std::string& path, const SectionSizeLimi
   if (!file) return file.error();
   const struct stat& st = file->status;
   impl->writable_only_by_us = gsym::writable_only_by_us(st);
-  impl->fd = file->fd.release();
+  impl->fd = std::move(file->fd);
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
-  if (impl->writable_only_by_us) {
-    impl->elf = elf_begin(impl->fd, ELF_C_READ_MMAP, nullptr);
-  } else {
-    // Someone else could truncate a mapping under us (SIGBUS): their file is
-    // read into memory whole, within a limit.
-    Expected<std::vector<uint8_t>> bytes = read_descriptor(impl->fd, kMaxInMemoryElf, "");
-    if (!bytes) return bytes.error();
-    impl->bytes = std::move(*bytes);
-    impl->elf = elf_memory(reinterpret_cast<char*>(impl->bytes.data()), impl->bytes.size());
-  }
-  if (!impl->elf) return Error("cannot read ELF: " + libelf_error());
-  if (elf_kind(impl->elf) != ELF_K_ELF) return Error(ErrorCode::Malformed, "not an ELF file");
+  // Converting reads most of the file: one others could write is read whole.
+  Expected<ElfHandle> elf = ElfHandle::open(impl->fd.get(), st, UntrustedRead::Whole);
+  if (!elf) return elf.error();
+  impl->elf = std::move(*elf);
   GElf_Ehdr ehdr;
-  if (!gelf_getehdr(impl->elf, &ehdr)) return Error(ErrorCode::Malformed, "truncated or malformed ELF header");
+  if (!gelf_getehdr(impl->elf.get(), &ehdr)) return Error(ErrorCode::Malformed, "truncated or malformed ELF header");
   if (ehdr.e_ident[EI_CLASS] != ELFCLASS32 && ehdr.e_ident[EI_CLASS] != ELFCLASS64)
     return Error(ErrorCode::Unsupported, "unsupported ELF class");
   if (ehdr.e_ident[EI_DATA] != ELFDATA2LSB && ehdr.e_ident[EI_DATA] != ELFDATA2MSB)
@@ -345,19 +326,19 @@ Expected<ElfImage> ElfImage::open(const std::string& path, const SectionSizeLimi
       return Error("truncated ELF: program headers past the end of the file");
   }
   size_t shnum = 0;
-  if (elf_getshdrnum(impl->elf, &shnum) != 0) return Error("malformed section headers: " + libelf_error());
+  if (elf_getshdrnum(impl->elf.get(), &shnum) != 0) return Error("malformed section headers: " + libelf_error());
   if (shnum > 0) {
     if (ehdr.e_shoff > file_size || (file_size - ehdr.e_shoff) / shentsize < shnum)
       return Error("truncated ELF: section headers past the end of the file");
-    if (elf_getshdrstrndx(impl->elf, &impl->shstrndx) != 0)
+    if (elf_getshdrstrndx(impl->elf.get(), &impl->shstrndx) != 0)
       return Error("malformed section name table: " + libelf_error());
   }
   size_t phnum = 0;
-  if (elf_getphdrnum(impl->elf, &phnum) != 0) return Error("malformed program headers: " + libelf_error());
+  if (elf_getphdrnum(impl->elf.get(), &phnum) != 0) return Error("malformed program headers: " + libelf_error());
   if (shnum == 0 && phnum == 0) return Error("ELF file has neither sections nor segments");
   // Every section with contents must lie inside the file: a truncated copy
   // otherwise yields silently missing symbols or DWARF.
-  for (Elf_Scn* scn = elf_nextscn(impl->elf, nullptr); scn; scn = elf_nextscn(impl->elf, scn)) {
+  for (Elf_Scn* scn = elf_nextscn(impl->elf.get(), nullptr); scn; scn = elf_nextscn(impl->elf.get(), scn)) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr)) return Error("malformed section header: " + libelf_error());
     if (shdr.sh_type == SHT_NOBITS || shdr.sh_type == SHT_NULL) continue;
@@ -370,25 +351,25 @@ Expected<ElfImage> ElfImage::open(const std::string& path, const SectionSizeLimi
   impl->file_size = file_size;
   impl->limits = limits;
   bool names_refused = false;
-  impl->sizes = check_sizes(impl->elf, file_size, limits, &names_refused);
+  impl->sizes = check_sizes(impl->elf.get(), file_size, limits, &names_refused);
   if (names_refused) return impl->sizes.error();
   return ElfImage(std::move(impl));
 }
 
 const std::string& ElfImage::path() const { return impl_->path; }
 bool ElfImage::writable_only_by_us() const { return impl_->writable_only_by_us; }
-Elf* ElfImage::elf() const { return impl_->elf; }
+Elf* ElfImage::elf() const { return impl_->elf.get(); }
 bool ElfImage::little_endian() const { return impl_->little; }
 
 Status ElfImage::decompress_debug_sections() const {
   if (!impl_->sizes) return impl_->sizes;
-  return gsym::decompress_debug_sections(impl_->elf, impl_->file_size, impl_->decompressed, impl_->limits);
+  return gsym::decompress_debug_sections(impl_->elf.get(), impl_->file_size, impl_->decompressed, impl_->limits);
 }
 
 Status ElfImage::check_section_sizes() const {
   if (!impl_->sizes) return impl_->sizes;
   bool names_refused = false;
-  return check_sizes(impl_->elf, impl_->file_size, impl_->limits, &names_refused);
+  return check_sizes(impl_->elf.get(), impl_->file_size, impl_->limits, &names_refused);
 }
 
 namespace {
@@ -432,14 +413,14 @@ std::vector<uint8_t> read_go_build_id(Elf* elf) {
   });
 }
 
-std::vector<uint8_t> ElfImage::build_id() const { return read_gnu_build_id(impl_->elf); }
+std::vector<uint8_t> ElfImage::build_id() const { return read_gnu_build_id(impl_->elf.get()); }
 
 std::optional<uint64_t> ElfImage::first_load_address() const {
   size_t phnum = 0;
-  if (elf_getphdrnum(impl_->elf, &phnum) != 0) return std::nullopt;
+  if (elf_getphdrnum(impl_->elf.get(), &phnum) != 0) return std::nullopt;
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr phdr;
-    if (gelf_getphdr(impl_->elf, static_cast<int>(i), &phdr) && phdr.p_type == PT_LOAD)
+    if (gelf_getphdr(impl_->elf.get(), static_cast<int>(i), &phdr) && phdr.p_type == PT_LOAD)
       return phdr.p_vaddr;
   }
   return std::nullopt;
@@ -447,20 +428,20 @@ std::optional<uint64_t> ElfImage::first_load_address() const {
 
 std::optional<uint64_t> ElfImage::program_entry() const {
   GElf_Ehdr ehdr;
-  if (!gelf_getehdr(impl_->elf, &ehdr) || ehdr.e_entry == 0) return std::nullopt;
+  if (!gelf_getehdr(impl_->elf.get(), &ehdr) || ehdr.e_entry == 0) return std::nullopt;
   bool program = ehdr.e_type == ET_EXEC;
   size_t phnum = 0;
-  if (!program && elf_getphdrnum(impl_->elf, &phnum) == 0)
+  if (!program && elf_getphdrnum(impl_->elf.get(), &phnum) == 0)
     for (size_t i = 0; i < phnum && !program; ++i) {
       GElf_Phdr phdr;
-      program = gelf_getphdr(impl_->elf, static_cast<int>(i), &phdr) && phdr.p_type == PT_INTERP;
+      program = gelf_getphdr(impl_->elf.get(), static_cast<int>(i), &phdr) && phdr.p_type == PT_INTERP;
     }
   if (!program) return std::nullopt;
   return ehdr.e_entry;
 }
 
 std::vector<uint8_t> ElfImage::code_at(uint64_t addr, size_t max) const {
-  for (Elf_Scn* scn = elf_nextscn(impl_->elf, nullptr); scn; scn = elf_nextscn(impl_->elf, scn)) {
+  for (Elf_Scn* scn = elf_nextscn(impl_->elf.get(), nullptr); scn; scn = elf_nextscn(impl_->elf.get(), scn)) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS) continue;
     if (addr < shdr.sh_addr || addr - shdr.sh_addr >= shdr.sh_size) continue;
@@ -476,7 +457,7 @@ std::vector<uint8_t> ElfImage::code_at(uint64_t addr, size_t max) const {
 
 std::vector<AddressRange> ElfImage::executable_ranges() const {
   std::vector<AddressRange> ranges;
-  for (Elf_Scn* scn = elf_nextscn(impl_->elf, nullptr); scn; scn = elf_nextscn(impl_->elf, scn)) {
+  for (Elf_Scn* scn = elf_nextscn(impl_->elf.get(), nullptr); scn; scn = elf_nextscn(impl_->elf.get(), scn)) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr)) continue;
     if (!(shdr.sh_flags & SHF_EXECINSTR) || shdr.sh_size == 0) continue;
@@ -496,14 +477,14 @@ std::vector<AddressRange> ElfImage::executable_ranges() const {
 
 bool ElfImage::has_dwarf() const {
   GElf_Shdr shdr;
-  Elf_Scn* scn = find_section(impl_->elf, impl_->shstrndx, ".debug_info", &shdr);
-  if (!scn) scn = find_section(impl_->elf, impl_->shstrndx, ".zdebug_info", &shdr);
+  Elf_Scn* scn = find_section(impl_->elf.get(), impl_->shstrndx, ".debug_info", &shdr);
+  if (!scn) scn = find_section(impl_->elf.get(), impl_->shstrndx, ".zdebug_info", &shdr);
   return scn && shdr.sh_type != SHT_NOBITS && shdr.sh_size > 0;
 }
 
 std::optional<DebugLink> ElfImage::debug_link() const {
   GElf_Shdr shdr;
-  Elf_Scn* scn = find_section(impl_->elf, impl_->shstrndx, ".gnu_debuglink", &shdr);
+  Elf_Scn* scn = find_section(impl_->elf.get(), impl_->shstrndx, ".gnu_debuglink", &shdr);
   if (!scn || shdr.sh_type == SHT_NOBITS) return std::nullopt;
   Elf_Data* data = elf_rawdata(scn, nullptr);
   if (!data || !data->d_buf) return std::nullopt;
@@ -588,14 +569,14 @@ std::vector<ElfSymbol> ElfImage::function_symbols(bool* used_dynsym, bool* used_
   GElf_Shdr shdr{};
   std::vector<ElfSymbol> out;
   if (used_minidebuginfo) *used_minidebuginfo = false;
-  if (Elf_Scn* symtab = find_symbol_table(impl_->elf, SHT_SYMTAB, &shdr)) {
+  if (Elf_Scn* symtab = find_symbol_table(impl_->elf.get(), SHT_SYMTAB, &shdr)) {
     if (used_dynsym) *used_dynsym = false;
-    append_function_symbols(impl_->elf, symtab, shdr, impl_->sizes.ok(), out);
+    append_function_symbols(impl_->elf.get(), symtab, shdr, impl_->sizes.ok(), out);
     return out;
   }
-  Elf_Scn* dynsym = find_symbol_table(impl_->elf, SHT_DYNSYM, &shdr);
+  Elf_Scn* dynsym = find_symbol_table(impl_->elf.get(), SHT_DYNSYM, &shdr);
   if (used_dynsym) *used_dynsym = dynsym != nullptr;
-  if (dynsym) append_function_symbols(impl_->elf, dynsym, shdr, impl_->sizes.ok(), out);
+  if (dynsym) append_function_symbols(impl_->elf.get(), dynsym, shdr, impl_->sizes.ok(), out);
   // MiniDebugInfo: the local symbols .dynsym lacks, in an xz ELF.
   if (Elf* mini = mini_debuginfo()) {
     if (Elf_Scn* symtab = find_symbol_table(mini, SHT_SYMTAB, &shdr)) {
@@ -609,10 +590,10 @@ std::vector<ElfSymbol> ElfImage::function_symbols(bool* used_dynsym, bool* used_
 
 Elf* ElfImage::mini_debuginfo() const {
   Impl& impl = *impl_;
-  if (impl.mini_tried) return impl.mini;
+  if (impl.mini_tried) return impl.mini.get();
   impl.mini_tried = true;
   GElf_Shdr shdr;
-  Elf_Scn* scn = impl.sizes.ok() ? find_section(impl.elf, impl.shstrndx, ".gnu_debugdata", &shdr) : nullptr;
+  Elf_Scn* scn = impl.sizes.ok() ? find_section(impl.elf.get(), impl.shstrndx, ".gnu_debugdata", &shdr) : nullptr;
   if (!scn || shdr.sh_type == SHT_NOBITS || (shdr.sh_flags & SHF_COMPRESSED)) return nullptr;
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data || !data->d_buf) return nullptr;
@@ -624,45 +605,43 @@ Elf* ElfImage::mini_debuginfo() const {
     return nullptr;
   }
   impl.mini_bytes = std::move(*bytes);
-  Elf* mini = elf_memory(reinterpret_cast<char*>(impl.mini_bytes.data()), impl.mini_bytes.size());
-  if (!mini || elf_kind(mini) != ELF_K_ELF) {
-    if (mini) elf_end(mini);
-    impl.mini_error = ".gnu_debugdata: not an ELF file";
+  Expected<ElfHandle> mini = ElfHandle::from_memory(impl.mini_bytes);
+  if (!mini) {
+    impl.mini_error = ".gnu_debugdata: " + mini.error().message;
     return nullptr;
   }
   bool names_refused = false;
-  if (Status sizes = check_sizes(mini, impl.mini_bytes.size(), impl.limits, &names_refused); !sizes) {
-    elf_end(mini);
+  if (Status sizes = check_sizes(mini->get(), impl.mini_bytes.size(), impl.limits, &names_refused); !sizes) {
     impl.mini_error = ".gnu_debugdata: " + sizes.error().message;
     return nullptr;
   }
-  impl.mini = mini;
-  return mini;
+  impl.mini = std::move(*mini);
+  return impl.mini.get();
 }
 
 std::vector<ElfSymbol> ElfImage::code_label_symbols() const {
   std::vector<ElfSymbol> out;
   GElf_Shdr table_shdr{};
-  Elf_Scn* table = find_symbol_table(impl_->elf, SHT_SYMTAB, &table_shdr);
+  Elf_Scn* table = find_symbol_table(impl_->elf.get(), SHT_SYMTAB, &table_shdr);
   if (!table || table_shdr.sh_entsize == 0) return out;
   if (!impl_->sizes.ok()) {
     GElf_Shdr strtab;
-    Elf_Scn* names = elf_getscn(impl_->elf, table_shdr.sh_link);
+    Elf_Scn* names = elf_getscn(impl_->elf.get(), table_shdr.sh_link);
     if (!names || !gelf_getshdr(names, &strtab) || (strtab.sh_flags & SHF_COMPRESSED)) return out;
   }
   Elf_Data* data = elf_getdata(table, nullptr);
   if (!data) return out;
-  const size_t count = data->d_size / gelf_fsize(impl_->elf, ELF_T_SYM, 1, EV_CURRENT);
+  const size_t count = data->d_size / gelf_fsize(impl_->elf.get(), ELF_T_SYM, 1, EV_CURRENT);
   for (size_t i = 1; i < count; ++i) {
     GElf_Sym sym;
     if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
     if (GELF_ST_TYPE(sym.st_info) != STT_NOTYPE || GELF_ST_BIND(sym.st_info) != STB_LOCAL) continue;
     if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) continue;
     GElf_Shdr section;
-    Elf_Scn* scn = elf_getscn(impl_->elf, sym.st_shndx);
+    Elf_Scn* scn = elf_getscn(impl_->elf.get(), sym.st_shndx);
     if (!scn || !gelf_getshdr(scn, &section) || !(section.sh_flags & SHF_EXECINSTR)) continue;
     if (sym.st_value < section.sh_addr || sym.st_value - section.sh_addr >= section.sh_size) continue;
-    const char* name = elf_strptr(impl_->elf, table_shdr.sh_link, sym.st_name);
+    const char* name = elf_strptr(impl_->elf.get(), table_shdr.sh_link, sym.st_name);
     if (!name || !*name || name[0] == '.' || name[0] == '$') continue;
     out.push_back({sym.st_value, 0, name});
   }
@@ -706,7 +685,7 @@ struct RelaReader {
 }  // namespace
 
 std::vector<PltEntry> ElfImage::plt_entries() const {
-  Elf* elf = impl_->elf;
+  Elf* elf = impl_->elf.get();
   GElf_Ehdr ehdr;
   if (!gelf_getehdr(elf, &ehdr) || ehdr.e_machine != EM_X86_64 || ehdr.e_ident[EI_CLASS] != ELFCLASS64)
     return {};
@@ -778,11 +757,11 @@ const std::string& ElfImage::mini_debuginfo_error() const { return impl_->mini_e
 
 Expected<std::span<const uint8_t>> ElfImage::section_bytes(std::string_view name) const {
   GElf_Shdr shdr;
-  Elf_Scn* scn = find_section(impl_->elf, impl_->shstrndx, name, &shdr);
+  Elf_Scn* scn = find_section(impl_->elf.get(), impl_->shstrndx, name, &shdr);
   bool gnu_compressed = false;
   if (!scn && name.starts_with(".debug_")) {
     std::string zname = ".zdebug_" + std::string(name.substr(7));
-    scn = find_section(impl_->elf, impl_->shstrndx, zname, &shdr);
+    scn = find_section(impl_->elf.get(), impl_->shstrndx, zname, &shdr);
     // Without a "ZLIB" header the section is used as it is, as libdw does.
     std::vector<size_t>& done = impl_->gnu_decompressed;
     gnu_compressed = scn && claimed_size(scn, shdr, true) &&
@@ -793,7 +772,7 @@ Expected<std::span<const uint8_t>> ElfImage::section_bytes(std::string_view name
     const std::string n(name);
     if (!impl_->sizes) return Error("cannot decompress section " + n + ": " + impl_->sizes.error().message);
     const bool gnu = !(shdr.sh_flags & SHF_COMPRESSED);
-    if (Status s = decompress_section(impl_->elf, scn, n, gnu, impl_->file_size, impl_->limits, impl_->decompressed); !s)
+    if (Status s = decompress_section(impl_->elf.get(), scn, n, gnu, impl_->file_size, impl_->limits, impl_->decompressed); !s)
       return s.error();
     if (gnu) impl_->gnu_decompressed.push_back(elf_ndxscn(scn));
   }

@@ -223,66 +223,76 @@ std::vector<uint8_t> build_elf_image(const std::vector<std::pair<std::string, st
   return image;
 }
 
-bool read_split_ranges(const SplitRanges& unit, uint64_t form, uint64_t value, std::vector<AddressRange>& out,
-                       std::string& error) {
-  out.clear();
+namespace {
+
+// A list longer than this is taken for a malformed one.
+constexpr size_t kMaxRanges = size_t{1} << 20;
+
+uint64_t read_address(const SplitRanges& unit, DataCursor& c) {
+  return unit.address_size == 8 ? c.u64() : c.u32();
+}
+
+// Entry `index` of the unit's .debug_addr contribution.
+bool indexed_address(const SplitRanges& unit, uint64_t index, uint64_t& address) {
   const unsigned width = unit.address_size;
-  if (width != 4 && width != 8) {
-    error = "address size " + std::to_string(width);
+  if (index >= unit.addr.size() / width) return false;
+  DataCursor c = cursor(unit.addr.subspan(index * width, width), unit.little_endian);
+  address = read_address(unit, c);
+  return c.ok();
+}
+
+// DWARF 4: (begin, end) pairs in .debug_ranges at `offset`, a base-address
+// escape, ended by (0, 0).
+bool read_ranges_v4(const SplitRanges& unit, uint64_t offset, std::vector<AddressRange>& out, std::string& error) {
+  if (offset >= unit.ranges.size()) {
+    error = "range list offset " + hex_number(offset) + " is past .debug_ranges";
     return false;
   }
-  auto read_address = [&](DataCursor& c) { return width == 8 ? c.u64() : c.u32(); };
-  auto indexed = [&](uint64_t index, uint64_t& address) {
-    if (index >= unit.addr.size() / width) return false;
-    DataCursor c = cursor(unit.addr.subspan(index * width, width), unit.little_endian);
-    address = read_address(c);
-    return c.ok();
-  };
-  constexpr size_t kMaxRanges = size_t{1} << 20;
+  DataCursor c = cursor(unit.ranges.subspan(offset), unit.little_endian);
+  const uint64_t escape = unit.address_size == 8 ? UINT64_MAX : UINT32_MAX;
   uint64_t base = unit.base_address;
-  if (unit.version < 5) {
-    if (value >= unit.ranges.size()) {
-      error = "range list offset " + hex_number(value) + " is past .debug_ranges";
-      return false;
+  while (out.size() < kMaxRanges) {
+    const uint64_t begin = read_address(unit, c), end = read_address(unit, c);
+    if (!c.ok()) break;
+    if (begin == 0 && end == 0) return true;
+    if (begin == escape) {
+      base = end;
+      continue;
     }
-    DataCursor c = cursor(unit.ranges.subspan(value), unit.little_endian);
-    const uint64_t escape = width == 8 ? UINT64_MAX : UINT32_MAX;
-    while (out.size() < kMaxRanges) {
-      const uint64_t begin = read_address(c), end = read_address(c);
-      if (!c.ok()) break;
-      if (begin == 0 && end == 0) return true;
-      if (begin == escape) {
-        base = end;
-        continue;
-      }
-      out.push_back({base + begin, base + end});
-    }
-    error = "range list at " + hex_number(value) + " runs past .debug_ranges";
+    out.push_back({base + begin, base + end});
+  }
+  error = "range list at " + hex_number(offset) + " runs past .debug_ranges";
+  return false;
+}
+
+// DW_FORM_rnglistx: the offset of list `index`, from the offset table after
+// the .debug_rnglists.dwo header (offsets count from the header's end).
+bool rnglist_offset(const SplitRanges& unit, uint64_t index, uint64_t& offset, std::string& error) {
+  DataCursor h = cursor(unit.rnglists, unit.little_endian);
+  const bool dwarf64 = h.u32() == 0xffffffff;
+  if (dwarf64) h.u64();
+  const size_t entry = dwarf64 ? 8 : 4, header = dwarf64 ? 20 : 12;
+  h.u16();  // version
+  h.u8();   // address size
+  h.u8();   // segment selector size
+  const uint32_t count = h.u32();
+  if (!h.ok() || index >= count || (index + 1) * entry > unit.rnglists.size() - header) {
+    error = "range list index " + std::to_string(index) + " is not in .debug_rnglists.dwo";
     return false;
   }
-  uint64_t offset = value;
-  if (form == DW_FORM_rnglistx) {
-    // The contribution starts with its header; offsets count from its end.
-    DataCursor h = cursor(unit.rnglists, unit.little_endian);
-    const bool dwarf64 = h.u32() == 0xffffffff;
-    if (dwarf64) h.u64();
-    const size_t entry = dwarf64 ? 8 : 4, header = dwarf64 ? 20 : 12;
-    h.u16();
-    h.u8();
-    h.u8();
-    const uint32_t count = h.u32();
-    if (!h.ok() || value >= count || (value + 1) * entry > unit.rnglists.size() - header) {
-      error = "range list index " + std::to_string(value) + " is not in .debug_rnglists.dwo";
-      return false;
-    }
-    DataCursor e = cursor(unit.rnglists.subspan(header + value * entry, entry), unit.little_endian);
-    offset = header + (dwarf64 ? e.u64() : e.u32());
-  }
+  DataCursor e = cursor(unit.rnglists.subspan(header + index * entry, entry), unit.little_endian);
+  offset = header + (dwarf64 ? e.u64() : e.u32());
+  return true;
+}
+
+// DWARF 5: the DW_RLE_* entries of .debug_rnglists.dwo at `offset`.
+bool read_rnglist_v5(const SplitRanges& unit, uint64_t offset, std::vector<AddressRange>& out, std::string& error) {
   if (offset >= unit.rnglists.size()) {
     error = "range list offset " + hex_number(offset) + " is past .debug_rnglists.dwo";
     return false;
   }
   DataCursor c = cursor(unit.rnglists.subspan(offset), unit.little_endian);
+  uint64_t base = unit.base_address;
   while (out.size() < kMaxRanges) {
     const uint8_t kind = c.u8();
     if (!c.ok()) break;
@@ -291,18 +301,18 @@ bool read_split_ranges(const SplitRanges& unit, uint64_t form, uint64_t value, s
       case DW_RLE_end_of_list:
         return true;
       case DW_RLE_base_addressx:
-        if (!indexed(c.uleb(), base)) break;
+        if (!indexed_address(unit, c.uleb(), base)) break;
         continue;
       case DW_RLE_startx_endx:
         a = c.uleb();
         b = c.uleb();
-        if (!indexed(a, a) || !indexed(b, b)) break;
+        if (!indexed_address(unit, a, a) || !indexed_address(unit, b, b)) break;
         out.push_back({a, b});
         continue;
       case DW_RLE_startx_length:
         a = c.uleb();
         b = c.uleb();
-        if (!indexed(a, a)) break;
+        if (!indexed_address(unit, a, a)) break;
         out.push_back({a, a + b});
         continue;
       case DW_RLE_offset_pair:
@@ -311,15 +321,15 @@ bool read_split_ranges(const SplitRanges& unit, uint64_t form, uint64_t value, s
         out.push_back({base + a, base + b});
         continue;
       case DW_RLE_base_address:
-        base = read_address(c);
+        base = read_address(unit, c);
         continue;
       case DW_RLE_start_end:
-        a = read_address(c);
-        b = read_address(c);
+        a = read_address(unit, c);
+        b = read_address(unit, c);
         out.push_back({a, b});
         continue;
       case DW_RLE_start_length:
-        a = read_address(c);
+        a = read_address(unit, c);
         b = c.uleb();
         out.push_back({a, a + b});
         continue;
@@ -332,6 +342,21 @@ bool read_split_ranges(const SplitRanges& unit, uint64_t form, uint64_t value, s
   }
   error = "range list at " + hex_number(offset) + " runs past .debug_rnglists.dwo";
   return false;
+}
+
+}  // namespace
+
+bool read_split_ranges(const SplitRanges& unit, uint64_t form, uint64_t value, std::vector<AddressRange>& out,
+                       std::string& error) {
+  out.clear();
+  if (unit.address_size != 4 && unit.address_size != 8) {
+    error = "address size " + std::to_string(unit.address_size);
+    return false;
+  }
+  if (unit.version < 5) return read_ranges_v4(unit, value, out, error);
+  uint64_t offset = value;
+  if (form == DW_FORM_rnglistx && !rnglist_offset(unit, value, offset, error)) return false;
+  return read_rnglist_v5(unit, offset, out, error);
 }
 
 struct SplitDwarfFiles::Impl {

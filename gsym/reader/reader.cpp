@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -31,6 +32,11 @@ namespace {
 Error no_such_file(uint32_t index) {
   return Error("failed to extract file[" + std::to_string(index) + "]");
 }
+
+// Version 2's known sections by GlobalInfoType (index 0 unused): where each
+// is, or null.
+constexpr uint32_t kKnownGlobalTypes = static_cast<uint32_t>(GlobalInfoType::UUID) + 1;
+using KnownSections = std::array<const GlobalDataEntry*, kKnownGlobalTypes>;
 
 }  // namespace
 
@@ -72,6 +78,8 @@ struct Reader::Impl : detail::Layout {
   Status parse_layout();
   Status parse_header_v1(DataCursor& c);
   Status parse_header_v2(DataCursor& c);
+  Status read_directory_v2(KnownSections& found);
+  Status place_tables_v2(const KnownSections& found);
   int64_t find_function(uint64_t addr) const;
   Expected<bool> lookup(uint64_t addr, const LookupOptions& options, LookupScratch& s) const;
   Status add_inline_frames(uint64_t addr, const LookupOptions& options, LookupScratch& s) const;
@@ -194,11 +202,16 @@ Status Reader::Impl::parse_header_v2(DataCursor& c) {
     return Error(ErrorCode::Unsupported,
                  "unsupported string table encoding " + std::to_string(header.string_table_encoding), 7);
 
-  // Where each known section is, by type (index 0 unused).
-  constexpr uint32_t kKnown = static_cast<uint32_t>(GlobalInfoType::UUID) + 1;
-  const GlobalDataEntry* found[kKnown] = {};
-  // The directory up to its end first (bounded by the file size / 20), so a
-  // cut-off directory says so; then each entry.
+  KnownSections found{};
+  if (Status st = read_directory_v2(found); !st) return st;
+  return place_tables_v2(found);
+}
+
+// The directory up to its end first (bounded by the file size / 20), so a
+// cut-off directory says so; then each entry: inside the file, each known
+// type once, every required one there.
+Status Reader::Impl::read_directory_v2(KnownSections& found) {
+  const uint64_t size = data.size();
   uint64_t at = kHeaderSizeV2;
   while (true) {
     if (size - at < kDirectoryEntrySize)
@@ -217,7 +230,7 @@ Status Reader::Impl::parse_header_v2(DataCursor& c) {
   for (size_t k = 0; k < sections.size(); ++k) {
     const GlobalDataEntry& entry = sections[k];
     const uint64_t entry_at = kHeaderSizeV2 + kDirectoryEntrySize * k;
-    const std::string name = entry.type < kKnown
+    const std::string name = entry.type < kKnownGlobalTypes
                                  ? std::string(global_info_type_name(entry.type))
                                  : "type " + std::to_string(entry.type);
     if (entry.size == 0) return Error("global data " + name + " has size 0", entry_at);
@@ -225,7 +238,7 @@ Status Reader::Impl::parse_header_v2(DataCursor& c) {
       return Error("global data " + name + " [" + hex_number(entry.offset) + ", +" +
                        hex_number(entry.size) + ") extends past the end of the file",
                    entry_at);
-    if (entry.type < kKnown) {
+    if (entry.type < kKnownGlobalTypes) {
       if (found[entry.type]) return Error("global data " + name + " appears twice", entry_at);
       found[entry.type] = &entry;
     }
@@ -238,7 +251,13 @@ Status Reader::Impl::parse_header_v2(DataCursor& c) {
                        global_info_type_name(static_cast<uint32_t>(required)),
                    kHeaderSizeV2);
   }
+  return {};
+}
+
+// Each table where the directory puts it, with the size its contents need.
+Status Reader::Impl::place_tables_v2(const KnownSections& found) {
   const uint64_t n = header.num_addresses;
+  const uint8_t aos = header.addr_off_size;
   const GlobalDataEntry& addrs = *found[static_cast<uint32_t>(GlobalInfoType::AddrOffsets)];
   if (addrs.size != n * aos)
     return Error("AddrOffsets size " + hex_number(addrs.size) + " is not " + std::to_string(n) +

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "gsym/convert/elf_handle.h"
 #include "tests/support/recorded_snapshot.h"
 
 namespace snapshot_support {
@@ -31,7 +32,7 @@ struct ElfFile {
   int fd = -1;
   Elf* elf = nullptr;
   explicit ElfFile(const std::string& path) {
-    elf_version(EV_CURRENT);
+    gsym::libelf_ready();
     fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd >= 0) elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
   }

@@ -19,7 +19,8 @@ void CaptureAssembler::on_mapping(const RawMapping& mapping) {
   entry.dev_major = mapping.dev_major;
   entry.dev_minor = mapping.dev_minor;
   entry.inode = mapping.inode;
-  entry.perms = {mapping.readable ? 'r' : '-', mapping.writable ? 'w' : '-', 'x',
+  entry.perms = {mapping.readable ? 'r' : '-', mapping.writable ? 'w' : '-',
+                 mapping.executable ? 'x' : '-',
                  mapping.shared ? 's' : 'p'};
   entry.path = mapping.vdso ? std::string(kVdsoPath) : std::string(mapping.path);
   entry.deleted = mapping.deleted;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 
+#include "gsym/convert/elf_handle.h"
 #include "gsym/convert/elf_image.h"
 #include "gsym/base/file_io.h"
 #include "gsym/base/hex.h"
@@ -61,19 +62,15 @@ std::string describe_identity(const BuildId& id) {
 
 namespace {
 
-using ElfHandle = std::unique_ptr<Elf, decltype(&elf_end)>;
+using gsym::ElfHandle;
 
 gsym::Expected<ElfHandle> open_elf(int fd, const std::string& label, struct stat* st) {
-  if (elf_version(EV_CURRENT) == EV_NONE) return gsym::Error(std::string("libelf: ") + elf_errmsg(-1));
   if (::fstat(fd, st) != 0) {
     const int err = errno;
     return gsym::Error::from_errno(err, label + ": cannot stat: " + std::strerror(err));
   }
-  // A file someone else can truncate is read, not mapped (SIGBUS).
-  ElfHandle elf(elf_begin(fd, gsym::writable_only_by_us(*st) ? ELF_C_READ_MMAP : ELF_C_READ, nullptr),
-                &elf_end);
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
-    return gsym::Error(gsym::ErrorCode::Malformed, label + ": not an ELF file");
+  gsym::Expected<ElfHandle> elf = ElfHandle::open(fd, *st, gsym::UntrustedRead::OnDemand);
+  if (!elf) return elf.error().prefixed(label + ": ");
   return elf;
 }
 
@@ -149,14 +146,9 @@ gsym::Expected<BuildId> read_elf_identity_fd(int fd, const std::string& label) {
 }
 
 gsym::Expected<BuildId> read_elf_identity(std::span<const uint8_t> elf_bytes) {
-  if (elf_version(EV_CURRENT) == EV_NONE) return gsym::Error(std::string("libelf: ") + elf_errmsg(-1));
-  // libelf wants a mutable pointer but ELF_C_READ_MEMORY never writes.
-  ElfHandle elf(elf_memory(const_cast<char*>(reinterpret_cast<const char*>(elf_bytes.data())),
-                           elf_bytes.size()),
-                &elf_end);
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
-    return gsym::Error(gsym::ErrorCode::Malformed, "not an ELF file");
-  if (BuildId id = note_identity(elf.get()); !id.empty()) return id;
+  gsym::Expected<ElfHandle> elf = ElfHandle::from_memory(elf_bytes);
+  if (!elf) return elf.error();
+  if (BuildId id = note_identity(elf->get()); !id.empty()) return id;
   return BuildId(sha256_of(elf_bytes), BuildId::Kind::ContentSha256);
 }
 

@@ -91,6 +91,9 @@ struct RawMapping {
   // not written since, so the file opened later is the one mapped.
   uint64_t time_ns = 0;
   bool readable = false, writable = false, shared = false;
+  // Without execute permission (a recording's data mapping): a frame in it
+  // is not code, whatever the file is.
+  bool executable = true;
   bool vdso = false;
   // Mapped by the kernel's ELF loader at exec: the file's other code
   // segments were mapped with it (program headers).

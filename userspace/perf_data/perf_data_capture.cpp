@@ -79,9 +79,9 @@ PerfDataSource::PerfDataSource(const PerfDataFile& file, size_t sampling_attr, E
 
 void PerfDataSource::on_mmap(const PerfRecord& record) {
   const PerfRecord::Mmap& mmap = record.mmap;
-  // Only code is sampled; data mappings (perf record --data) would hide
-  // the code mapped over them later.
-  if (!mmap.executable || mmap.len == 0 || mmap.addr + mmap.len < mmap.addr) return;
+  // Data mappings too (perf record --data): a frame in one is classified
+  // not-executable, as a live profile's /proc maps classify it.
+  if (mmap.len == 0 || mmap.addr + mmap.len < mmap.addr) return;
   if (mmap.pid == UINT32_MAX) return;  // the kernel's own maps
   RawMapping m;
   m.pid = mmap.pid;
@@ -89,6 +89,7 @@ void PerfDataSource::on_mmap(const PerfRecord& record) {
   m.end = mmap.addr + mmap.len;
   m.time_ns = record.id.time;
   m.readable = record.type == PERF_RECORD_MMAP || (mmap.prot & 1);
+  m.executable = mmap.executable;
   m.vdso = mmap.filename == kVdsoPath;
   const bool file_backed = perf_mapping_names_file(mmap.filename);
   if (file_backed) {

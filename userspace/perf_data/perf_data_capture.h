@@ -4,7 +4,8 @@
 // (session/recorded_session.h puts the two together).
 //
 // Records are replayed in time order: COMM (exec), FORK (a new process),
-// EXIT, and MMAP/MMAP2 of executable mappings. Samples of one event only:
+// EXIT, and MMAP/MMAP2 (data mappings too, perf record --data: a frame in
+// one is not-executable, as in a live profile). Samples of one event only:
 // the one options.event names, else the first that is not perf's "dummy"
 // event:
 //   - callchain (perf record -g): the entries after PERF_CONTEXT_USER;

@@ -28,6 +28,20 @@ gsym::Error format_error(const std::string& what, uint64_t offset) {
   return gsym::Error("perf.data: " + what + " at offset " + gsym::hex_number(offset), offset);
 }
 
+// Errors of records in decompressed data say so: their offsets are not the
+// file's.
+gsym::Status in_data(gsym::Status status, bool decompressed) {
+  if (status || !decompressed) return status;
+  return gsym::Error(status.error().message + " of the decompressed data", status.error().offset);
+}
+gsym::Status record_error(const std::string& what, uint64_t offset, bool decompressed) {
+  return in_data(format_error(what, offset), decompressed);
+}
+
+bool is_pipe_header(uint32_t type) {
+  return type == kRecordHeaderAttr || type == kRecordHeaderBuildId || type == kRecordHeaderFeature;
+}
+
 uint64_t load_u64(const uint8_t* p) {
   uint64_t v;
   std::memcpy(&v, p, sizeof(v));
@@ -560,23 +574,54 @@ std::span<const uint8_t> PerfDataFile::buffer_of(const PerfRecordRef& ref) const
   return bytes_;
 }
 
+gsym::Status PerfDataFile::index_compressed(uint32_t type, std::span<const uint8_t> body, uint64_t offset,
+                                            uint64_t& last_time) {
+  auto zstd_bytes = body;
+  if (type == kRecordCompressed2) {
+    Cursor c(body, offset + kRecordHeaderSize);
+    const uint64_t data_size = c.u64();
+    if (!c.ok() || data_size > c.remaining())
+      return format_error("COMPRESSED2 data size runs past its record", offset);
+    zstd_bytes = body.subspan(8, static_cast<size_t>(data_size));
+  }
+  if (auto s = inflate(zstd_bytes, offset); !s) return s;
+  uint64_t from = decompressed_indexed_;
+  auto s = index_range(decompressed_, true, from, decompressed_.size(), true, last_time);
+  decompressed_indexed_ = from;
+  if (!s)
+    return gsym::Error(s.error().message + " (COMPRESSED record at offset " + gsym::hex_number(offset) + ")",
+                       s.error().offset);
+  return gsym::Status::success();
+}
+
+gsym::Status PerfDataFile::index_pipe_header(uint32_t type, std::span<const uint8_t> record, uint64_t offset,
+                                             bool decompressed) {
+  const std::span<const uint8_t> body = record.subspan(kRecordHeaderSize);
+  if (type == kRecordHeaderAttr) {
+    Cursor a(body, offset + kRecordHeaderSize);
+    a.skip(attr_offset::kSize);
+    uint32_t attr_size = a.u32();
+    if (attr_size == 0) attr_size = kAttrSizeVer0;
+    if (!a.ok() || attr_size < kAttrSizeVer0 || attr_size > body.size())
+      return record_error("HEADER_ATTR record is malformed", offset, decompressed);
+    std::vector<uint64_t> ids((body.size() - attr_size) / 8);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = load_u64(body.data() + attr_size + i * 8);
+    return in_data(parse_attr(body.first(attr_size), offset, std::move(ids)), decompressed);
+  }
+  if (type == kRecordHeaderBuildId) return in_data(parse_build_ids(record, offset), decompressed);
+  Cursor f(body, offset + kRecordHeaderSize);
+  const uint64_t feature = f.u64();
+  if (!f.ok()) return record_error("HEADER_FEATURE record is truncated", offset, decompressed);
+  // Build IDs come as their own records in a pipe.
+  if (feature == kFeatureBuildId || feature >= kFeatureBits) return gsym::Status::success();
+  return in_data(parse_feature(static_cast<uint32_t>(feature), body.subspan(8), offset + kRecordHeaderSize + 8),
+                 decompressed);
+}
+
 gsym::Status PerfDataFile::index_range(std::span<const uint8_t> buf, bool decompressed,
                                        uint64_t& at, uint64_t end, bool partial_ok,
                                        uint64_t& last_time) {
-  // Offsets in decompressed data say so: they are not the file's.
-  auto error_at = [&](const std::string& what, uint64_t offset) {
-    return decompressed
-               ? format_error(what, offset).message + " of the decompressed data"
-               : format_error(what, offset).message;
-  };
-  auto fail = [&](const std::string& what, uint64_t offset) {
-    return gsym::Status(gsym::Error(error_at(what, offset), offset));
-  };
-  auto wrap = [&](const gsym::Status& s) {
-    return decompressed ? gsym::Status(gsym::Error(s.error().message + " of the decompressed data",
-                                                   s.error().offset))
-                        : s;
-  };
+  auto fail = [&](const std::string& what, uint64_t offset) { return record_error(what, offset, decompressed); };
   while (at < end) {
     if (end - at < kRecordHeaderSize) {
       if (partial_ok) return gsym::Status::success();
@@ -606,45 +651,9 @@ gsym::Status PerfDataFile::index_range(std::span<const uint8_t> buf, bool decomp
     }
     if (type == kRecordCompressed || type == kRecordCompressed2) {
       if (decompressed) return fail("compressed record inside compressed data", at);
-      auto zstd_bytes = body;
-      if (type == kRecordCompressed2) {
-        Cursor c(body, at + kRecordHeaderSize);
-        const uint64_t data_size = c.u64();
-        if (!c.ok() || data_size > c.remaining())
-          return fail("COMPRESSED2 data size runs past its record", at);
-        zstd_bytes = body.subspan(8, static_cast<size_t>(data_size));
-      }
-      if (auto s = inflate(zstd_bytes, at); !s) return s;
-      // Index the records now whole, in stream order, as if they stood here.
-      uint64_t from = decompressed_indexed_;
-      auto s = index_range(decompressed_, true, from, decompressed_.size(), true, last_time);
-      decompressed_indexed_ = from;
-      if (!s)
-        return gsym::Error(s.error().message + " (COMPRESSED record at offset " +
-                               gsym::hex_number(at) + ")",
-                           s.error().offset);
-    } else if (pipe_ && type == kRecordHeaderAttr) {
-      Cursor a(body, at + kRecordHeaderSize);
-      a.skip(attr_offset::kSize);
-      uint32_t attr_size = a.u32();
-      if (attr_size == 0) attr_size = kAttrSizeVer0;
-      if (!a.ok() || attr_size < kAttrSizeVer0 || attr_size > body.size())
-        return fail("HEADER_ATTR record is malformed", at);
-      std::vector<uint64_t> ids((body.size() - attr_size) / 8);
-      for (size_t i = 0; i < ids.size(); ++i) ids[i] = load_u64(body.data() + attr_size + i * 8);
-      if (auto s = parse_attr(body.first(attr_size), at, std::move(ids)); !s) return wrap(s);
-    } else if (pipe_ && type == kRecordHeaderBuildId) {
-      if (auto s = parse_build_ids(buf.subspan(at, size), at); !s) return wrap(s);
-    } else if (pipe_ && type == kRecordHeaderFeature) {
-      Cursor f(body, at + kRecordHeaderSize);
-      const uint64_t feature = f.u64();
-      if (!f.ok()) return fail("HEADER_FEATURE record is truncated", at);
-      // Build IDs come as their own records in a pipe.
-      if (feature != kFeatureBuildId && feature < kFeatureBits)
-        if (auto s = parse_feature(static_cast<uint32_t>(feature), body.subspan(8),
-                                   at + kRecordHeaderSize + 8);
-            !s)
-          return wrap(s);
+      if (auto s = index_compressed(type, body, at, last_time); !s) return s;
+    } else if (pipe_ && is_pipe_header(type)) {
+      if (auto s = index_pipe_header(type, buf.subspan(at, size), at, decompressed); !s) return s;
     } else if (type == kRecordEventUpdate) {
       Cursor u(body, at + kRecordHeaderSize);
       const uint64_t update = u.u64(), id = u.u64();
@@ -655,7 +664,7 @@ gsym::Status PerfDataFile::index_range(std::span<const uint8_t> buf, bool decomp
     } else if (decoded_type(type)) {
       if (attrs_.empty()) return fail("record before any event attr", at);
       PerfRecord record;
-      if (auto s = decode_into(type, misc, body, at, record); !s) return wrap(s);
+      if (auto s = decode_into(type, misc, body, at, record); !s) return in_data(s, decompressed);
       if (record.id.has_time) last_time = record.id.time;
       records_.push_back({at, last_time, type, static_cast<uint32_t>(size), decompressed});
     }

@@ -150,6 +150,14 @@ class PerfDataFile {
   // record that `buf` does not yet hold whole stops the walk.
   gsym::Status index_range(std::span<const uint8_t> buf, bool decompressed, uint64_t& at,
                            uint64_t end, bool partial_ok, uint64_t& last_time);
+  // A COMPRESSED(2) record's `body`: decompressed, and the records now
+  // whole indexed, in stream order, as if they stood at `offset`.
+  gsym::Status index_compressed(uint32_t type, std::span<const uint8_t> body, uint64_t offset,
+                                uint64_t& last_time);
+  // A pipe's header records (HEADER_ATTR, HEADER_BUILD_ID, HEADER_FEATURE):
+  // what a file's header holds. `record` is the whole record.
+  gsym::Status index_pipe_header(uint32_t type, std::span<const uint8_t> record, uint64_t offset,
+                                 bool decompressed);
   // Appends what one COMPRESSED record's zstd bytes decompress to.
   gsym::Status inflate(std::span<const uint8_t> zstd_bytes, uint64_t offset);
   std::span<const uint8_t> buffer_of(const PerfRecordRef& ref) const;

@@ -1,13 +1,10 @@
 #include "userspace/process/kernel_symbols.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "userspace/base/parse_number.h"
+#include "userspace/base/pseudo_file.h"
 #include "userspace/base/text_fields.h"
 
 namespace gsymprof {
@@ -17,34 +14,7 @@ namespace {
 constexpr size_t kMaxKallsymsBytes = size_t{256} << 20;
 constexpr size_t kMaxNotesBytes = size_t{1} << 20;
 
-// Reads a /proc or /sys file to its end: their st_size is 0 or a page, so
-// the size cannot be known before reading.
-gsym::Expected<std::string> read_pseudo_file(const std::string& path, size_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return gsym::Error(path + ": " + std::strerror(errno));
-  std::string text;
-  char buffer[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int error = errno;
-      ::close(fd);
-      return gsym::Error(path + ": " + std::strerror(error));
-    }
-    if (n == 0) break;
-    if (text.size() + static_cast<size_t>(n) > max_bytes) {
-      ::close(fd);
-      return gsym::Error(path + ": larger than " + std::to_string(max_bytes) + " bytes");
-    }
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
-
 bool is_function_type(char type) { return type == 't' || type == 'T' || type == 'w' || type == 'W'; }
-
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 
 #include "userspace/process/vdso_file.h"
 
+#include "gsym/convert/elf_handle.h"
 #include "gsym/convert/elf_image.h"
 #include "gsym/base/file_io.h"
 
@@ -27,22 +28,11 @@ namespace {
 // A sane limit on program headers; real files have about a dozen.
 constexpr size_t kMaxProgramHeaders = 4096;
 
-struct ElfCloser {
-  void operator()(Elf* elf) const { elf_end(elf); }
-};
-using ElfHandle = std::unique_ptr<Elf, ElfCloser>;
-
-bool libelf_ready() {
-  static const bool ready = elf_version(EV_CURRENT) != EV_NONE;
-  return ready;
-}
-
 gsym::Error elf_error(const char* what) {
   return gsym::Error(std::string(what) + ": " + elf_errmsg(-1));
 }
 
 gsym::Expected<ModuleIdentity> read_identity(Elf* elf) {
-  if (elf_kind(elf) != ELF_K_ELF) return gsym::Error("not an ELF file");
   GElf_Ehdr ehdr;
   if (!gelf_getehdr(elf, &ehdr)) return elf_error("bad ELF header");
   size_t phnum = 0;
@@ -70,26 +60,21 @@ std::string errno_text(int error) { return std::strerror(error); }
 }  // namespace
 
 gsym::Expected<ModuleIdentity> read_module_identity(std::span<const uint8_t> elf_bytes) {
-  if (!libelf_ready()) return elf_error("libelf");
-  // libelf wants a mutable pointer but ELF_C_READ_MEMORY never writes.
-  ElfHandle elf(elf_memory(const_cast<char*>(reinterpret_cast<const char*>(elf_bytes.data())),
-                           elf_bytes.size()));
-  if (!elf) return elf_error("not an ELF file");
-  gsym::Expected<ModuleIdentity> identity = read_identity(elf.get());
+  gsym::Expected<gsym::ElfHandle> elf = gsym::ElfHandle::from_memory(elf_bytes);
+  if (!elf) return elf.error();
+  gsym::Expected<ModuleIdentity> identity = read_identity(elf->get());
   if (!identity) return identity;
   if (gsym::Expected<BuildId> id = read_elf_identity(elf_bytes); id) identity->build_id = std::move(*id);
   return identity;
 }
 
 gsym::Expected<ModuleIdentity> read_module_identity_fd(int fd) {
-  if (!libelf_ready()) return elf_error("libelf");
   struct stat st {};
   if (::fstat(fd, &st) != 0) return gsym::Error(std::string("cannot stat: ") + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return gsym::Error("not a regular file");
-  // A file someone else can truncate is read, not mapped (SIGBUS).
-  ElfHandle elf(elf_begin(fd, gsym::writable_only_by_us(st) ? ELF_C_READ_MMAP : ELF_C_READ, nullptr));
-  if (!elf) return elf_error("not an ELF file");
-  gsym::Expected<ModuleIdentity> identity = read_identity(elf.get());
+  gsym::Expected<gsym::ElfHandle> elf = gsym::ElfHandle::open(fd, st, gsym::UntrustedRead::OnDemand);
+  if (!elf) return elf.error();
+  gsym::Expected<ModuleIdentity> identity = read_identity(elf->get());
   if (!identity) return identity;
   identity->file = FileStamp::of(st);
   // The one identity rule (build_id.h); a file too large to hash keeps an

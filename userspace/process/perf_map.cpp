@@ -10,6 +10,7 @@
 #include <map>
 
 #include "userspace/base/parse_number.h"
+#include "userspace/base/pseudo_file.h"
 #include "userspace/base/text_fields.h"
 
 namespace gsymprof {
@@ -60,7 +61,7 @@ int64_t steady_ns() {
 // number in the perf map's name. /proc/PID/status "NSpid:" lists the pids
 // outermost first; absent (old kernels): the same pid.
 uint32_t namespace_pid(const std::string& proc_pid, uint32_t pid) {
-  gsym::Expected<std::string> status = gsym::read_file_text(proc_pid + "/status", 1 << 20);
+  gsym::Expected<std::string> status = read_pseudo_file(proc_pid + "/status", 1 << 20);
   if (!status) return pid;
   size_t at = status->find("\nNSpid:");
   if (at == std::string::npos) return pid;

@@ -30,6 +30,10 @@ struct MapEntry {
   bool operator==(const MapEntry&) const = default;
 };
 
+// A bound on one /proc/PID/maps: vm.max_map_count (65,530 by default)
+// lines of at most a path's length; real ones are a few MB at most.
+inline constexpr size_t kMaxProcMapsBytes = size_t{256} << 20;
+
 // Parses the whole text. Entries keep the kernel's order (ascending start).
 // Any malformed line is an error naming its 1-based line number.
 gsym::Expected<std::vector<MapEntry>> parse_proc_maps(std::string_view text);

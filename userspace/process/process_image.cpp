@@ -5,13 +5,12 @@
 #include "userspace/process/vdso_file.h"
 
 #include "gsym/base/file_io.h"
+#include "userspace/base/pseudo_file.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <tuple>
 
 namespace gsymprof {
@@ -182,12 +181,7 @@ ProcSource ProcSource::live(const std::string& proc_root) {
   ProcSource source;
   source.read_maps = [proc_root](uint32_t pid) -> gsym::Expected<std::string> {
     std::string path = proc_root + "/" + std::to_string(pid) + "/maps";
-    std::ifstream in(path);
-    if (!in) return gsym::Error(path + ": " + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) return gsym::Error(path + ": read error");
-    return text.str();
+    return read_pseudo_file(path, kMaxProcMapsBytes);
   };
   source.load_module = [proc_root](uint32_t pid, const MapEntry& entry) {
     return load_module_identity(pid, entry, proc_root, /*keep_open=*/true);

@@ -1,6 +1,7 @@
 #include "userspace/process/vdso_file.h"
 
 #include "gsym/base/file_io.h"
+#include "userspace/base/pseudo_file.h"
 #include "userspace/process/proc_maps.h"
 
 #include <fcntl.h>
@@ -11,9 +12,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <span>
-#include <sstream>
 #include <string>
 
 namespace gsymprof {
@@ -22,11 +21,9 @@ namespace {
 
 // The [vdso] range of this process.
 gsym::Expected<std::pair<uint64_t, uint64_t>> own_vdso_range() {
-  std::ifstream in("/proc/self/maps");
-  if (!in) return gsym::Error(std::string("/proc/self/maps: ") + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto maps = parse_proc_maps(text.str());
+  gsym::Expected<std::string> text = read_pseudo_file("/proc/self/maps", kMaxProcMapsBytes);
+  if (!text) return text.error();
+  auto maps = parse_proc_maps(*text);
   if (!maps) return gsym::Error("/proc/self/maps: " + maps.error().message);
   for (const MapEntry& m : *maps)
     if (m.path == kVdsoPath) return std::make_pair(m.start, m.end);

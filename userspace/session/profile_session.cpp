@@ -13,9 +13,9 @@
 #include <csignal>
 #include <cstring>
 #include <set>
-#include <fstream>
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -24,6 +24,7 @@
 #include "userspace/process/process_image.h"
 #include "userspace/assemble/capture_assembler.h"
 #include "userspace/base/parse_number.h"
+#include "userspace/base/pseudo_file.h"
 #include "userspace/base/text_escape.h"
 #include "userspace/base/text_fields.h"
 
@@ -55,11 +56,21 @@ class StopSignals {
   struct sigaction old_int_ {}, old_term_ {};
 };
 
+// /proc/PID/stat: one line, its command name the only field that may hold
+// spaces or parentheses (so fields are counted after the last ')').
+constexpr size_t kMaxProcStatBytes = 4096;
+std::optional<std::string> proc_stat_line(uint32_t pid) {
+  gsym::Expected<std::string> text =
+      read_pseudo_file("/proc/" + std::to_string(pid) + "/stat", kMaxProcStatBytes);
+  if (!text) return std::nullopt;
+  return text->substr(0, text->find('\n'));
+}
+
 // A process is alive until it is gone or a zombie.
 bool process_alive(uint32_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(stat, text)) return false;
+  const std::optional<std::string> line = proc_stat_line(pid);
+  if (!line) return false;
+  const std::string& text = *line;
   size_t paren = text.rfind(')');
   if (paren == std::string::npos || paren + 2 >= text.size()) return false;
   char state = text[paren + 2];
@@ -70,9 +81,9 @@ bool process_alive(uint32_t pid) {
 // (/proc/PID/stat, the 9th field) have PF_KTHREAD.
 bool is_kernel_thread(uint32_t pid) {
   constexpr uint64_t kPfKthread = 0x00200000;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(stat, text)) return false;
+  const std::optional<std::string> line = proc_stat_line(pid);
+  if (!line) return false;
+  const std::string& text = *line;
   const size_t paren = text.rfind(')');
   if (paren == std::string::npos) return false;
   std::string_view rest = std::string_view(text).substr(paren + 1);

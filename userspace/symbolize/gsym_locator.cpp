@@ -3,6 +3,7 @@
 #include "userspace/base/build_id.h"
 #include "userspace/base/file_stamp.h"
 #include "userspace/symbolize/debuginfod_client.h"
+#include "userspace/symbolize/gsym_cache.h"
 
 #include "gsym/convert/debug_file_locator.h"
 #include "gsym/convert/elf_image.h"
@@ -29,83 +30,6 @@ using gsym::FileDescriptor;
 
 BuildId build_id_of(const gsym::Reader& reader) { return BuildId(reader.build_id()); }
 
-// Opens (creating when missing) every component of `dir` without following
-// symlinks. The cache itself is made private: created 0700, an existing one
-// of ours tightened to 0700 (it holds symbols of root-only programs). It must
-// be owned by the effective user; the same checks hold for reading.
-// With `create` unset a missing cache is not made: an error coded NotFound
-// (a cache not there yet, no problem to report). Every other error is
-// Refused: the cache is then neither read nor written.
-gsym::Expected<FileDescriptor> open_cache_dir(const std::string& dir, bool create) {
-  auto refused = [&](std::string message, int err = 0) {
-    gsym::Error e(gsym::ErrorCode::Refused, dir + ": " + std::move(message));
-    e.sys_errno = err;
-    return e;
-  };
-  auto refused_errno = [&](std::string what) {  // what + strerror(errno)
-    const int err = errno;
-    return refused(std::move(what) + errno_text(err), err);
-  };
-  if (dir.empty()) return gsym::Error(gsym::ErrorCode::Refused, "no cache directory");
-  FileDescriptor current(::open(dir[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (current.get() < 0) return refused_errno("");
-  size_t pos = 0;
-  while (pos < dir.size()) {
-    size_t slash = dir.find('/', pos);
-    if (slash == std::string::npos) slash = dir.size();
-    std::string component = dir.substr(pos, slash - pos);
-    pos = slash + 1;
-    if (component.empty() || component == ".") continue;
-    const bool last = dir.find_first_not_of('/', pos) == std::string::npos;
-    bool created = create && ::mkdirat(current.get(), component.c_str(), last ? 0700 : 0755) == 0;
-    if (!create && ::faccessat(current.get(), component.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0 &&
-        errno == ENOENT)
-      return gsym::Error::from_errno(ENOENT, dir + ": " + component + ": " + errno_text(ENOENT));
-    if (create && !created && errno != EEXIST) {
-      const int err = errno;
-      return refused("cannot create " + component + ": " + errno_text(err), err);
-    }
-    FileDescriptor next(::openat(current.get(), component.c_str(),
-                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (next.get() < 0) {
-      int err = errno;
-      if (err == ELOOP || err == ENOTDIR) return refused(component + " is a symlink or not a directory", err);
-      return refused(errno_text(err), err);
-    }
-    // Intermediate directories made here are like /var/cache: 0755 whatever
-    // the umask.
-    if (created && !last && ::fchmod(next.get(), 0755) != 0)
-      return refused_errno("chmod " + component + ": ");
-    current = std::move(next);
-  }
-  struct stat st;
-  if (::fstat(current.get(), &st) != 0) return refused_errno("");
-  if (st.st_uid != ::geteuid())
-    return refused("owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
-                   std::to_string(::geteuid()));
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) return refused("writable by group or others");
-  if ((st.st_mode & 07777) != 0700 && ::fchmod(current.get(), 0700) != 0)
-    return refused_errno("chmod 0700: ");
-  return current;
-}
-
-// "owned by uid N" / "writable by group or others": why a file's results are
-// not shared.
-std::string why_untrusted(const struct stat& st) {
-  if (st.st_uid != 0 && st.st_uid != ::geteuid()) return "owned by uid " + std::to_string(st.st_uid);
-  return "writable by group or others";
-}
-
-// <buildid-hex>.<converter version><suffix>: a file of another converter
-// version is never taken for this one's.
-// Identities other than GNU build IDs are named by kind ("go-HEX...",
-// "sha256-HEX..."), so no two kinds share a file.
-std::string cache_name(const BuildId& id, const char* suffix) {
-  const std::string prefix =
-      id.kind() == BuildId::Kind::Gnu ? std::string() : std::string(kind_name(id.kind())) + "-";
-  return prefix + id.hex() + "." + gsym::kConverterVersion + suffix;
-}
-
 // The header build ID a GSYM of module `id` carries: the GNU build ID
 // itself; none for the other kinds (the converter writes the file's GNU build
 // ID, which such a file lacks). Only a GSYM found by identity (cache names,
@@ -118,7 +42,8 @@ BuildId header_id_for(const BuildId& id) {
 // build ID", "SHA-256").
 std::string no_gsym_for(const BuildId& id) { return "no GSYM for " + describe_identity(id); }
 
-
+// A path that opens the very file open at `fd`.
+std::string descriptor_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 
 }  // namespace
 
@@ -158,7 +83,7 @@ namespace {
 // itself or in a separate debug file the local search finds.
 bool has_local_debug_info(const gsym::OpenFile& elf, const gsym::ConvertOptions& convert) {
   gsym::Expected<gsym::ElfImage> image =
-      gsym::ElfImage::open("/proc/self/fd/" + std::to_string(elf.fd.get()), {}, convert.known_as);
+      gsym::ElfImage::open(descriptor_path(elf.fd.get()), {}, convert.known_as);
   if (!image) return true;  // the conversion will say what is wrong
   if (image->has_dwarf() || !convert.search_debug_file) return true;
   return !gsym::find_debug_file(*image, gsym::DebugFileSearch{convert.debug_directories}).empty();
@@ -167,7 +92,12 @@ bool has_local_debug_info(const gsym::OpenFile& elf, const gsym::ConvertOptions&
 }  // namespace
 
 struct GsymLocator::State {
+  explicit State(LocatorOptions locator_options)
+      : options(std::move(locator_options)), cache(options.cache_dir, notes) {}
+
   LocatorOptions options;
+  std::vector<std::string> notes;
+  GsymCache cache;  // says what it skips in `notes`
 
   // A reader and the bytes it borrows (when not mapped); never moved once
   // created so handed-out pointers stay valid.
@@ -200,37 +130,17 @@ struct GsymLocator::State {
   // Conversions of files others can write: only for that very file.
   std::map<std::pair<BuildId, std::string>, Outcome> resolved_for_file;  // (id, stamp key)
   std::map<std::pair<BuildId, std::string>, Outcome> misses;  // by (build ID, local path)
-  std::vector<std::string> notes;
   uint64_t conversions = 0;
   std::unique_ptr<DebuginfodClient> debuginfod;  // made on first use
 
+  // debuginfod serves GNU build IDs only.
   bool debuginfod_enabled() const { return options.use_debuginfod && DebuginfodClient::configured(); }
+  bool debuginfod_serves(const BuildId& id) const {
+    return debuginfod_enabled() && id.kind() == BuildId::Kind::Gnu;
+  }
   gsym::Expected<DebuginfodClient::Found> ask_debuginfod(DebuginfodClient::Kind kind, const BuildId& id) {
     if (!debuginfod) debuginfod = std::make_unique<DebuginfodClient>(options.progress);
     return debuginfod->find(kind, id);
-  }
-
-  // Cache directory descriptor, opened (and created) on first use; a refused
-  // cache is neither read nor written, and said once.
-  std::optional<FileDescriptor> cache_fd;
-  std::string cache_error;
-  bool cache_tried = false, cache_absent = false;
-
-  // The cache's descriptor, or -1; made only when `create` (to write).
-  int cache(bool create) {
-    if (options.cache_dir.empty()) return -1;
-    if (!cache_fd && (!cache_tried || (create && cache_absent))) {
-      cache_tried = true;
-      gsym::Expected<FileDescriptor> fd = open_cache_dir(options.cache_dir, create);
-      cache_absent = !fd && fd.error().code == gsym::ErrorCode::NotFound;
-      if (fd) {
-        cache_fd.emplace(std::move(*fd));
-      } else if (!cache_absent) {
-        cache_error = fd.error().to_string();
-        notes.push_back("cache refused, neither read nor written: " + cache_error);
-      }
-    }
-    return cache_fd ? cache_fd->get() : -1;
   }
 
   const gsym::Reader* keep(std::vector<uint8_t> bytes, gsym::Reader reader) {
@@ -274,253 +184,203 @@ struct GsymLocator::State {
     return std::nullopt;
   }
 
-  // A cached GSYM made from symbols alone is marked; while debuginfod is
-  // configured it is converted again, asking for the debug file.
-  bool cached_from_symbols_only(int dir, const BuildId& id) {
-    struct stat st {};
-    return ::fstatat(dir, cache_name(id, ".symbols").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-  }
-  void mark_symbols_only(const BuildId& id, bool symbols_only) {
-    const int dir = cache(symbols_only);
-    if (dir < 0) return;
-    if (!symbols_only) {
-      ::unlinkat(dir, cache_name(id, ".symbols").c_str(), 0);
-      return;
-    }
-    static constexpr uint8_t kNote[] = "converted from symbols only\n";
-    (void)gsym::write_file_atomically_at(dir, options.cache_dir, cache_name(id, ".symbols"),
-                                         std::span<const uint8_t>(kNote, sizeof kNote - 1), 0600);
-  }
-
   std::optional<Outcome> from_cache(const BuildId& id) {
-    const int dir = cache(false);
-    if (dir < 0) return std::nullopt;
-    if (debuginfod_enabled() && cached_from_symbols_only(dir, id)) return std::nullopt;
-    const std::string name = cache_name(id, ".gsym");
-    const std::string path = options.cache_dir + "/" + name;
-    gsym::Expected<gsym::OpenFile> file =
-        gsym::open_regular_file_at(dir, name, gsym::Symlinks::RefuseFinal, path);
-    if (!file) {
-      if (file.error().code != gsym::ErrorCode::NotFound)
-        notes.push_back("skipped " + file.error().to_string());
-      return std::nullopt;
-    }
-    if (file->status.st_uid != ::geteuid()) {
-      notes.push_back("skipped " + path + ": " + why_untrusted(file->status));
-      return std::nullopt;
-    }
-    // Files of older versions were 0644: private now, like new ones.
-    if ((file->status.st_mode & 077) != 0) ::fchmod(file->fd.get(), 0600);
+    // A GSYM made from symbols alone is converted again, asking debuginfod
+    // for the debug file, while debuginfod is configured.
+    if (debuginfod_enabled() && cache.from_symbols_only(id)) return std::nullopt;
+    std::optional<gsym::OpenFile> file = cache.open_gsym(id);
+    if (!file) return std::nullopt;
+    const std::string path = cache.path_of(id, ".gsym");
     std::string problem;
     if (const gsym::Reader* r = load_matching(*file, path, id, problem)) {
       Outcome hit{r, GsymOrigin::Cache, path, "", ""};
-      hit.symbols_only = cached_from_symbols_only(dir, id);
+      hit.symbols_only = cache.from_symbols_only(id);
       return hit;
     }
     notes.push_back("skipped " + problem);
     return std::nullopt;
   }
 
-  // A conversion that failed earlier with this converter version: its error
-  // as it was said and its code. The file holds the message, then a line
-  // "kind: CODE" (gsym::to_string(ErrorCode)); a file without that line
-  // (written before it existed) is not trusted, so that module is converted
-  // again once and the file rewritten.
-  std::optional<gsym::Error> remembered_failure(const BuildId& id) {
-    const int dir = cache(false);
-    if (dir < 0) return std::nullopt;
-    const std::string name = cache_name(id, ".failed");
-    gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file_at(
-        dir, name, gsym::Symlinks::RefuseFinal, options.cache_dir + "/" + name);
-    if (!file || file->status.st_uid != ::geteuid()) return std::nullopt;
-    // A debug file that appeared since (the -dbgsym package installed, the
-    // usual fix) is a reason to try again.
-    for (const std::string& debug_dir : options.convert.debug_directories) {
-      struct stat st {};
-      const std::string debug_file = gsym::build_id_debug_path(debug_dir, id.bytes());
-      if (!debug_file.empty() && ::stat(debug_file.c_str(), &st) == 0 &&
-          (st.st_ctim.tv_sec > file->status.st_mtim.tv_sec ||
-           (st.st_ctim.tv_sec == file->status.st_mtim.tv_sec &&
-            st.st_ctim.tv_nsec >= file->status.st_mtim.tv_nsec)))
-        return std::nullopt;
-    }
-    gsym::Expected<std::vector<uint8_t>> bytes = gsym::read_descriptor(file->fd.get(), 4096, name);
-    if (!bytes) return std::nullopt;
-    std::string text(bytes->begin(), bytes->end());
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    const size_t newline = text.rfind('\n');
-    constexpr std::string_view kKind = "kind: ";
-    if (newline == std::string::npos || text.compare(newline + 1, kKind.size(), kKind) != 0)
-      return std::nullopt;
-    std::optional<gsym::ErrorCode> code =
-        gsym::error_code_from_name(std::string_view(text).substr(newline + 1 + kKind.size()));
-    if (!code) return std::nullopt;
-    text.resize(newline);
-    return gsym::Error(*code, std::move(text));
-  }
-
-  void remember_failure(const BuildId& id, const gsym::Error& error) {
-    const int dir = cache(true);
-    if (dir < 0) return;
-    const std::string text =
-        error.to_string() + "\nkind: " + std::string(gsym::to_string(error.code)) + "\n";
-    (void)gsym::write_file_atomically_at(
-        dir, options.cache_dir, cache_name(id, ".failed"),
-        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()), 0600);
-  }
-
-  // Converts the module's own file (`local`, opened by the caller) when its
-  // build ID is `id`. Results of a file others could have written are kept
-  // in memory for that file only, never cached.
-  // `local_problem` says why `local` is null ("file missing" when
-  // `local_missing`).
-  Outcome convert(const BuildId& id, const gsym::OpenFile* local, const std::string& local_path,
-                  const std::string& module_path, const std::string& local_problem,
-                  bool local_missing) {
-    Outcome out;
-    std::string miss = no_gsym_for(id);
-    // debuginfod serves GNU build IDs only.
-    const bool debuginfod_for_id = debuginfod_enabled() && id.kind() == BuildId::Kind::Gnu;
-    if (!options.convert_missing || local_path.empty()) {
-      out.reason = miss;
-      return out;
-    }
+  // What a conversion reads: the module's own file, or the executable
+  // debuginfod serves for it; what debuginfod gave is said in the note.
+  struct ConversionSource {
+    const gsym::OpenFile* file = nullptr;
     std::optional<DebuginfodClient::Found> fetched_executable;
     std::string debuginfod_note;
-    if (!local && debuginfod_for_id) {
-      auto found = ask_debuginfod(DebuginfodClient::Kind::Executable, id);
+  };
+
+  // Step 1: the file to convert. Without one, false and `out` says why
+  // (`local_problem`: why the module's own file is missing).
+  bool find_file_to_convert(const BuildId& id, const std::string& local_problem, bool local_missing,
+                            ConversionSource& source, Outcome& out) {
+    if (!source.file && debuginfod_serves(id)) {
+      gsym::Expected<DebuginfodClient::Found> found = ask_debuginfod(DebuginfodClient::Kind::Executable, id);
       if (!found) {
-        out.reason = miss + "; " + local_problem + "; " + found.error().message;
+        out.reason = no_gsym_for(id) + "; " + local_problem + "; " + found.error().message;
         if (local_missing) out.problem = ModuleProblem::FileMissing;
-        return out;
+        return false;
       }
-      fetched_executable.emplace(std::move(*found));
-      local = &fetched_executable->file;
-      debuginfod_note = "executable from debuginfod: " + fetched_executable->path;
+      source.fetched_executable.emplace(std::move(*found));
+      source.file = &source.fetched_executable->file;
+      source.debuginfod_note = "executable from debuginfod: " + source.fetched_executable->path;
     }
-    if (!local) {
-      out.reason = miss + "; " + local_problem;
+    if (!source.file) {
+      out.reason = no_gsym_for(id) + "; " + local_problem;
       if (local_missing) out.problem = ModuleProblem::FileMissing;
-      return out;
     }
-    // The file's identity by the same rule as the module's (build_id.h); a
-    // GNU build ID is compared without hashing the file.
-    gsym::Expected<BuildId> elf_id = id.kind() == BuildId::Kind::Gnu
-                                         ? read_elf_build_id_fd(local->fd.get(), local_path)
-                                         : read_elf_identity_fd(local->fd.get(), local_path);
-    if (!elf_id) {
-      out.reason = miss + "; " + elf_id.error().to_string();
-      return out;
+    return source.file != nullptr;
+  }
+
+  // Step 2: the file's identity by the same rule as the module's
+  // (build_id.h); a GNU build ID is compared without hashing the file.
+  static bool identity_matches(const BuildId& id, const gsym::OpenFile& file, const std::string& label,
+                               Outcome& out) {
+    gsym::Expected<BuildId> file_id = id.kind() == BuildId::Kind::Gnu
+                                          ? read_elf_build_id_fd(file.fd.get(), label)
+                                          : read_elf_identity_fd(file.fd.get(), label);
+    if (!file_id) {
+      out.reason = no_gsym_for(id) + "; " + file_id.error().to_string();
+      return false;
     }
-    if (*elf_id != id) {
-      out.reason = miss + (id.kind() == BuildId::Kind::Gnu
-                               ? "; build-ID mismatch (file has " +
-                                     (elf_id->empty() ? std::string("none") : elf_id->hex()) + ")"
-                               : "; identity mismatch (file has " + describe_identity(*elf_id) + ")");
-      out.problem = ModuleProblem::IdentityMismatch;
-      return out;
-    }
-    bool shareable = gsym::writable_only_by_us(local->status);
-    // The descriptor, not the path: the file converted is the file checked.
-    // Debug links are looked for beside the module's own path.
+    if (*file_id == id) return true;
+    out.reason = no_gsym_for(id) + (id.kind() == BuildId::Kind::Gnu
+                                        ? "; build-ID mismatch (file has " +
+                                              (file_id->empty() ? std::string("none") : file_id->hex()) + ")"
+                                        : "; identity mismatch (file has " + describe_identity(*file_id) + ")");
+    out.problem = ModuleProblem::IdentityMismatch;
+    return false;
+  }
+
+  // What a cached <id>.<converter version>.gsym means: a conversion with
+  // the profiler names. Debug links are looked for beside the module's path.
+  gsym::ConvertOptions profiler_convert_options(const std::string& local_path, const std::string& module_path) const {
     gsym::ConvertOptions convert_options = options.convert;
-    // What a cached <id>.<converter version>.gsym means: with profiler names.
     convert_options.plt_names = convert_options.code_labels = convert_options.entry_name =
         convert_options.signal_frames = true;
     convert_options.known_as = module_path.empty() || module_path.starts_with("[") ? local_path : module_path;
-    // debuginfod may have what the local search lacks, also for a failure
-    // remembered from a run without it.
-    const bool ask_for_debuginfo = debuginfod_for_id && convert_options.debug_file.empty() &&
-                                   !has_local_debug_info(*local, convert_options);
-    bool fetched_debuginfo_any = false;
-    // A file with nothing to convert is a stripped binary whose debug file
-    // is not installed: the usual case for a distribution's programs, not
-    // an error of the conversion.
-    auto failed = [&](const gsym::Error& error, const std::string& remembered_in) {
-      if (!fetched_debuginfo_any && !has_local_debug_info(*local, convert_options) &&
-          error.code == gsym::ErrorCode::NoFunctions) {
-        out.reason = miss + "; stripped: no function symbols, no DWARF, no debug file found" + remembered_in;
-        out.problem = ModuleProblem::Stripped;
-      } else {
-        out.reason = miss + "; conversion failed: " + error.to_string() + remembered_in;
-      }
-    };
-    if (shareable && !ask_for_debuginfo) {
-      if (std::optional<gsym::Error> earlier = remembered_failure(id)) {
-        failed(*earlier, " (remembered in " + options.cache_dir + "/" + cache_name(id, ".failed") +
-                             "; delete it to retry)");
-        return out;
-      }
+    return convert_options;
+  }
+
+  // A failed conversion's reason. A file with nothing to convert is a
+  // stripped binary whose debug file is not installed: the usual case for a
+  // distribution's programs, not an error of the conversion.
+  static void say_failed(const BuildId& id, const gsym::Error& error, bool stripped_possible,
+                         const std::string& remembered_in, Outcome& out) {
+    if (stripped_possible && error.code == gsym::ErrorCode::NoFunctions) {
+      out.reason = no_gsym_for(id) + "; stripped: no function symbols, no DWARF, no debug file found" + remembered_in;
+      out.problem = ModuleProblem::Stripped;
+    } else {
+      out.reason = no_gsym_for(id) + "; conversion failed: " + error.to_string() + remembered_in;
     }
-    ++conversions;
-    std::optional<DebuginfodClient::Found> fetched_debuginfo;
-    if (ask_for_debuginfo) {
-      auto found = ask_debuginfod(DebuginfodClient::Kind::Debuginfo, id);
-      if (found) {
-        fetched_debuginfo_any = true;
-        fetched_debuginfo.emplace(std::move(*found));
-        convert_options.debug_file = "/proc/self/fd/" + std::to_string(fetched_debuginfo->file.fd.get());
-      }
-      const std::string said = found ? "debug file from debuginfod: " + fetched_debuginfo->path
-                                     : found.error().message;
-      debuginfod_note += (debuginfod_note.empty() ? "" : "; ") + said;
-    }
-    gsym::ConvertStats stats;
-    gsym::Expected<std::vector<uint8_t>> bytes = gsym::convert_elf(
-        "/proc/self/fd/" + std::to_string(local->fd.get()), convert_options, &stats);
-    if (!bytes) {
-      failed(bytes.error(), "");
-      if (shareable) remember_failure(id, bytes.error());
-      return out;
-    }
-    std::vector<uint8_t> owned = std::move(*bytes);
-    gsym::Expected<gsym::Reader> reader =
-        gsym::Reader::parse(std::span<const uint8_t>(owned.data(), owned.size()));
+  }
+
+  // Step 3: the debug file debuginfod has for `id`, given to the converter;
+  // what it said goes to `debuginfod_note`.
+  std::optional<DebuginfodClient::Found> fetch_debuginfo(const BuildId& id, gsym::ConvertOptions& convert_options,
+                                                         std::string& debuginfod_note) {
+    gsym::Expected<DebuginfodClient::Found> found = ask_debuginfod(DebuginfodClient::Kind::Debuginfo, id);
+    const std::string said = found ? "debug file from debuginfod: " + found->path : found.error().message;
+    debuginfod_note += (debuginfod_note.empty() ? "" : "; ") + said;
+    if (!found) return std::nullopt;
+    convert_options.debug_file = descriptor_path(found->file.fd.get());
+    return std::move(*found);
+  }
+
+  // The converter's output, checked: it parses and carries the header build
+  // ID a GSYM of `id` must carry. Else nullopt and `out` says why.
+  static std::optional<gsym::Reader> parse_converted(const BuildId& id, std::span<const uint8_t> bytes, Outcome& out) {
+    gsym::Expected<gsym::Reader> reader = gsym::Reader::parse(bytes);
     if (!reader) {
-      out.reason = miss + "; conversion failed: output does not parse: " +
-                   reader.error().to_string();
-      return out;
+      out.reason = no_gsym_for(id) + "; conversion failed: output does not parse: " + reader.error().to_string();
+      return std::nullopt;
     }
     if (BuildId converted(reader->build_id()); converted != header_id_for(id)) {
-      out.reason = miss + "; conversion failed: output has build ID " +
+      out.reason = no_gsym_for(id) + "; conversion failed: output has build ID " +
                    (converted.empty() ? std::string("none") : converted.hex());
-      return out;
+      return std::nullopt;
     }
-    out.origin = GsymOrigin::Converted;
-    out.symbols_only = stats.compile_units == 0;
-    // A debug or alt file someone else could write makes the result theirs.
-    const bool debug_shareable = stats.inputs_writable_only_by_us && (!fetched_debuginfo ||
-                                 gsym::writable_only_by_us(fetched_debuginfo->file.status));
-    if (!shareable) {
-      out.note = "not cached: " + local_path + " is " + why_untrusted(local->status);
+    return std::move(*reader);
+  }
+
+  // Step 4: a conversion whose every input only root (or we) could have
+  // written is published in the cache; one of a debug file others could
+  // write serves that very file only; one of a file others could write is
+  // kept in memory only. `out.note` says which.
+  void publish(const BuildId& id, std::span<const uint8_t> gsym_bytes, const gsym::ConvertStats& stats,
+               const gsym::OpenFile& file, const std::string& local_path,
+               const std::optional<DebuginfodClient::Found>& fetched_debuginfo, Outcome& out) {
+    const bool debug_shareable = stats.inputs_writable_only_by_us &&
+                                 (!fetched_debuginfo || gsym::writable_only_by_us(fetched_debuginfo->file.status));
+    if (!gsym::writable_only_by_us(file.status)) {
+      out.note = "not cached: " + local_path + " is " + why_untrusted(file.status);
     } else if (!debug_shareable) {
       out.for_this_file_only = true;
       out.note = "not cached: a debug file it uses" +
                  (stats.debug_file_used.empty() ? std::string() : " (" + stats.debug_file_used + ")") +
                  " could be written by another user";
-    } else if (!options.cache_dir.empty()) {
-      std::string name = cache_name(id, ".gsym");
-      if (cache(true) < 0) {
-        out.note = "not cached: " + cache_error;
-      } else if (gsym::Status written =
-                     gsym::write_file_atomically_at(cache_fd->get(), options.cache_dir, name, owned, 0600);
-                 !written) {
-        out.note = "not cached: " + written.error().to_string();
-      } else {
-        out.gsym_path = options.cache_dir + "/" + name;
+    } else if (cache.configured()) {
+      gsym::Expected<std::string> path = cache.publish(id, gsym_bytes, stats.compile_units == 0);
+      if (path) out.gsym_path = std::move(*path);
+      else out.note = "not cached: " + path.error().to_string();
+    }
+  }
+
+  // Converts the module's own file (`local`, opened by the caller) when its
+  // identity is `id`: identity check -> debuginfod -> convert -> publish.
+  // `local_problem` says why `local` is null ("file missing" when
+  // `local_missing`).
+  Outcome convert(const BuildId& id, const gsym::OpenFile* local, const std::string& local_path,
+                  const std::string& module_path, const std::string& local_problem, bool local_missing) {
+    Outcome out;
+    if (!options.convert_missing || local_path.empty()) {
+      out.reason = no_gsym_for(id);
+      return out;
+    }
+    ConversionSource source;
+    source.file = local;
+    if (!find_file_to_convert(id, local_problem, local_missing, source, out) ||
+        !identity_matches(id, *source.file, local_path, out))
+      return out;
+    const gsym::OpenFile& file = *source.file;
+    const bool shareable = gsym::writable_only_by_us(file.status);
+    gsym::ConvertOptions convert_options = profiler_convert_options(local_path, module_path);
+    // debuginfod may have what the local search lacks, also for a failure
+    // remembered from a run without it.
+    const bool ask_for_debuginfo = debuginfod_serves(id) && convert_options.debug_file.empty() &&
+                                   !has_local_debug_info(file, convert_options);
+    if (shareable && !ask_for_debuginfo) {
+      if (std::optional<gsym::Error> earlier = cache.remembered_failure(id, options.convert.debug_directories)) {
+        say_failed(id, *earlier, !has_local_debug_info(file, convert_options),
+                   " (remembered in " + cache.path_of(id, ".failed") + "; delete it to retry)", out);
+        return out;
       }
     }
-    if (!out.gsym_path.empty()) mark_symbols_only(id, stats.compile_units == 0);
-    if (!debuginfod_note.empty()) out.note = out.note.empty() ? debuginfod_note : debuginfod_note + "; " + out.note;
+    ++conversions;
+    std::optional<DebuginfodClient::Found> fetched_debuginfo;
+    if (ask_for_debuginfo) fetched_debuginfo = fetch_debuginfo(id, convert_options, source.debuginfod_note);
+    gsym::ConvertStats stats;
+    gsym::Expected<std::vector<uint8_t>> bytes =
+        gsym::convert_elf(descriptor_path(file.fd.get()), convert_options, &stats);
+    if (!bytes) {
+      say_failed(id, bytes.error(), !fetched_debuginfo && !has_local_debug_info(file, convert_options), "", out);
+      if (shareable) cache.remember_failure(id, bytes.error());
+      return out;
+    }
+    std::vector<uint8_t> owned = std::move(*bytes);
+    std::optional<gsym::Reader> reader = parse_converted(id, owned, out);
+    if (!reader) return out;
+    out.origin = GsymOrigin::Converted;
+    out.symbols_only = stats.compile_units == 0;
+    publish(id, owned, stats, file, local_path, fetched_debuginfo, out);
+    const std::string& said = source.debuginfod_note;
+    if (!said.empty()) out.note = out.note.empty() ? said : said + "; " + out.note;
     // The reader borrows `owned`; the heap buffer does not move with the vector.
     out.reader = keep(std::move(owned), std::move(*reader));
     return out;
   }
 };
 
-GsymLocator::GsymLocator(LocatorOptions options) : state_(std::make_unique<State>()) {
-  state_->options = std::move(options);
-}
+GsymLocator::GsymLocator(LocatorOptions options) : state_(std::make_unique<State>(std::move(options))) {}
 GsymLocator::GsymLocator(GsymLocator&&) noexcept = default;
 GsymLocator& GsymLocator::operator=(GsymLocator&&) noexcept = default;
 GsymLocator::~GsymLocator() = default;

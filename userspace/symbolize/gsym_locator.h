@@ -15,7 +15,7 @@
 //      smallest name. Files others could truncate are read, not mapped.
 //   2. readers added in memory with add_gsym_bytes() (tests, conversions that
 //      could not be cached);
-//   3. the cache directory (LocatorOptions::cache_dir):
+//   3. the cache directory (LocatorOptions::cache_dir; gsym_cache.h):
 //      <buildid-hex>.<gsym::kConverterVersion>.gsym (e.g. 1a2b.c5.gsym), or
 //      go-<hex>.<version>.gsym / sha256-<hex>.<version>.gsym for the other
 //      identity kinds,
@@ -50,6 +50,10 @@
 // and add_gsym_bytes() never match them; debuginfod is not asked).
 // Outcomes (hits and misses) are memoized per run. Modules without any
 // identity are never matched (nothing could prove a GSYM belongs to them).
+//
+// A conversion reads as its steps (gsym_locator.cpp, State::convert): the
+// file to convert (its own, else debuginfod's) -> identity check -> a
+// remembered failure -> debuginfod's debug file -> convert -> publish.
 //
 // Not thread-safe: one locator per symbolization run.
 #pragma once

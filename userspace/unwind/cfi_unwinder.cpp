@@ -1,5 +1,6 @@
 #include "userspace/unwind/cfi_unwinder.h"
 
+#include "gsym/convert/elf_handle.h"
 #include "gsym/convert/elf_image.h"
 #include "gsym/base/file_io.h"
 
@@ -443,14 +444,12 @@ struct FrameDeleter {
 };
 using FramePtr = std::unique_ptr<Dwarf_Frame, FrameDeleter>;
 
-std::once_flag elf_init_once;
-
 }  // namespace
 
 // One module's ELF and its CFI sections, opened once and kept.
 struct CfiUnwinder::ModuleCfi {
-  int fd = -1;
-  Elf* elf = nullptr;
+  gsym::FileDescriptor fd;
+  gsym::ElfHandle elf;  // reads `fd`: ended before it is closed
   Dwarf_CFI* eh_frame = nullptr;  // owned (dwarf_cfi_end)
   Dwarf* dwarf = nullptr;         // for .debug_frame, opened on first need
   Dwarf_CFI* debug_frame = nullptr;  // owned by `dwarf`
@@ -464,12 +463,9 @@ struct CfiUnwinder::ModuleCfi {
   ~ModuleCfi() {
     if (eh_frame) dwarf_cfi_end(eh_frame);
     if (dwarf) dwarf_end(dwarf);
-    if (elf) elf_end(elf);
-    if (fd >= 0) close(fd);
   }
 
   void load(const UnwindModule& module) {
-    std::call_once(elf_init_once, [] { elf_version(EV_CURRENT); });
     gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(module.elf_path);
     if (!file) {
       error = file.error().message;
@@ -483,15 +479,15 @@ struct CfiUnwinder::ModuleCfi {
         return;
       }
     }
-    const bool mappable = gsym::writable_only_by_us(file->status);
-    fd = file->fd.release();
-    // A file someone else can truncate is read, not mapped (SIGBUS).
-    elf = elf_begin(fd, mappable ? ELF_C_READ_MMAP : ELF_C_READ, nullptr);
+    fd = std::move(file->fd);
+    gsym::Expected<gsym::ElfHandle> opened =
+        gsym::ElfHandle::open(fd.get(), file->status, gsym::UntrustedRead::OnDemand);
     GElf_Ehdr ehdr;
-    if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr)) {
+    if (!opened || !gelf_getehdr(opened->get(), &ehdr)) {
       error = module.elf_path + ": not an ELF file";
       return;
     }
+    elf = std::move(*opened);
     if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != EM_X86_64) {
       error = module.elf_path + ": not an x86-64 ELF file";
       return;
@@ -502,8 +498,8 @@ struct CfiUnwinder::ModuleCfi {
       // hash is computed once per file version.
       BuildId file_id;
       if (module.build_id.kind() == BuildId::Kind::Gnu) {
-        file_id = BuildId(gsym::read_gnu_build_id(elf));
-      } else if (gsym::Expected<BuildId> id = read_elf_identity_fd(fd, module.elf_path); id) {
+        file_id = BuildId(gsym::read_gnu_build_id(elf.get()));
+      } else if (gsym::Expected<BuildId> id = read_elf_identity_fd(fd.get(), module.elf_path); id) {
         file_id = std::move(*id);
       }
       if (file_id != module.build_id) {
@@ -513,12 +509,12 @@ struct CfiUnwinder::ModuleCfi {
     }
     // Compressed sections' claimed sizes are bounded before libdw
     // (dwarf_begin_elf in load_debug_frame) decompresses any of them.
-    if (gsym::Status sizes = gsym::check_section_sizes(elf, static_cast<uint64_t>(file->status.st_size));
+    if (gsym::Status sizes = gsym::check_section_sizes(elf.get(), static_cast<uint64_t>(file->status.st_size));
         !sizes) {
       error = module.elf_path + ": " + sizes.error().message;
       return;
     }
-    eh_frame = dwarf_getcfi_elf(elf);
+    eh_frame = dwarf_getcfi_elf(elf.get());
     if (!eh_frame && !load_debug_frame())
       error = module.elf_path + ": no .eh_frame or .debug_frame";
   }
@@ -526,7 +522,7 @@ struct CfiUnwinder::ModuleCfi {
   bool load_debug_frame() {
     if (!debug_frame_tried) {
       debug_frame_tried = true;
-      dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);
+      dwarf = dwarf_begin_elf(elf.get(), DWARF_C_READ, nullptr);
       if (dwarf) debug_frame = dwarf_getcfi(dwarf);
     }
     return debug_frame != nullptr;

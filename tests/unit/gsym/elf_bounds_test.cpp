@@ -23,6 +23,7 @@
 
 #include "tests/unit/test_files.h"
 #include "gsym/convert/convert.h"
+#include "gsym/convert/elf_handle.h"
 #include "gsym/convert/elf_image.h"
 #include "gsym/reader/reader.h"
 
@@ -192,7 +193,7 @@ std::string error_of(const Status& s) { return s.ok() ? std::string() : s.error(
 
 // Header of section `name` (libelf, read-only).
 GElf_Shdr section_header(const std::string& path, const std::string& name) {
-  elf_version(EV_CURRENT);
+  REQUIRE(gsym::libelf_ready());
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   REQUIRE(fd >= 0);
   Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);

@@ -28,7 +28,9 @@
 #include "userspace/perf_data/perf_data_format.h"
 #include "userspace/perf_data/perf_data_reader.h"
 #include "userspace/session/profile_file.h"
+#include "userspace/process/process_image.h"
 #include "userspace/process/vdso_file.h"
+#include "userspace/assemble/stack_aggregator.h"
 #include "userspace/symbolize/symbolize.h"
 
 using namespace gsymprof;
@@ -330,12 +332,13 @@ class SyntheticPerfData {
   static constexpr uint64_t kSampleType =
       PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
 
+  static constexpr uint32_t kReadExec = 5;  // PROT_READ|PROT_EXEC
   void mmap2(uint32_t pid, uint64_t time, uint64_t addr, uint64_t len, uint64_t pgoff,
-             const std::string& path, uint64_t ino) {
+             const std::string& path, uint64_t ino, uint32_t prot = kReadExec) {
     std::vector<uint8_t> p;
     put32(p, pid), put32(p, pid), put64(p, addr), put64(p, len), put64(p, pgoff);
     put32(p, 8), put32(p, 1), put64(p, ino), put64(p, 0);  // maj, min, ino, generation
-    put32(p, 5), put32(p, 2);                              // PROT_READ|PROT_EXEC, MAP_PRIVATE
+    put32(p, prot), put32(p, 2);                           // MAP_PRIVATE
     put_name(p, path);
     record(PERF_RECORD_MMAP2, 0, p, pid, time);
   }
@@ -543,6 +546,80 @@ TEST_CASE("perf.data: records replay in time order: fork copies, exec clears, mm
                      "a: kernel@0xffffffff81000000 /bin/a@0x1100 x1",
                      "a: kernel@0xffffffff81000000 x1",
                  });
+}
+
+namespace {
+
+// The live rules, for the same process: its /proc maps text (none: the
+// process is gone) through the live process model and the aggregator.
+std::vector<std::string> live_frames_of(const std::map<uint32_t, std::string>& proc_maps, uint32_t pid,
+                                        const std::string& comm, std::vector<uint64_t> ips) {
+  ProcSource source;
+  source.read_maps = [&](uint32_t p) -> gsym::Expected<std::string> {
+    auto it = proc_maps.find(p);
+    if (it == proc_maps.end()) return gsym::Error("/proc/" + std::to_string(p) + "/maps: gone");
+    return it->second;
+  };
+  source.load_module = [](uint32_t, const MapEntry& entry) {
+    PerfModuleFile file;
+    file.path = entry.path;
+    return synthetic_modules().load_module(file);
+  };
+  ProcessTable table(source);
+  StackAggregator aggregator(table);
+  aggregator.add({pid, pid, comm, ips, false, {}});
+  Capture capture;
+  aggregator.build(capture);
+  return frames_of(capture, pid);
+}
+
+}  // namespace
+
+// A recording's frames are classified by the live rules (issue 26). One of
+// a process whose maps perf never recorded (it exited before perf read
+// /proc) is process-gone, as when a live profile cannot read them.
+TEST_CASE("perf.data: a frame of a process without maps gets the live reason") {
+  SyntheticPerfData perf;
+  const uint64_t user = static_cast<uint64_t>(PERF_CONTEXT_USER);
+  perf.comm(20, 1, "app", false);
+  perf.mmap2(20, 2, 0x11000, 0x1000, 0x1000, "/bin/a", 7);
+  perf.sample(20, 3, {user, 0x11010});
+  perf.comm(21, 4, "gone", false);
+  perf.sample(21, 5, {user, 0x11010});
+  const std::vector<uint8_t> bytes = perf.file();
+  auto recorded = read_bytes(bytes, synthetic_modules());
+  REQUIRE_MESSAGE(recorded.ok(), recorded.error().message);
+
+  const std::map<uint32_t, std::string> proc_maps = {{20, "11000-12000 r-xp 00001000 08:01 7 /bin/a\n"}};
+  const std::vector<std::string> live_app = live_frames_of(proc_maps, 20, "app", {0x11010});
+  const std::vector<std::string> live_gone = live_frames_of(proc_maps, 21, "gone", {0x11010});
+  CHECK(live_app == std::vector<std::string>{"app: /bin/a@0x1010 x1"});
+  CHECK(live_gone == std::vector<std::string>{"gone: process-gone@0x11010 x1"});
+  CHECK(frames_of(*recorded, 20) == live_app);
+  CHECK(frames_of(*recorded, 21) == live_gone);
+}
+
+// A frame in a file mapped without execute permission (perf record --data,
+// or a data pointer an FP walk took for a return address) is
+// not-executable, as a live profile's /proc maps classify it, not a
+// no-mapping.
+TEST_CASE("perf.data: a frame in a non-executable mapping gets the live reason") {
+  SyntheticPerfData perf;
+  const uint64_t user = static_cast<uint64_t>(PERF_CONTEXT_USER);
+  constexpr uint32_t kReadOnly = 1;  // PROT_READ
+  perf.comm(20, 1, "app", false);
+  perf.mmap2(20, 2, 0x11000, 0x1000, 0x1000, "/bin/a", 7);
+  perf.mmap2(20, 3, 0x31000, 0x1000, 0x1000, "/data/blob", 9, kReadOnly);
+  perf.sample(20, 4, {user, 0x11010, 0x31010});
+  const std::vector<uint8_t> bytes = perf.file();
+  auto recorded = read_bytes(bytes, synthetic_modules());
+  REQUIRE_MESSAGE(recorded.ok(), recorded.error().message);
+
+  const std::map<uint32_t, std::string> proc_maps = {
+      {20, "11000-12000 r-xp 00001000 08:01 7 /bin/a\n31000-32000 r--p 00001000 08:01 9 /data/blob\n"}};
+  const std::vector<std::string> live = live_frames_of(proc_maps, 20, "app", {0x11010, 0x31010});
+  CHECK(live == std::vector<std::string>{"app: /bin/a@0x1010 not-executable@0x31010 x1"});
+  CHECK(frames_of(*recorded, 20) == live);
 }
 
 namespace {
