@@ -93,7 +93,33 @@ class CaptureModules {
   std::map<std::pair<uint32_t, int32_t>, int32_t> index_;  // (image, module) -> capture module
 };
 
+// Kernel frames: the kernel's own addresses, leaf exact, return addresses
+// minus one.
+void append_kernel_frames(std::span<const uint64_t> ips, CaptureStack& stack) {
+  for (size_t i = 0; i < ips.size(); ++i) {
+    CaptureFrame frame;
+    frame.kernel = true;
+    frame.address = lookup_address(ips[i], i);
+    stack.frames.push_back(frame);
+  }
+}
+
+void note_process_module(CaptureProcess& process, int32_t module) {
+  const uint32_t index = static_cast<uint32_t>(module);
+  if (std::find(process.modules.begin(), process.modules.end(), index) == process.modules.end())
+    process.modules.push_back(index);
+}
+
 }  // namespace
+
+int32_t StackAggregator::jit_symbol_index(uint32_t pid, uint64_t address, Capture& capture,
+                                          std::map<JitSymbol, int32_t>& index) const {
+  const JitSymbol* symbol = perf_maps_ ? perf_maps_->find(pid, address, /*final=*/true) : nullptr;
+  if (!symbol) return -1;
+  auto [it, added] = index.try_emplace(*symbol, static_cast<int32_t>(capture.jit_symbols.size()));
+  if (added) capture.jit_symbols.push_back(*symbol);
+  return it->second;
+}
 
 size_t StackAggregator::KeyHash::operator()(const Key& k) const {
   KeyHasher h;
@@ -222,14 +248,7 @@ void StackAggregator::build(Capture& capture, JitReport* jit) const {
     auto [pit, new_process] = process_index.try_emplace(image.pid, capture.processes.size());
     if (new_process) capture.processes.push_back({image.pid, stack.comm, {}});
 
-    // Kernel frames: the kernel's own addresses, leaf exact, return
-    // addresses minus one.
-    for (size_t i = 0; i < key.kernel_count; ++i) {
-      CaptureFrame frame;
-      frame.kernel = true;
-      frame.address = lookup_address(key.ips[i], i);
-      stack.frames.push_back(frame);
-    }
+    append_kernel_frames(std::span<const uint64_t>(key.ips).first(key.kernel_count), stack);
     const std::span<const uint64_t> user_ips =
         std::span<const uint64_t>(key.ips).subspan(key.kernel_count);
     bool jit_named = false, jit_unnamed = false;
@@ -248,25 +267,11 @@ void StackAggregator::build(Capture& capture, JitReport* jit) const {
         frame.address = nf.address;
         frame.reason = nf.reason;
         if (nf.reason == UnresolvedReason::AnonymousMapping && in_anonymous_code(image, user_ips[i], i)) {
-          const JitSymbol* symbol =
-              perf_maps_ ? perf_maps_->find(image.pid, lookup_address(user_ips[i], i), /*final=*/true)
-                         : nullptr;
-          if (symbol) {
-            auto [it, added] = jit_index.try_emplace(*symbol, static_cast<int32_t>(capture.jit_symbols.size()));
-            if (added) capture.jit_symbols.push_back(*symbol);
-            frame.jit = it->second;
-            jit_named = true;
-          } else {
-            jit_unnamed = true;
-          }
+          frame.jit = jit_symbol_index(image.pid, lookup_address(user_ips[i], i), capture, jit_index);
+          (frame.jit >= 0 ? jit_named : jit_unnamed) = true;
         }
       }
-      if (frame.module >= 0) {
-        auto& modules = capture.processes[pit->second].modules;
-        uint32_t index = static_cast<uint32_t>(frame.module);
-        if (std::find(modules.begin(), modules.end(), index) == modules.end())
-          modules.push_back(index);
-      }
+      if (frame.module >= 0) note_process_module(capture.processes[pit->second], frame.module);
       stack.frames.push_back(frame);
     }
     if (jit_named) report.named_samples += count;

@@ -105,6 +105,10 @@ class StackAggregator {
 
   // Records the modules lookup_scratch_'s addresses fall in (new_module_uses_).
   void note_module_uses(uint32_t image_id, const ProcessImage& image);
+  // The index into capture.jit_symbols of the perf-map entry naming JIT code
+  // at `address` of `pid` (added on first use), or -1: no entry.
+  int32_t jit_symbol_index(uint32_t pid, uint64_t address, Capture& capture,
+                           std::map<JitSymbol, int32_t>& index) const;
   // Whether user frame `index` (IP `ip`) lies in anonymous executable memory.
   static bool in_anonymous_code(const ProcessImage& image, uint64_t ip, size_t index);
 

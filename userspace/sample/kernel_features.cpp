@@ -1,5 +1,7 @@
 #include "userspace/sample/kernel_features.h"
 
+#include "userspace/base/pseudo_file.h"
+
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -16,14 +18,9 @@ namespace {
 
 // A short kernel text file (/proc/sys, /sys/kernel/security): its first line.
 std::string first_line_of(const char* path) {
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  char buffer[512];
-  ssize_t n = ::read(fd, buffer, sizeof(buffer) - 1);
-  ::close(fd);
-  if (n <= 0) return "";
-  std::string text(buffer, static_cast<size_t>(n));
-  return text.substr(0, text.find('\n'));
+  auto text = read_pseudo_file(path, 4096);
+  if (!text) return "";
+  return text->substr(0, text->find('\n'));
 }
 
 bool helper_present(enum bpf_func_id helper) {

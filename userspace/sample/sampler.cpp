@@ -15,14 +15,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "bpf/profile.h"
 #include "bpf/profile.skel.h"
 #include "userspace/base/parse_number.h"
+#include "userspace/base/pseudo_file.h"
 #include "userspace/sample/kernel_features.h"
 #include "userspace/sample/perf_sideband.h"
 #include "userspace/sample/ring_records.h"
@@ -342,10 +341,9 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
     return gsym::Error("stack copy size must be a multiple of 8 up to " +
                        std::to_string(PROFILE_MAX_STACK_COPY));
 
-  std::ifstream online_file("/sys/devices/system/cpu/online");
-  std::stringstream online_text;
-  online_text << online_file.rdbuf();
-  auto cpus = parse_cpu_list(online_text.str());
+  auto online = read_pseudo_file("/sys/devices/system/cpu/online", 4096);
+  if (!online) return online.error();
+  auto cpus = parse_cpu_list(*online);
   if (!cpus) return gsym::Error("/sys/devices/system/cpu/online: " + cpus.error().message);
 
   size_t ring_bytes = options.ring_buffer_bytes;
