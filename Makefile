@@ -33,7 +33,10 @@ OPT        ?= -O2 -g
 SAN_FLAGS  :=
 CPPFLAGS   += -I. -I$(BUILD) -MMD -MP
 CXXFLAGS   += $(CXXSTD) $(WARN) $(OPT) $(SAN_FLAGS) -pthread
-LDLIBS     += -lbpf -ldw -lelf -lz -liberty -lprotobuf -ldebuginfod -lzstd -llzma -lcrypto -pthread
+# cpp-httplib (the agent's HTTP endpoint and OTLP/HTTP): Debian builds
+# libcpp-httplib with these features, and its header must see the same.
+CPPFLAGS   += -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT
+LDLIBS     += -lbpf -ldw -lelf -lz -liberty -lprotobuf -ldebuginfod -lzstd -llzma -lcpp-httplib -lssl -lcrypto -pthread
 
 # gsym/ (gsym/README.md): libgsym.a is every sub-folder but the converter
 # (base, format, reader, builder: nothing beyond libc); libgsym_convert.a is

@@ -10,6 +10,7 @@ namespace {
 constexpr gsymprof::Subcommand kCommands[] = {
     {"profile", "sample on-CPU stacks and print folded stacks", gsymprof::cmd_profile},
     {"record", "sample and write a capture file (symbolize later)", gsymprof::cmd_record},
+    {"agent", "profile continuously: pprof files, a pprof/Prometheus endpoint", gsymprof::cmd_agent},
     {"symbolize", "turn a capture into folded stacks using GSYM files", gsymprof::cmd_symbolize},
     {"flamegraph", "render folded stacks as an interactive SVG", gsymprof::cmd_flamegraph},
     {"diff", "compare two profiles: differential flame graph, changed functions", gsymprof::cmd_diff},

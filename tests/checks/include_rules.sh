@@ -21,7 +21,8 @@ declare -A allowed=(
   [symbolize]="capture"
   [output]="capture symbolize"
   [report]="session capture unwind symbolize"
-  [cli]="report session sample process capture symbolize output"
+  [export]="capture symbolize output"
+  [cli]="report session sample process capture symbolize output export"
 )
 
 bad=0

@@ -43,6 +43,18 @@ void CaptureAssembler::finish() {
   unwinder_.flush(add_);
 }
 
+void CaptureAssembler::next_window(bool compact) {
+  lost_.clear();
+  unwinder_.reset_counts();
+  aggregator_.clear(compact);
+  if (!compact) return;
+  // Beyond this many file identities from the side-band, start over: a
+  // host that builds and runs new binaries all day must not grow forever.
+  constexpr size_t kMaxStampedModules = 4096;
+  processes_.compact(kMaxStampedModules);
+  unwinder_.forget_images();
+}
+
 void CaptureAssembler::build(Capture& capture, JitReport* jit, bool unwound) const {
   aggregator_.build(capture, jit);
   for (const auto& [reason, count] : lost_) capture.lost[reason] += count;

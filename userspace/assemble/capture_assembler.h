@@ -58,6 +58,11 @@ class CaptureAssembler final : public EventSink {
   // the unwinder's ("unwind_<reason>", kept samples).
   void build(Capture& capture, JitReport* jit, bool unwound) const;
 
+  // The agent's next window, after build(): stacks, losses and the
+  // unwinder's counts start again; with `compact` the process table keeps
+  // only live processes (call finish() first: nothing may be held).
+  void next_window(bool compact);
+
   ProcessTable& processes() { return processes_; }
   const StackAggregator& aggregator() const { return aggregator_; }
   std::vector<StackAggregator::ModuleUse> take_new_module_uses() {

@@ -189,6 +189,15 @@ void StackAggregator::add(const RawSample& sample) {
   stacks_.emplace(std::move(key), Weight{1, sample.off_cpu.ns});
 }
 
+void StackAggregator::clear(bool images_renumbered) {
+  stacks_.clear();
+  samples_ = 0;
+  if (images_renumbered) {
+    used_modules_.clear();
+    new_module_uses_.clear();
+  }
+}
+
 void StackAggregator::add(const RawShortWaits& waits) {
   samples_ += waits.count;
   Key key;

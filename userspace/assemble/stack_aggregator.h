@@ -62,6 +62,9 @@ class StackAggregator {
   std::vector<ModuleUse> take_new_module_uses() { return std::exchange(new_module_uses_, {}); }
 
   uint64_t samples() const { return samples_; }
+  // The agent's next window: no stacks, no samples; with `images_renumbered`
+  // (ProcessTable::compact) the modules seen are forgotten too.
+  void clear(bool images_renumbered);
   size_t unique_stacks() const { return stacks_.size(); }
 
   // Normalizes every unique stack once and fills capture.modules, processes,

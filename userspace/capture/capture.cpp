@@ -208,6 +208,50 @@ void canonicalize(Capture& capture) {
   symbols.erase(std::unique(symbols.begin(), symbols.end()), symbols.end());
 }
 
+void merge_capture(Capture& into, Capture from) {
+  const bool empty = into.modules.empty() && into.stacks.empty() && into.processes.empty() &&
+                     into.start_time_unix_ns == 0;
+  if (empty) {
+    into.host = from.host;
+    into.kernel_release = from.kernel_release;
+    into.frequency_hz = from.frequency_hz;
+    into.start_time_unix_ns = from.start_time_unix_ns;
+    into.call_graph = from.call_graph;
+    into.clock = from.clock;
+    into.kernel.build_id = from.kernel.build_id;
+    into.kernel.error = from.kernel.error;
+  }
+  into.duration_ns += from.duration_ns;
+  into.samples += from.samples;
+  for (const auto& [reason, count] : from.lost) into.lost[reason] += count;
+  for (const auto& [reason, count] : from.truncations) into.truncations[reason] += count;
+  if (into.kernel.error.empty()) into.kernel.error = from.kernel.error;
+  into.kernel.symbols.insert(into.kernel.symbols.end(), from.kernel.symbols.begin(), from.kernel.symbols.end());
+
+  const int32_t module_base = static_cast<int32_t>(into.modules.size());
+  const int32_t jit_base = static_cast<int32_t>(into.jit_symbols.size());
+  for (CaptureModule& m : from.modules) into.modules.push_back(std::move(m));
+  for (JitSymbol& j : from.jit_symbols) into.jit_symbols.push_back(std::move(j));
+  for (CaptureProcess& p : from.processes) {
+    for (uint32_t& m : p.modules) m += static_cast<uint32_t>(module_base);
+    auto same = std::find_if(into.processes.begin(), into.processes.end(),
+                             [&](const CaptureProcess& q) { return q.pid == p.pid && q.comm == p.comm; });
+    if (same == into.processes.end()) {
+      into.processes.push_back(std::move(p));
+    } else {
+      same->modules.insert(same->modules.end(), p.modules.begin(), p.modules.end());
+    }
+  }
+  for (CaptureStack& s : from.stacks) {
+    for (CaptureFrame& f : s.frames) {
+      if (f.module >= 0) f.module += module_base;
+      if (f.jit >= 0) f.jit += jit_base;
+    }
+    into.stacks.push_back(std::move(s));
+  }
+  canonicalize(into);
+}
+
 bool has_kernel_frames(const Capture& capture) {
   for (const CaptureStack& stack : capture.stacks)
     for (const CaptureFrame& frame : stack.frames)

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "userspace/base/build_id.h"
@@ -142,6 +143,9 @@ struct CaptureProcess {
   uint32_t pid = 0;
   std::string comm;
   std::vector<uint32_t> modules;  // indexes into Capture::modules
+  // Live only, never in capture files: the agent's labels for the
+  // process's samples ("process.executable.path", "container.id", ...).
+  std::vector<std::pair<std::string, std::string>> labels{};
 };
 
 struct Capture {
@@ -170,6 +174,14 @@ struct Capture {
 uint64_t stack_weight(const Capture& capture, const CaptureStack& stack);
 // The unit of stack_weight: "samples" or "ns".
 const char* weight_unit(const Capture& capture);
+
+// Adds `from` to `into`: its modules, processes, stacks, JIT symbols,
+// kernel symbols, samples, losses and truncations (frames' indexes
+// remapped), and the time it covers; then canonicalizes, which merges equal
+// modules and stacks. Both must measure the same clock. `into` empty: it
+// takes `from`'s header (host, kernel, frequency, call graph, start).
+// How the agent makes a window of its ticks, and a pull request's profile.
+void merge_capture(Capture& into, Capture from);
 
 // The stable names of the enums above, as capture files and reports write
 // them ("fp", "dwarf"; "cpu", "off-cpu", "wall"; "process-exited"; "runqueue",

@@ -18,8 +18,11 @@
 
 namespace gsymprof {
 
-void add_target_flags(CommandLine& cli, TargetOptions& options) {
+namespace {
+
+void add_each_target_flag(CommandLine& cli, TargetOptions& options, bool with_duration) {
   for (const TargetFlag& flag : target_flags()) {
+    if (!with_duration && std::string_view(flag.names) == "-d,--duration") continue;
     if (*flag.value_name == '\0') {
       cli.flag(flag.names, flag.help, [&flag, &options] {
         if (std::string error = flag.store("", options); !error.empty()) throw UsageError(error);
@@ -31,7 +34,17 @@ void add_target_flags(CommandLine& cli, TargetOptions& options) {
     });
   }
   cli.flag(kUserCallchainsFlag, kUserCallchainsHelp, [&options] { options.kernel_stacks = false; });
+}
+
+}  // namespace
+
+void add_target_flags(CommandLine& cli, TargetOptions& options) {
+  add_each_target_flag(cli, options, /*with_duration=*/true);
   cli.command_after_dashes(kTargetCommandHelp, options.command);
+}
+
+void add_agent_target_flags(CommandLine& cli, TargetOptions& options) {
+  add_each_target_flag(cli, options, /*with_duration=*/false);
 }
 
 void add_symbolize_flags(CommandLine& cli, SymbolizeFlags& flags) {

@@ -21,6 +21,8 @@ namespace gsymprof {
 // -p/--pid, -F/--freq, -d/--duration, --call-graph, --max-depth,
 // --user-callchains and "-- CMD ARGS..." into `options`.
 void add_target_flags(CommandLine& cli, TargetOptions& options);
+// The same for the agent: no -d (it runs until SIGTERM) and no -- CMD.
+void add_agent_target_flags(CommandLine& cli, TargetOptions& options);
 
 // How `profile` and `symbolize` find GSYM files and print frames.
 struct SymbolizeFlags {

@@ -21,5 +21,6 @@ int cmd_symbolize(int argc, char** argv);   // cmd_symbolize.cpp
 int cmd_flamegraph(int argc, char** argv);  // cmd_flamegraph.cpp
 int cmd_diff(int argc, char** argv);        // cmd_diff.cpp
 int cmd_doctor(int argc, char** argv);      // cmd_doctor.cpp
+int cmd_agent(int argc, char** argv);       // cmd_agent.cpp
 
 }  // namespace gsymprof

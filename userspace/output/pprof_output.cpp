@@ -52,6 +52,8 @@ class ProfileBuilder {
     const uint64_t period = capture_.frequency_hz ? 1000000000ull / capture_.frequency_hz : 0;
     const int64_t comm_key = strings_.index("comm"), pid_key = strings_.index("pid");
     const int64_t thread_key = strings_.index("thread_id");
+    std::map<uint32_t, const CaptureProcess*> process_of;
+    for (const CaptureProcess& process : capture_.processes) process_of.emplace(process.pid, &process);
     for (const CaptureStack& stack : capture_.stacks) {
       if (stack.count == 0) continue;
       pb::Sample* sample = profile_.add_sample();
@@ -88,6 +90,12 @@ class ProfileBuilder {
         thread->set_key(thread_key);
         thread->set_num(stack.tid);
       }
+      if (auto process = process_of.find(stack.pid); process != process_of.end())
+        for (const auto& [key, value] : process->second->labels) {
+          pb::Label* label = sample->add_label();
+          label->set_key(strings_.index(key));
+          label->set_str(strings_.index(value));
+        }
     }
   }
 

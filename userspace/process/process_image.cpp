@@ -236,6 +236,21 @@ uint32_t ProcessTable::add_image(Entry entry) {
   return id;
 }
 
+void ProcessTable::compact(size_t max_stamped_modules) {
+  std::vector<Entry> kept;
+  std::unordered_map<uint32_t, uint32_t> current;
+  for (const auto& [pid, id] : current_) {
+    Entry& entry = images_[id];
+    if (entry.exited) continue;
+    entry.pinned = false;
+    current.emplace(pid, static_cast<uint32_t>(kept.size()));
+    kept.push_back(std::move(entry));
+  }
+  images_ = std::move(kept);
+  current_ = std::move(current);
+  if (modules_by_stamp_.size() > max_stamped_modules) modules_by_stamp_.clear();
+}
+
 uint32_t ProcessTable::current_image(uint32_t pid) {
   auto it = current_.find(pid);
   if (it != current_.end()) {

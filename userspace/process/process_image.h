@@ -138,6 +138,12 @@ class ProcessTable {
   void refresh_stale();
 
   const ProcessImage& image(uint32_t id) const { return images_[id].image; }
+  // Between the agent's windows, when nothing refers to an image id: keeps
+  // only the current images of processes that have not exited (ids are
+  // renumbered), and forgets the side-band's file identities once there are
+  // more than `max_stamped_modules`, so memory follows the live processes,
+  // not the uptime.
+  void compact(size_t max_stamped_modules);
   uint64_t map_reads() const { return map_reads_; }
   uint64_t image_versions() const { return versions_; }  // made by a replaced mapping
 

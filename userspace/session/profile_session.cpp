@@ -27,34 +27,11 @@
 #include "userspace/base/pseudo_file.h"
 #include "userspace/base/text_escape.h"
 #include "userspace/base/text_fields.h"
+#include "userspace/session/live_session.h"
 
 namespace gsymprof {
 namespace {
 
-volatile sig_atomic_t g_stop_signal = 0;
-
-void on_stop_signal(int signal) { g_stop_signal = signal; }
-
-// Installs SIGINT/SIGTERM handlers for the session's lifetime, without
-// SA_RESTART so a blocking poll returns early.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    struct sigaction action {};
-    action.sa_handler = on_stop_signal;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &old_int_);
-    sigaction(SIGTERM, &action, &old_term_);
-  }
-  ~StopSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
 
 // /proc/PID/stat: one line, its command name the only field that may hold
 // spaces or parentheses (so fields are counted after the last ')').
@@ -254,41 +231,8 @@ class WithoutOwnPreExec final : public EventSink {
   bool exec_seen_ = false;
 };
 
-uint64_t unix_time_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-}
 
-SamplerOptions sampler_options_for(const SessionOptions& options) {
-  const TargetOptions& targets = options.targets;
-  SamplerOptions sampler_options;
-  sampler_options.frequency_hz = targets.frequency_hz;
-  sampler_options.filter_by_tgid = !targets.whole_system();
-  sampler_options.target_tgids = targets.pids;
-  sampler_options.ring_buffer_bytes = options.ring_buffer_bytes;
-  if (targets.call_graph == CallGraph::Dwarf) sampler_options.stack_copy_bytes = targets.stack_copy_bytes;
-  sampler_options.kernel_stacks = targets.kernel_stacks;
-  sampler_options.cpu_samples = targets.clock != ProfileClock::OffCpu;
-  sampler_options.off_cpu = targets.clock != ProfileClock::Cpu;
-  sampler_options.off_cpu_runqueue = targets.clock == ProfileClock::Wall;
-  sampler_options.off_cpu_min_ns = uint64_t{targets.off_cpu_min_us} * 1000;
-  return sampler_options;
-}
 
-// A capture with the facts known before sampling: host, kernel, settings.
-Capture new_capture(const TargetOptions& targets) {
-  Capture capture;
-  struct utsname host {};
-  if (uname(&host) == 0) {
-    capture.host = host.nodename;
-    capture.kernel_release = host.release;
-  }
-  capture.frequency_hz = targets.frequency_hz;
-  capture.call_graph = targets.call_graph;
-  capture.clock = targets.clock;
-  return capture;
-}
 
 // Forks the command held before exec, makes it a target, snapshots its
 // image and lets it run.
@@ -325,7 +269,7 @@ gsym::Expected<std::string> sample_until_stopped(Sampler& sampler, const TargetO
   auto next_liveness_check = start;
   for (;;) {
     auto now = std::chrono::steady_clock::now();
-    if (g_stop_signal) return std::string("interrupted");
+    if (stop_requested()) return std::string("interrupted");
     if (now >= deadline) return std::string("duration");
     if (now >= next_liveness_check) {
       next_liveness_check = now + std::chrono::milliseconds(100);
@@ -345,15 +289,6 @@ gsym::Expected<std::string> sample_until_stopped(Sampler& sampler, const TargetO
   }
 }
 
-// Capture::lost: the sampler's losses by name (the CFI unwinder's cut
-// stacks go to Capture::truncations, CaptureAssembler::build).
-void report_losses(const SamplerCounters& counters, EventSink& sink) {
-  for (uint32_t c = 0; c < PROFILE_COUNTER_COUNT; ++c) {
-    const CounterInfo info = counter_info(static_cast<enum profile_counter>(c));
-    if (info.kind == CounterKind::Lost) sink.on_lost(info.name, counters.kernel[c]);
-  }
-  sink.on_lost(kLostBadRecords, counters.bad_records);
-}
 
 }  // namespace
 
@@ -375,7 +310,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
 
   StopSignals stop_signals;
   WithoutOwnPreExec sink(assembler);
-  auto sampler = Sampler::start(sampler_options_for(options), sink);
+  auto sampler = Sampler::start(sampler_options_for(options.targets, options.ring_buffer_bytes), sink);
   if (!sampler) return sampler.error();
   // What this kernel cannot do, and what that costs, before any sample.
   std::vector<std::string> features_off = (*sampler)->notices();

@@ -2,6 +2,7 @@
 
 #include "gsym/convert/convert.h"
 #include "gsym/convert/debug_file_locator.h"
+#include "userspace/base/private_dir.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,67 +17,7 @@ namespace {
 
 using gsym::FileDescriptor;
 
-std::string errno_text(int err) { return std::strerror(err); }
 
-// Opens (creating when missing) every component of `dir` without following
-// symlinks. The cache itself is made private: created 0700, an existing one
-// of ours tightened to 0700 (it holds symbols of root-only programs). It must
-// be owned by the effective user; the same checks hold for reading.
-// With `create` unset a missing cache is not made: an error coded NotFound
-// (a cache not there yet, no problem to report). Every other error is
-// Refused: the cache is then neither read nor written.
-gsym::Expected<FileDescriptor> open_cache_dir(const std::string& dir, bool create) {
-  auto refused = [&](std::string message, int err = 0) {
-    gsym::Error e(gsym::ErrorCode::Refused, dir + ": " + std::move(message));
-    e.sys_errno = err;
-    return e;
-  };
-  auto refused_errno = [&](std::string what) {  // what + strerror(errno)
-    const int err = errno;
-    return refused(std::move(what) + errno_text(err), err);
-  };
-  if (dir.empty()) return gsym::Error(gsym::ErrorCode::Refused, "no cache directory");
-  FileDescriptor current(::open(dir[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (current.get() < 0) return refused_errno("");
-  size_t pos = 0;
-  while (pos < dir.size()) {
-    size_t slash = dir.find('/', pos);
-    if (slash == std::string::npos) slash = dir.size();
-    std::string component = dir.substr(pos, slash - pos);
-    pos = slash + 1;
-    if (component.empty() || component == ".") continue;
-    const bool last = dir.find_first_not_of('/', pos) == std::string::npos;
-    bool created = create && ::mkdirat(current.get(), component.c_str(), last ? 0700 : 0755) == 0;
-    if (!create && ::faccessat(current.get(), component.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0 &&
-        errno == ENOENT)
-      return gsym::Error::from_errno(ENOENT, dir + ": " + component + ": " + errno_text(ENOENT));
-    if (create && !created && errno != EEXIST) {
-      const int err = errno;
-      return refused("cannot create " + component + ": " + errno_text(err), err);
-    }
-    FileDescriptor next(::openat(current.get(), component.c_str(),
-                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (next.get() < 0) {
-      int err = errno;
-      if (err == ELOOP || err == ENOTDIR) return refused(component + " is a symlink or not a directory", err);
-      return refused(errno_text(err), err);
-    }
-    // Intermediate directories made here are like /var/cache: 0755 whatever
-    // the umask.
-    if (created && !last && ::fchmod(next.get(), 0755) != 0)
-      return refused_errno("chmod " + component + ": ");
-    current = std::move(next);
-  }
-  struct stat st;
-  if (::fstat(current.get(), &st) != 0) return refused_errno("");
-  if (st.st_uid != ::geteuid())
-    return refused("owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
-                   std::to_string(::geteuid()));
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) return refused("writable by group or others");
-  if ((st.st_mode & 07777) != 0700 && ::fchmod(current.get(), 0700) != 0)
-    return refused_errno("chmod 0700: ");
-  return current;
-}
 
 // <buildid-hex>.<converter version><suffix>: a file of another converter
 // version is never taken for this one's.
@@ -125,7 +66,7 @@ int GsymCache::descriptor(bool create) {
   if (dir_.empty()) return -1;
   if (!fd_ && (!tried_ || (create && absent_))) {
     tried_ = true;
-    gsym::Expected<FileDescriptor> fd = open_cache_dir(dir_, create);
+    gsym::Expected<FileDescriptor> fd = open_private_dir(dir_, create);
     absent_ = !fd && fd.error().code == gsym::ErrorCode::NotFound;
     if (fd) {
       fd_.emplace(std::move(*fd));

@@ -119,6 +119,11 @@ void StackCopyUnwinder::unwind(const RawStackCopy& copy, const SampleCallback& e
 
 void StackCopyUnwinder::flush(const SampleCallback& emit) { retry_held(emit, true); }
 
+void StackCopyUnwinder::reset_counts() {
+  stops_ = {};
+  stacks_ = retried_ = frame_pointer_steps_ = frame_pointer_stacks_ = 0;
+}
+
 std::string unwind_stop_loss_key(UnwindStop stop) {
   std::string name = std::string("unwind_") + to_string(stop);
   for (char& c : name)

@@ -45,6 +45,11 @@ class StackCopyUnwinder {
   // (the UnwindStop names, '_'-joined, lower case); complete ones not counted.
   std::map<std::string, uint64_t> truncations() const;
   uint64_t stacks() const { return stacks_; }
+  // The agent's next window: counts start again (truncations, stacks).
+  void reset_counts();
+  // After ProcessTable::compact (image ids renumbered): forgets the modules
+  // found per image. Nothing may be held (flush first).
+  void forget_images() { modules_.clear(); }
   // Frames reached by the frame-pointer fallback (cfi_unwinder.h), and the
   // stacks that have any.
   uint64_t frame_pointer_steps() const { return frame_pointer_steps_; }

@@ -809,3 +809,50 @@ TEST_CASE("capture JSON: off-CPU stacks keep their reason, time and short waits"
   CHECK(cpu_weight == 16 * (1000000000ull / 999));
   CHECK(std::string(weight_unit(*back)) == "ns");
 }
+
+TEST_CASE("merge_capture: two windows of the same stacks add up; new stacks and modules join") {
+  Capture window;
+  merge_capture(window, sample_capture());
+  CHECK(capture_to_json(window) == kSampleJson);  // into empty: the capture itself
+  Capture second = sample_capture();
+  second.duration_ns = 1000;
+  second.lost["ringbuf_full"] = 3;
+  second.truncations["unwind_loop"] = 2;
+  merge_capture(window, second);
+  Capture doubled = sample_capture();
+  for (CaptureStack& s : doubled.stacks) s.count *= 2;
+  doubled.samples *= 2;
+  doubled.duration_ns += 1000;
+  doubled.lost["ringbuf_full"] += 3;
+  doubled.lost["stack_error"] *= 2;
+  doubled.truncations["unwind_loop"] = 2;
+  CHECK(capture_to_json(window) == capture_to_json(doubled));
+
+  // A stack in a module the window had not seen: the module joins, the
+  // frame points at it.
+  Capture third;
+  third.processes = {{7, "new", {0}}};
+  third.modules.push_back({"/bin/new", *BuildId::from_hex("dddd"), 0, {{0x1000, 0x2000, 0, "r-xp"}}, {}, "", ""});
+  CaptureStack stack;
+  stack.pid = 7;
+  stack.comm = "new";
+  stack.count = 4;
+  CaptureFrame frame;
+  frame.module = 0;
+  frame.address = 0x1100;
+  stack.frames = {frame};
+  third.stacks = {stack};
+  third.samples = 4;
+  merge_capture(window, third);
+  CHECK(window.samples == doubled.samples + 4);
+  bool found = false;
+  for (const CaptureStack& s : window.stacks)
+    if (s.pid == 7) {
+      found = true;
+      REQUIRE(s.frames.size() == 1);
+      CHECK(window.modules[static_cast<size_t>(s.frames[0].module)].path == "/bin/new");
+    }
+  CHECK(found);
+  auto back = capture_from_json(capture_to_json(window));
+  REQUIRE_MESSAGE(back, back.error().message);
+}

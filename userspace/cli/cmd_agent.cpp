@@ -1,0 +1,156 @@
+// gsymprof agent: continuous profiling. Samples the whole host (or -p,
+// --comm, --cgroup) until SIGTERM/SIGINT, in windows of --window seconds,
+// and exports each window, named on the host: pprof files (--output-dir),
+// an HTTP endpoint for pprof pulls and Prometheus (--listen).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "userspace/base/parse_number.h"
+#include "userspace/base/text_escape.h"
+#include "userspace/cli/cli_common.h"
+#include "userspace/cli/commands.h"
+#include "userspace/export/agent_exporter.h"
+#include "userspace/export/agent_metrics.h"
+#include "userspace/export/http_endpoint.h"
+#include "userspace/export/pprof_files.h"
+#include "userspace/export/window_store.h"
+#include "userspace/report/session_summary.h"
+#include "userspace/session/agent_session.h"
+
+namespace gsymprof {
+namespace {
+
+constexpr const char* kAbout =
+    "Profiles continuously until SIGTERM or SIGINT: the whole host by default (or -p,\n"
+    "--comm, --cgroup), at 19 Hz by default (-F), in windows of --window seconds\n"
+    "(default 10). Each window is symbolized here, inline frames included, from\n"
+    "GSYM files by build ID (--symbolize none sends addresses and build IDs only),\n"
+    "and exported: one pprof file per window (--output-dir, the newest kept), and\n"
+    "an HTTP endpoint (--listen) that serves /debug/pprof/profile?seconds=N as Go's\n"
+    "net/http/pprof does (go tool pprof, Parca and Pyroscope scrape it) and\n"
+    "/metrics for Prometheus. Every sample carries process.pid, thread.id,\n"
+    "thread.name, process.executable.name and .path, container.id, the cgroup and\n"
+    "service.name. Memory follows what runs, not the uptime. SIGTERM exports the\n"
+    "window in progress, then exits. Needs root.\n";
+
+struct AgentFlags {
+  double window_s = 10;
+  std::string listen, output_dir;
+  size_t output_max_files = 360;             // an hour of 10 s windows
+  uint64_t output_max_bytes = 512ull << 20;  // whichever comes first
+  std::string symbolize = "host";
+};
+
+}  // namespace
+
+int cmd_agent(int argc, char** argv) {
+  AgentSessionOptions session;
+  session.targets.frequency_hz = 19;
+  AgentFlags flags;
+  SymbolizeFlags symbolize_flags;
+  CommandLine cli("agent", kAbout);
+  cli.section("targets");
+  add_agent_target_flags(cli, session.targets);
+  cli.value("--comm", "NAME", "only processes named NAME (repeatable)",
+            [&session](const std::string& name) { session.comms.push_back(name); });
+  cli.value("--cgroup", "PATH", "only processes in this cgroup or below (as /proc/PID/cgroup shows it, e.g. /system.slice/nginx.service)",
+            [&session](const std::string& path) { session.cgroup = path; });
+  cli.section("windows and labels");
+  cli.value("--window", "SECONDS", "seconds per exported profile (default 10, 1 to 3600)", [&flags](const std::string& v) {
+    auto seconds = parse_unsigned<uint32_t>(v);
+    if (!seconds || *seconds < 1 || *seconds > 3600)
+      throw UsageError("--window: seconds from 1 to 3600, not '" + v + "'");
+    flags.window_s = *seconds;
+  });
+  cli.value("--service-name", "NAME", "service.name of every sample", [&session](const std::string& v) { session.service_name = v; });
+  cli.value("--service-env", "VAR",
+            "service.name from this variable of each process's environment (else the executable's name)",
+            [&session](const std::string& v) { session.service_env = v; });
+  cli.value("--symbolize", "host|none", "name frames here (host, the default) or send addresses, build IDs and mappings only (none)",
+            [&flags](const std::string& v) {
+              if (v != "host" && v != "none") throw UsageError("--symbolize: host or none, not '" + v + "'");
+              flags.symbolize = v;
+            });
+  add_symbolize_flags(cli, symbolize_flags);
+  cli.section("export");
+  cli.value("--listen", "HOST:PORT",
+            "serve /debug/pprof/profile?seconds=N and /metrics (e.g. 127.0.0.1:8787; PORT 0 picks a free one; "
+            "bind a public address only on a trusted network)",
+            [&flags](const std::string& v) { flags.listen = v; });
+  cli.path("--output-dir", "DIR", "write one gzipped pprof per window into DIR (made private, 0700)", flags.output_dir);
+  cli.value("--output-max-files", "N", "--output-dir keeps the newest N files (default 360)", [&flags](const std::string& v) {
+    auto n = parse_unsigned<uint32_t>(v);
+    if (!n || *n < 1) throw UsageError("--output-max-files: a number of files, at least 1, not '" + v + "'");
+    flags.output_max_files = *n;
+  });
+  cli.value("--output-max-bytes", "N", "--output-dir keeps at most N bytes (default 536870912)", [&flags](const std::string& v) {
+    auto n = parse_unsigned<uint64_t>(v);
+    if (!n || *n < 4096) throw UsageError("--output-max-bytes: bytes, at least 4096, not '" + v + "'");
+    flags.output_max_bytes = *n;
+  });
+  cli.example("the whole host at 19 Hz, pulled by go tool pprof or Parca",
+              "sudo gsymprof agent --listen 127.0.0.1:8787")
+      .example("then, from the same host",
+               "go tool pprof http://127.0.0.1:8787/debug/pprof/profile?seconds=30")
+      .example("one pprof per minute on disk, an hour of them kept",
+               "sudo gsymprof agent --window 60 --output-dir /var/lib/gsymprof/profiles --output-max-files 60")
+      .example("only nginx, labelled by the SERVICE variable of its environment",
+               "sudo gsymprof agent --comm nginx --service-env SERVICE --listen 127.0.0.1:8787");
+  if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
+  if (std::string problem = validate_target_options(session.targets); !problem.empty())
+    return cli.usage_error(problem);
+  if (flags.listen.empty() && flags.output_dir.empty())
+    return cli.usage_error("nothing to export to: give --listen HOST:PORT and/or --output-dir DIR");
+
+  std::vector<std::unique_ptr<WindowSink>> sinks;
+  if (!flags.output_dir.empty()) {
+    auto store = WindowStore::open(flags.output_dir, "profile", ".pb.gz", flags.output_max_files, flags.output_max_bytes);
+    if (!store) return cli.failure("--output-dir " + store.error().to_string());
+    sinks.push_back(std::make_unique<PprofFiles>(std::move(*store)));
+  }
+  AgentExporterOptions export_options;
+  export_options.window_s = flags.window_s;
+  export_options.symbolize = symbolize_flags.options;
+  GsymLocator locator;
+  if (flags.symbolize == "host") {
+    auto opened = open_locator(symbolize_flags.gsym_dirs);
+    if (!opened) return cli.failure(opened.error().to_string());
+    locator = std::move(*opened);
+  } else {
+    // Addresses, build IDs and mappings: no GSYM is read or made.
+    export_options.symbolize.local_elf_path = [](const CaptureModule&) { return std::string(); };
+  }
+  AgentMetrics metrics;
+  AgentExporter exporter(std::move(export_options), std::move(locator), std::move(sinks), metrics);
+  std::unique_ptr<HttpEndpoint> endpoint;
+  if (!flags.listen.empty()) {
+    auto started = HttpEndpoint::start(flags.listen, exporter, metrics);
+    if (!started) return cli.failure(started.error().to_string());
+    endpoint = std::move(*started);
+  }
+
+  session.on_started = [&](const std::vector<std::string>& notices) {
+    print_notices(notices);
+    std::string what = session.targets.pids.empty() ? "the whole host" : "the -p processes";
+    std::fprintf(stderr, "gsymprof agent: sampling %s at %u Hz, windows of %.0f s", what.c_str(),
+                 session.targets.frequency_hz, flags.window_s);
+    if (endpoint)
+      std::fprintf(stderr, "; serving http://%s:%d/debug/pprof/profile and /metrics", endpoint->host().c_str(),
+                   endpoint->port());
+    if (!flags.output_dir.empty()) std::fprintf(stderr, "; writing %s", escape_control(flags.output_dir).c_str());
+    std::fprintf(stderr, " (SIGTERM stops)\n");
+  };
+  session.on_tick = [&exporter](Capture&& tick) { exporter.on_tick(std::move(tick)); };
+  AgentSessionStats stats;
+  gsym::Status status = run_agent_session(session, &stats);
+  exporter.finish();
+  endpoint.reset();
+  if (!status) return cli.failure(status.error().to_string());
+  std::fprintf(stderr, "gsymprof agent: stopped after %llu s of sampling\n",
+               static_cast<unsigned long long>(stats.ticks));
+  return 0;
+}
+
+}  // namespace gsymprof

@@ -1,0 +1,113 @@
+#include "userspace/export/agent_exporter.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "userspace/output/pprof_output.h"
+
+namespace gsymprof {
+
+AgentExporter::AgentExporter(AgentExporterOptions options, GsymLocator locator,
+                             std::vector<std::unique_ptr<WindowSink>> sinks, AgentMetrics& metrics)
+    : options_(std::move(options)), locator_(std::move(locator)), sinks_(std::move(sinks)), metrics_(metrics) {
+  thread_ = std::thread([this] { run(); });
+}
+
+AgentExporter::~AgentExporter() { finish(); }
+
+void AgentExporter::enqueue_window_locked() {
+  if (window_.stacks.empty() && window_.samples == 0 && window_.duration_ns == 0) return;
+  if (jobs_.size() >= options_.max_queued) {
+    // The export thread fell behind (a slow backend, a big conversion):
+    // the oldest window goes, counted for every sink.
+    for (auto it = jobs_.begin(); it != jobs_.end(); ++it)
+      if (!it->pull) {
+        jobs_.erase(it);
+        for (const auto& sink : sinks_) metrics_.add_window(sink->name(), WindowOutcome::Dropped);
+        break;
+      }
+  }
+  jobs_.push_back({std::exchange(window_, Capture{}), nullptr});
+  wake_.notify_one();
+}
+
+void AgentExporter::on_tick(Capture&& tick) {
+  metrics_.add_tick(tick);
+  std::lock_guard lock(mutex_);
+  const double tick_s = static_cast<double>(tick.duration_ns) / 1e9;
+  for (auto it = pulls_.begin(); it != pulls_.end();) {
+    merge_capture((*it)->capture, tick);
+    (*it)->remaining_s -= tick_s;
+    if ((*it)->remaining_s <= 1e-3) {
+      jobs_.push_back({Capture{}, std::move(*it)});
+      it = pulls_.erase(it);
+      wake_.notify_one();
+    } else {
+      ++it;
+    }
+  }
+  merge_capture(window_, std::move(tick));
+  if (static_cast<double>(window_.duration_ns) / 1e9 >= options_.window_s - 1e-3) enqueue_window_locked();
+}
+
+gsym::Expected<std::future<gsym::Expected<std::string>>> AgentExporter::pull(double seconds) {
+  if (!(seconds >= 1 && seconds <= options_.max_pull_s))
+    return gsym::Error("seconds must be from 1 to " + std::to_string(static_cast<int>(options_.max_pull_s)));
+  std::lock_guard lock(mutex_);
+  if (stopping_) return gsym::Error("the agent is stopping");
+  if (pulls_.size() >= options_.max_pulls)
+    return gsym::Error("already collecting " + std::to_string(pulls_.size()) + " profiles: try again later");
+  auto pull = std::make_unique<Pull>();
+  pull->remaining_s = seconds;
+  auto future = pull->promise.get_future();
+  pulls_.push_back(std::move(pull));
+  return future;
+}
+
+void AgentExporter::finish() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopping_) {
+      enqueue_window_locked();
+      // Profiles still collecting get what there is.
+      for (auto& pull : pulls_) jobs_.push_back({Capture{}, std::move(pull)});
+      pulls_.clear();
+      stopping_ = true;
+    }
+    wake_.notify_one();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void AgentExporter::run() {
+  // Symbolizing (and converting a module's debug info on a GSYM miss) is
+  // the agent's heaviest work: below the profiled programs' priority.
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mutex_);
+      if (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return !jobs_.empty() || stopping_; })) {
+        lock.unlock();
+        for (const auto& sink : sinks_) sink->idle(metrics_);
+        continue;
+      }
+      if (jobs_.empty()) return;  // stopping, all delivered
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    if (job.pull) {
+      auto profile = pprof_profile(job.pull->capture, locator_, options_.symbolize);
+      metrics_.add_pull(profile.ok());
+      if (profile) job.pull->promise.set_value(std::move(profile->gzipped));
+      else job.pull->promise.set_value(profile.error());
+      continue;
+    }
+    for (const auto& sink : sinks_) sink->deliver(job.capture, locator_, options_.symbolize, metrics_);
+  }
+}
+
+}  // namespace gsymprof

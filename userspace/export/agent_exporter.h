@@ -1,0 +1,79 @@
+// userspace/export/agent_exporter.h - the agent's export side: merges the
+// sampling thread's ticks into windows and into the profiles pulled over
+// HTTP, and symbolizes and hands them to the sinks on a thread of its own,
+// at a lower priority (nice 10), so neither GSYM conversion nor a slow
+// backend holds up sampling. At most max_queued windows wait; beyond that
+// the oldest is dropped and counted.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gsym/base/expected.h"
+#include "userspace/capture/capture.h"
+#include "userspace/export/agent_metrics.h"
+#include "userspace/export/window_sink.h"
+#include "userspace/symbolize/gsym_locator.h"
+#include "userspace/symbolize/symbolize.h"
+
+namespace gsymprof {
+
+struct AgentExporterOptions {
+  double window_s = 10;
+  SymbolizeOptions symbolize;
+  size_t max_queued = 4;      // windows waiting for the export thread
+  size_t max_pulls = 4;       // profiles being collected for HTTP at once
+  double max_pull_s = 600;    // the longest one
+};
+
+class AgentExporter {
+ public:
+  AgentExporter(AgentExporterOptions options, GsymLocator locator, std::vector<std::unique_ptr<WindowSink>> sinks,
+                AgentMetrics& metrics);
+  ~AgentExporter();
+  AgentExporter(const AgentExporter&) = delete;
+  AgentExporter& operator=(const AgentExporter&) = delete;
+
+  // A tick from the sampling thread.
+  void on_tick(Capture&& tick);
+  // A gzipped pprof of the next `seconds` of ticks (HTTP threads). Error
+  // at once when too many are being collected or `seconds` is out of range.
+  gsym::Expected<std::future<gsym::Expected<std::string>>> pull(double seconds);
+  // Sampling ended: the window so far is exported, everything queued is
+  // delivered, the export thread stops.
+  void finish();
+
+ private:
+  struct Pull {
+    double remaining_s = 0;
+    Capture capture;
+    std::promise<gsym::Expected<std::string>> promise;
+  };
+  struct Job {
+    Capture capture;
+    std::unique_ptr<Pull> pull;  // null: a window for the sinks
+  };
+  void run();
+  void enqueue_window_locked();
+
+  AgentExporterOptions options_;
+  GsymLocator locator_;
+  std::vector<std::unique_ptr<WindowSink>> sinks_;
+  AgentMetrics& metrics_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Job> jobs_;
+  std::vector<std::unique_ptr<Pull>> pulls_;
+  Capture window_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace gsymprof
