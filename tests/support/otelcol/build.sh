@@ -4,6 +4,8 @@
 #
 #   tests/support/otelcol/build.sh            -> prints .../otelcol/<version>/otelcol
 #   tests/support/otelcol/build.sh sendtest   -> prints .../otelcol/<version>/sendtest
+#   tests/support/otelcol/build.sh promparse  -> prints .../otelcol/<version>/promparse
+#                                                 (Prometheus's text parser, for /metrics)
 #   tests/support/otelcol/build.sh --check-go -> prints the Go it would use, or
 #                                                 exits 1 when there is no Go >= 1.26
 #
@@ -23,7 +25,8 @@ case $what in
   --check-go) pkg= ;;
   otelcol) pkg=. ;;
   sendtest) pkg=./sendtest ;;
-  *) echo "usage: $0 [otelcol|sendtest|--check-go]" >&2; exit 2 ;;
+  promparse) pkg=./promparse ;;
+  *) echo "usage: $0 [otelcol|sendtest|promparse|--check-go]" >&2; exit 2 ;;
 esac
 
 COLLECTOR_RELEASE=v0.161.0   # keep in step with go.mod and main.go's Version
@@ -45,7 +48,7 @@ fi
 [[ $what == --check-go ]] && { echo "$go_bin"; exit 0; }
 
 cache=${GSYMPROF_TEST_CACHE:-/var/cache/gsymprof-tests}/otelcol
-hash=$(cd "$here" && cat go.mod go.sum main.go sendtest/main.go | sha256sum | cut -c1-12)
+hash=$(cd "$here" && cat go.mod go.sum main.go sendtest/main.go promparse/main.go | sha256sum | cut -c1-12)
 version=$COLLECTOR_RELEASE-$hash
 out=$cache/$version/$what
 
