@@ -37,6 +37,9 @@ CXXFLAGS   += $(CXXSTD) $(WARN) $(OPT) $(SAN_FLAGS) -pthread
 # libcpp-httplib with these features, and its header must see the same.
 CPPFLAGS   += -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT
 LDLIBS     += -lbpf -ldw -lelf -lz -liberty -lprotobuf -ldebuginfod -lzstd -llzma -lcpp-httplib -lssl -lcrypto -pthread
+# gRPC (the agent's OTLP/gRPC export): Debian 12's libgrpc++-dev 1.51 as
+# shared libraries; libgrpc++ pulls in the core, gpr is called directly.
+LDLIBS     += -lgrpc++ -lgrpc -lgpr
 
 # gsym/ (gsym/README.md): libgsym.a is every sub-folder but the converter
 # (base, format, reader, builder: nothing beyond libc); libgsym_convert.a is
@@ -49,6 +52,19 @@ USER_SRCS  := $(wildcard userspace/*/*.cpp)
 PROTO_SRCS := $(wildcard userspace/*/*.proto)
 PROTO_CCS  := $(PROTO_SRCS:%.proto=$(BUILD)/%.pb.cc)
 PROTO_HDRS := $(PROTO_SRCS:%.proto=$(BUILD)/%.pb.h)
+# OTLP Profiles (opentelemetry-proto, vendored: userspace/export/proto/README.md):
+# imports are relative to OTLP_PROTO_DIR, so protoc runs with it as the
+# root, writing $(BUILD)/$(OTLP_PROTO_DIR)/opentelemetry/...{.pb,.grpc.pb}.{h,cc}
+# (included as "opentelemetry/proto/...pb.h").
+OTLP_PROTO_DIR   := userspace/export/proto
+OTLP_PROTO_SRCS  := $(shell find $(OTLP_PROTO_DIR) -name '*.proto' 2>/dev/null | sort)
+OTLP_PROTO_CCS   := $(OTLP_PROTO_SRCS:%.proto=$(BUILD)/%.pb.cc)
+OTLP_PROTO_HDRS  := $(OTLP_PROTO_SRCS:%.proto=$(BUILD)/%.pb.h)
+OTLP_GRPC_SRCS   := $(filter %_service.proto,$(OTLP_PROTO_SRCS))
+OTLP_GRPC_CCS    := $(OTLP_GRPC_SRCS:%.proto=$(BUILD)/%.grpc.pb.cc)
+OTLP_GRPC_HDRS   := $(OTLP_GRPC_SRCS:%.proto=$(BUILD)/%.grpc.pb.h)
+GRPC_CPP_PLUGIN  ?= $(shell command -v grpc_cpp_plugin 2>/dev/null || echo /usr/bin/grpc_cpp_plugin)
+CPPFLAGS   += -I$(BUILD)/$(OTLP_PROTO_DIR)
 # Unit tests mirror the source tree: tests/unit/STAGE/NAME_test.cpp (main.cpp
 # and shared headers at the top).
 UNIT_SRCS  := $(wildcard tests/unit/*.cpp tests/unit/*/*.cpp)
@@ -61,7 +77,7 @@ TEST_TOOL_SRCS    := $(wildcard tests/tools/*.cpp)
 
 GSYM_OBJS  := $(GSYM_SRCS:%.cpp=$(BUILD)/%.o)
 GSYM_CONVERT_OBJS := $(GSYM_CONVERT_SRCS:%.cpp=$(BUILD)/%.o)
-USER_OBJS  := $(USER_SRCS:%.cpp=$(BUILD)/%.o) $(PROTO_CCS:%.cc=%.o)
+USER_OBJS  := $(USER_SRCS:%.cpp=$(BUILD)/%.o) $(PROTO_CCS:%.cc=%.o) $(OTLP_PROTO_CCS:%.cc=%.o) $(OTLP_GRPC_CCS:%.cc=%.o)
 UNIT_OBJS  := $(UNIT_SRCS:%.cpp=$(BUILD)/%.o)
 BPF_OBJS   := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
 BPF_SKELS  := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.skel.h)
@@ -99,6 +115,19 @@ $(BUILD)/%.pb.cc $(BUILD)/%.pb.h: %.proto
 	@mkdir -p $(@D)
 	protoc --cpp_out=$(BUILD) $<
 
+# The OTLP protos (static pattern rules: they win over the rule above,
+# whose protoc root would be wrong for their imports). One protoc run
+# writes both files; the header is the .cc's by-product.
+$(OTLP_PROTO_CCS): $(BUILD)/%.pb.cc: %.proto
+	@mkdir -p $(@D)
+	protoc -I$(OTLP_PROTO_DIR) --cpp_out=$(BUILD)/$(OTLP_PROTO_DIR) $<
+$(OTLP_PROTO_HDRS): %.pb.h: %.pb.cc ;
+
+$(OTLP_GRPC_CCS): $(BUILD)/%.grpc.pb.cc: %.proto
+	@mkdir -p $(@D)
+	protoc -I$(OTLP_PROTO_DIR) --grpc_out=$(BUILD)/$(OTLP_PROTO_DIR) --plugin=protoc-gen-grpc=$(GRPC_CPP_PLUGIN) $<
+$(OTLP_GRPC_HDRS): %.grpc.pb.h: %.grpc.pb.cc ;
+
 $(BUILD)/%.pb.o: $(BUILD)/%.pb.cc
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
@@ -115,7 +144,7 @@ FORCE:
 # Only the sampler includes a skeleton (pprof_output the protobuf header,
 # program.cpp the version), but every userspace object waits for the
 # generated headers so that they exist before dependency files do.
-$(USER_OBJS) $(UNIT_OBJS) $(BUILD)/userspace/main.o: | $(BPF_SKELS) $(PROTO_HDRS) $(VERSION_HDR)
+$(USER_OBJS) $(UNIT_OBJS) $(BUILD)/userspace/main.o: | $(BPF_SKELS) $(PROTO_HDRS) $(OTLP_PROTO_HDRS) $(OTLP_GRPC_HDRS) $(VERSION_HDR)
 
 $(BUILD)/libgsym.a: $(GSYM_OBJS)
 	@rm -f $@
@@ -183,10 +212,10 @@ sanitize: deps
 
 # --- fuzz (clang + libFuzzer) ---
 FUZZ_CXXFLAGS := $(CXXSTD) -O1 -g -fsanitize=fuzzer,address,undefined -I. -pthread
-FUZZ_LIB_SRCS := $(GSYM_SRCS) $(GSYM_CONVERT_SRCS) $(USER_SRCS) $(PROTO_CCS) $(TEST_SUPPORT_SRCS)
-$(BUILD)/fuzz/%: tests/fuzz/%.cpp $(FUZZ_LIB_SRCS) | $(BPF_SKELS)
+FUZZ_LIB_SRCS := $(GSYM_SRCS) $(GSYM_CONVERT_SRCS) $(USER_SRCS) $(PROTO_CCS) $(OTLP_PROTO_CCS) $(OTLP_GRPC_CCS) $(TEST_SUPPORT_SRCS)
+$(BUILD)/fuzz/%: tests/fuzz/%.cpp $(FUZZ_LIB_SRCS) | $(BPF_SKELS) $(OTLP_PROTO_HDRS) $(OTLP_GRPC_HDRS)
 	@mkdir -p $(@D)
-	clang++ $(FUZZ_CXXFLAGS) -I$(BUILD) $< $(FUZZ_LIB_SRCS) $(LDLIBS) -o $@
+	clang++ $(FUZZ_CXXFLAGS) -I$(BUILD) -I$(BUILD)/$(OTLP_PROTO_DIR) $< $(FUZZ_LIB_SRCS) $(LDLIBS) -o $@
 
 fuzz-build: deps $(FUZZ_BINS)
 
@@ -209,6 +238,8 @@ demo: deps
 install: all
 	install -D -m 0755 $(BUILD)/gsymprof $(DESTDIR)$(PREFIX)/bin/gsymprof
 	install -D -m 0644 $(BUILD)/gsymprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/gsymprof.1
+	install -D -m 0644 scripts/gsymprof-agent.service $(DESTDIR)$(PREFIX)/lib/systemd/system/gsymprof-agent.service
+	sed -i 's|/usr/local/bin/gsymprof|$(PREFIX)/bin/gsymprof|' $(DESTDIR)$(PREFIX)/lib/systemd/system/gsymprof-agent.service
 
 # docs/flame.png: the demo profiled (scripts/demo.sh), its SVG rendered by
 # headless Chromium (scripts/flame-png.sh). Kept in the repository.

@@ -218,6 +218,12 @@ gsym::Status configure(profile_bpf* skel, const SamplerOptions& options, const K
     notices.push_back(std::string("off-CPU time off: this kernel lacks ") + kernel.feature("off_cpu").name +
                       " (Linux " + kernel.feature("off_cpu").since + "): " + kernel.feature("off_cpu").without);
   }
+  if (!off_cpu) {
+    // Hash maps are allocated whole at load: off-CPU's (about 6 MB of
+    // kernel memory) only when its programs run.
+    for (bpf_map* map : {skel->maps.off_cpu_starts, skel->maps.off_cpu_pending, skel->maps.short_waits})
+      bpf_map__set_max_entries(map, 1);
+  }
   bpf_program__set_autoload(skel->progs.off_cpu_switch, off_cpu);
   bpf_program__set_autoload(skel->progs.off_cpu_sys_exit, off_cpu);
   bpf_program__set_autoload(skel->progs.sample_stack, options.cpu_samples);
