@@ -12,6 +12,7 @@ clang llvm lld libclang-rt-14-dev cppcheck
 libbpf-dev bpftool linux-libc-dev
 libelf-dev libdw-dev zlib1g-dev libzstd-dev liblzma-dev xz-utils libiberty-dev
 libprotobuf-dev protobuf-compiler golang-go
+libgrpc++-dev protobuf-compiler-grpc
 libcpp-httplib-dev libbrotli-dev
 libdebuginfod-dev debuginfod libssl-dev
 nlohmann-json3-dev doctest-dev libcli11-dev
