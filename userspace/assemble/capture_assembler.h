@@ -49,6 +49,8 @@ class CaptureAssembler final : public EventSink {
   void use_sideband(std::function<uint64_t()> lost_events) {
     processes_.use_sideband(std::move(lost_events));
   }
+  // Sample times per stack (StackAggregator::keep_sample_times).
+  void keep_sample_times(uint64_t origin_ns) { aggregator_.keep_sample_times(origin_ns); }
   // The sampling is over: images that missed an address are read again
   // (while the processes may live), and walks held for that are finished.
   void finish();

@@ -166,6 +166,7 @@ void StackAggregator::add(const RawSample& sample) {
   if (it != stacks_.end()) {
     ++it->second.count;
     it->second.off_cpu_ns += sample.off_cpu.ns;
+    if (keep_times_) it->second.times_ns.push_back(sample.time_ns);
     return;
   }
   // First sight of this stack: make sure the process image covers it.
@@ -186,7 +187,9 @@ void StackAggregator::add(const RawSample& sample) {
   key.ips.reserve(sample.kernel_ips.size() + sample.ips.size());
   key.ips.assign(sample.kernel_ips.begin(), sample.kernel_ips.end());
   key.ips.insert(key.ips.end(), sample.ips.begin(), sample.ips.end());
-  stacks_.emplace(std::move(key), Weight{1, sample.off_cpu.ns});
+  Weight weight{1, sample.off_cpu.ns, {}};
+  if (keep_times_) weight.times_ns.push_back(sample.time_ns);
+  stacks_.emplace(std::move(key), std::move(weight));
 }
 
 void StackAggregator::clear(bool images_renumbered) {
@@ -253,6 +256,12 @@ void StackAggregator::build(Capture& capture, JitReport* jit) const {
     stack.off_cpu = key.off_cpu;
     stack.off_cpu_ns = weight.off_cpu_ns;
     stack.short_waits = key.short_waits;
+    // Summed short waits have no times: their stack gets none.
+    if (weight.times_ns.size() == count) {
+      stack.times_us.reserve(count);
+      for (uint64_t t : weight.times_ns)
+        stack.times_us.push_back((t - std::min(t, time_origin_ns_)) / 1000);
+    }
     stack.frames.reserve(key.ips.size());
     auto [pit, new_process] = process_index.try_emplace(image.pid, capture.processes.size());
     if (new_process) capture.processes.push_back({image.pid, stack.comm, {}});

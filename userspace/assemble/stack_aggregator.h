@@ -61,6 +61,15 @@ class StackAggregator {
   // order first used (work that may start before build(): GSYM prefetch).
   std::vector<ModuleUse> take_new_module_uses() { return std::exchange(new_module_uses_, {}); }
 
+  // Keeps each sample's time (RawSample::time_ns) with its stack; build()
+  // gives them as CaptureStack::times_us, microseconds after `origin_ns`
+  // (the same clock; earlier ones become 0). Off by default: the agent needs
+  // no memory per sample, only per unique stack.
+  void keep_sample_times(uint64_t origin_ns) {
+    keep_times_ = true;
+    time_origin_ns_ = origin_ns;
+  }
+
   uint64_t samples() const { return samples_; }
   // The agent's next window: no stacks, no samples; with `images_renumbered`
   // (ProcessTable::compact) the modules seen are forgotten too.
@@ -121,12 +130,15 @@ class StackAggregator {
   // CPU, their time.
   struct Weight {
     uint64_t count = 0, off_cpu_ns = 0;
+    std::vector<uint64_t> times_ns;  // with keep_sample_times: one per sample
   };
   std::unordered_map<Key, Weight, KeyHash, KeyEqual> stacks_;
   std::vector<uint64_t> lookup_scratch_;
   std::set<ModuleUse> used_modules_;
   std::vector<ModuleUse> new_module_uses_;
   uint64_t samples_ = 0;
+  bool keep_times_ = false;
+  uint64_t time_origin_ns_ = 0;
 };
 
 }  // namespace gsymprof

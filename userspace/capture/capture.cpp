@@ -1,6 +1,7 @@
 #include "userspace/capture/capture.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <tuple>
 
 namespace gsymprof {
@@ -185,6 +186,10 @@ void canonicalize(Capture& capture) {
       if (f.jit >= 0)
         f.jit = static_cast<size_t>(f.jit) < jit_index.size() ? jit_index[static_cast<size_t>(f.jit)] : -1;
     }
+  for (CaptureStack& s : capture.stacks) {
+    if (s.times_us.size() != s.count) s.times_us.clear();
+    if (!std::is_sorted(s.times_us.begin(), s.times_us.end())) std::sort(s.times_us.begin(), s.times_us.end());
+  }
   auto stack_key = [](const CaptureStack& s) {
     return std::tie(s.pid, s.tid, s.comm, s.frames, s.truncated, s.off_cpu, s.short_waits);
   };
@@ -193,8 +198,18 @@ void canonicalize(Capture& capture) {
   std::vector<CaptureStack> merged;
   for (CaptureStack& s : capture.stacks) {
     if (!merged.empty() && stack_key(merged.back()) == stack_key(s)) {
-      merged.back().count += s.count;
-      merged.back().off_cpu_ns += s.off_cpu_ns;
+      CaptureStack& into = merged.back();
+      // Times stay only while every merged stack has them (one per sample).
+      if (into.times_us.empty() || s.times_us.empty()) {
+        into.times_us.clear();
+      } else {
+        const size_t middle = into.times_us.size();
+        into.times_us.insert(into.times_us.end(), s.times_us.begin(), s.times_us.end());
+        std::inplace_merge(into.times_us.begin(), into.times_us.begin() + static_cast<ptrdiff_t>(middle),
+                           into.times_us.end());
+      }
+      into.count += s.count;
+      into.off_cpu_ns += s.off_cpu_ns;
     } else {
       merged.push_back(std::move(s));
     }
@@ -242,7 +257,13 @@ void merge_capture(Capture& into, Capture from) {
       same->modules.insert(same->modules.end(), p.modules.begin(), p.modules.end());
     }
   }
+  // Sample times count from `into`'s start; `from` may start later (the
+  // agent's ticks) or, merged out of order, earlier (saturated at 0).
+  const int64_t shift_us = (static_cast<int64_t>(from.start_time_unix_ns - into.start_time_unix_ns)) / 1000;
   for (CaptureStack& s : from.stacks) {
+    for (uint64_t& t : s.times_us)
+      t = shift_us >= 0 ? t + static_cast<uint64_t>(shift_us)
+                        : t - std::min(t, static_cast<uint64_t>(-shift_us));
     for (CaptureFrame& f : s.frames) {
       if (f.module >= 0) f.module += module_base;
       if (f.jit >= 0) f.jit += jit_base;

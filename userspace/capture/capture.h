@@ -108,6 +108,11 @@ struct CaptureStack {
   // Waits shorter than the threshold, summed in the kernel per process and
   // reason: no frames, no tid.
   bool short_waits = false;
+  // When each of the `count` samples was taken, in microseconds after the
+  // capture's start (Capture::start_time_unix_ns), sorted; empty: not
+  // recorded (the agent, short waits, older captures). Kept only with a
+  // length of `count`.
+  std::vector<uint64_t> times_us{};
 };
 
 // A kernel symbol some kernel frame falls in, from the recording machine's
@@ -178,7 +183,8 @@ const char* weight_unit(const Capture& capture);
 // Adds `from` to `into`: its modules, processes, stacks, JIT symbols,
 // kernel symbols, samples, losses and truncations (frames' indexes
 // remapped), and the time it covers; then canonicalizes, which merges equal
-// modules and stacks. Both must measure the same clock. `into` empty: it
+// modules and stacks. Sample times move to `into`'s start (a time before
+// it becomes 0). Both must measure the same clock. `into` empty: it
 // takes `from`'s header (host, kernel, frequency, call graph, start).
 // How the agent makes a window of its ticks, and a pull request's profile.
 void merge_capture(Capture& into, Capture from);
@@ -208,8 +214,10 @@ const KernelSymbol* find_kernel_symbol(const CaptureKernel& kernel, uint64_t add
 // Puts a capture in canonical order so equal captures serialize to equal
 // bytes: modules sorted by (path, build ID, load bias, mappings) with frame and
 // process indexes remapped, processes sorted by pid, identical stacks merged
-// (counts and off-CPU times added) and stacks sorted by (pid, tid, comm,
-// frames, truncated, off-CPU reason, short waits);
+// (counts and off-CPU times added; sample times merged when both have them,
+// else dropped) and stacks sorted by (pid, tid, comm, frames, truncated,
+// off-CPU reason, short waits); each stack's times sorted, dropped unless
+// there are `count` of them;
 // kernel symbols sorted by start, duplicates dropped; JIT symbols sorted,
 // duplicates merged, unused ones dropped (frames' jit indexes remapped).
 void canonicalize(Capture& capture);

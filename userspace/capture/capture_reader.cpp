@@ -176,6 +176,7 @@ class CaptureBuilder {
   bool store_root_number(Field field, uint64_t value);
   bool store_stack_number(Field field, uint64_t value);
   bool store_frame_number(Field field, uint64_t value);
+  bool store_time_delta(uint64_t delta);
   void add_process_module(uint32_t index);
   bool check_frame_module(uint32_t index, const std::string& where);
   bool check_jit(const CaptureFrame& frame, const std::string& where);
@@ -199,6 +200,8 @@ class CaptureBuilder {
   // size).
   const CaptureProcess* stack_process_ = nullptr;
   std::vector<CaptureFrame> frames_;
+  // The stack's sample times so far, decoded (a reused buffer, as frames_).
+  std::vector<uint64_t> times_;
   BuildId::Kind module_kind_ = BuildId::Kind::Gnu;  // the open module's build_id_kind
 };
 
@@ -299,6 +302,7 @@ void CaptureBuilder::begin(Node node) {
       stack_process_ = nullptr;
       break;
     case Node::Frames: frames_.clear(); break;
+    case Node::Times: times_.clear(); break;
     case Node::Frame: frames_.emplace_back(); break;
     case Node::KernelSymbol: c_.kernel.symbols.emplace_back(); break;
     case Node::JitSymbol: c_.jit_symbols.emplace_back(); break;
@@ -330,6 +334,10 @@ bool CaptureBuilder::end(const Level& level) {
       const CaptureStack& stack = c_.stacks.back();
       if (stack.off_cpu == OffCpuReason::None && (stack.off_cpu_ns != 0 || stack.short_waits))
         return fail(container_path(), "off_cpu_ns or short_waits without off_cpu");
+      if ((level.seen & bit(kTimes)) && stack.times_us.size() != stack.count)
+        return fail(join(container_path(), kTimes), std::to_string(stack.times_us.size()) +
+                                                        " sample times for a count of " +
+                                                        std::to_string(stack.count));
       return true;
     }
     case Node::Mapping: {
@@ -345,6 +353,7 @@ bool CaptureBuilder::end(const Level& level) {
     }
     case Node::Frame: return end_frame(level);
     case Node::Frames: c_.stacks.back().frames.assign(frames_.begin(), frames_.end()); return true;
+    case Node::Times: c_.stacks.back().times_us.assign(times_.begin(), times_.end()); return true;
     case Node::KernelSymbol: {
       // Sorted and disjoint, so a lookup finds the one symbol holding an
       // address (the writer writes them so).
@@ -497,6 +506,7 @@ bool CaptureBuilder::number_unsigned(json::number_unsigned_t value) {
       return true;
     case Node::Stack: return store_stack_number(slot.field, value);
     case Node::Frame: return store_frame_number(slot.field, value);
+    case Node::Times: return store_time_delta(value);
     default: return true;
   }
 }
@@ -679,6 +689,20 @@ bool CaptureBuilder::store_frame_number(Field field, uint64_t value) {
                                   std::to_string(c_.modules.size()) + " modules)");
   if (stack_process_ && !check_frame_module(static_cast<uint32_t>(value), value_path())) return false;
   frames_.back().module = static_cast<int32_t>(value);
+  return true;
+}
+
+// A sample time: the first is an offset, each later one a delta from the one
+// before, so they are sorted by construction. Bounded by the stack's count
+// when it came first (the writer's order); else checked at the stack's end.
+bool CaptureBuilder::store_time_delta(uint64_t delta) {
+  const uint64_t count = c_.stacks.back().count;  // 0: not read yet
+  if (count != 0 && times_.size() >= count)
+    return fail(value_path(), "more sample times than the stack's count (" + std::to_string(count) + ")");
+  const uint64_t previous = times_.empty() ? 0 : times_.back();
+  if (delta > std::numeric_limits<uint64_t>::max() - previous)
+    return fail(value_path(), "sample time overflows 64 bits");
+  times_.push_back(previous + delta);
   return true;
 }
 

@@ -14,7 +14,7 @@ constexpr const char* kFieldNames[kFieldCount] = {
     "pid", "comm", "count", "truncated", "frames",
     "module", "unresolved", "address", "kernel", "symbols", "name", "tid", "jit_symbols", "jit",
     "build_id_kind", "clock", "truncations", "error_kind", "off_cpu", "off_cpu_ns", "short_waits",
-    "", ""};
+    "times", "", ""};
 static_assert(kFieldCount <= 65, "the reader's seen bits are a uint64_t indexed by Field - 1");
 
 constexpr bool kOptional = false;
@@ -87,6 +87,8 @@ constexpr Slot kSchema[] = {
     {Node::Stack, kOffCpuNs, Want::Unsigned, Node::Skip, kOptional},  // version 4
     {Node::Stack, kShortWaits, Want::Bool, Node::Skip, kOptional},    // version 4
     {Node::Stack, kFrames, Want::Array, Node::Frames},
+    {Node::Stack, kTimes, Want::Array, Node::Times, kOptional},  // version 4: sample times, delta-encoded
+    {Node::Times, kElement, Want::Unsigned},
     // frame: exactly one of kernel, module, unresolved (the reader checks)
     {Node::Frames, kElement, Want::Object, Node::Frame},
     {Node::Frame, kKernel, Want::Bool, Node::Skip, kOptional},  // version 2

@@ -34,7 +34,7 @@ inline constexpr size_t kMaxLostReasons = 1024;
 enum class Node : uint8_t {
   Root, Lost, Truncations, Kernel, KernelSymbols, KernelSymbol, JitSymbols, JitSymbol,
   Modules, Module, Mappings, Mapping, Processes, Process, ProcessModules,
-  Stacks, Stack, Frames, Frame,
+  Stacks, Stack, Frames, Frame, Times,
   Skip,  // not interpreted (an unknown field, a value the reader passes over)
 };
 inline constexpr size_t kNodeCount = static_cast<size_t>(Node::Skip) + 1;
@@ -51,6 +51,7 @@ enum Field : uint8_t {
   kJitSymbols, kJit,               // version 2, JIT frames
   kBuildIdKind,                    // version 3
   kClock, kTruncations, kErrorKind, kOffCpu, kOffCpuNs, kShortWaits,  // version 4
+  kTimes,                                                              // version 4, optional
   kElement,    // an array element
   kLostEntry,  // a value in `lost` or `truncations`
   kFieldCount

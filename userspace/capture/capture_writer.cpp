@@ -189,6 +189,19 @@ void put_frame(std::string& out, const CaptureFrame& f) {
   o.close();
 }
 
+// Sorted sample times as [first, delta, delta, ...]: a sample a millisecond
+// after the last costs five bytes, not the 8 to 11 digits of its offset.
+void put_time_deltas(std::string& out, const std::vector<uint64_t>& times) {
+  out += '[';
+  uint64_t previous = 0;
+  for (size_t i = 0; i < times.size(); ++i) {
+    if (i) out += ',';
+    put_u64(out, times[i] - previous);
+    previous = times[i];
+  }
+  out += ']';
+}
+
 void put_stack(std::string& out, const CaptureStack& s) {
   ObjectWriter o(out);
   put_u64(o[kPid], s.pid);
@@ -202,6 +215,7 @@ void put_stack(std::string& out, const CaptureStack& s) {
     if (s.short_waits) o[kShortWaits] += "true";
   }
   put_inline(o[kFrames], s.frames, put_frame);
+  if (!s.times_us.empty()) put_time_deltas(o[kTimes], s.times_us);
   o.close();
 }
 

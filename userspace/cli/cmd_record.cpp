@@ -47,6 +47,7 @@ class SignalsHeld {
 
 int cmd_record(int argc, char** argv) {
   SessionOptions session;
+  session.sample_times = true;  // a capture's times: gsymprof heatmap
   std::string output_path, stats_path;
   bool verbose = false;
   CommandLine cli("record", kAbout);

@@ -37,6 +37,10 @@ struct RawSample {
   // An off-CPU sample (--off-cpu, --wall): the stack the thread blocked in,
   // how long and why; reason None for a CPU sample.
   OffCpuWait off_cpu{};
+  // When it was taken: live, CLOCK_MONOTONIC ns (the BPF record's
+  // bpf_ktime_get_ns); perf.data, the sample's time in perf's clock
+  // (CLOCK_MONOTONIC with perf record -k mono); 0: not told.
+  uint64_t time_ns = 0;
 };
 
 using SampleCallback = std::function<void(const RawSample&)>;
@@ -68,6 +72,7 @@ struct RawStackCopy {
   bool copy_short = false;
   std::span<const uint64_t> kernel_ips;  // kernel frames, leaf first
   OffCpuWait off_cpu{};                  // as RawSample::off_cpu
+  uint64_t time_ns = 0;                  // as RawSample::time_ns
 };
 
 // Off-CPU waits too short for a stack of their own, summed by the kernel

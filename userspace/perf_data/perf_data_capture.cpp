@@ -179,6 +179,7 @@ void PerfDataSource::on_sample(const PerfRecord& record) {
     copy.tid = record.id.tid;
     copy.comm = comm;
     copy.kernel_ips = kernel_ips_;
+    copy.time_ns = record.id.time;
     if (!stack_copy(s, copy)) {
       sink_.on_lost(kLostNoUserRegisters, 1);
       return;
@@ -197,6 +198,7 @@ void PerfDataSource::on_sample(const PerfRecord& record) {
   sample.comm = comm;
   sample.ips = ips_;
   sample.kernel_ips = kernel_ips_;
+  sample.time_ns = record.id.time;
   sink_.on_sample(sample);
 }
 

@@ -42,6 +42,7 @@ RingRecordKind decode_fp_stack(std::span<const uint8_t> record, const profile_ev
   sample.kernel_ips = copy_ips(record.data() + offsetof(profile_fp_stack_event, kernel_ips),
                                kernel_frame_count, scratch.kernel_ips.data());
   sample.off_cpu = off_cpu_of(header);
+  sample.time_ns = header.time_ns;
   sink.on_sample(sample);
   return RingRecordKind::Sample;
 }
@@ -65,6 +66,7 @@ RingRecordKind decode_stack_copy(std::span<const uint8_t> record, const profile_
   copy.kernel_ips = copy_ips(record.data() + offsetof(profile_stack_copy_event, kernel_ips),
                              event.kernel_frame_count, scratch.kernel_ips.data());
   copy.off_cpu = off_cpu_of(header);
+  copy.time_ns = header.time_ns;
   sink.on_stack_copy(copy);
   return RingRecordKind::Sample;
 }

@@ -332,6 +332,12 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
 
   capture.start_time_unix_ns = unix_time_ns();
   const auto start = std::chrono::steady_clock::now();
+  // steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns: sample
+  // times become offsets from the capture's start. Nothing was read from
+  // the rings yet (the first poll comes below).
+  if (options.sample_times)
+    assembler.keep_sample_times(static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count()));
   // After each poll: the live line's numbers (every 500 ms), the modules
   // stacks started to use.
   auto next_progress = start;

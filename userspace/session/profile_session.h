@@ -19,6 +19,9 @@ namespace gsymprof {
 struct SessionOptions {
   TargetOptions targets;
   size_t ring_buffer_bytes = 0;  // 0: sized from CPUs, rate and record size (sampler.h)
+  // Keep each sample's time in the capture (CaptureStack::times_us): the
+  // heatmap's input.
+  bool sample_times = false;
   // Called while sampling runs, once per module (per process image) as soon
   // as a stack uses it: work on it may start early (GSYM prefetch). The
   // module is valid during the call only.

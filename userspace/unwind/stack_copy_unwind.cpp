@@ -58,17 +58,15 @@ bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack, bool cop
   return false;
 }
 
-void StackCopyUnwinder::emit_result(uint32_t image, uint32_t pid, uint32_t tid, std::string_view comm,
-                                    std::span<const uint64_t> kernel_ips, OffCpuWait off_cpu,
-                                    const SampleCallback& emit) {
+void StackCopyUnwinder::emit_result(const Origin& origin, const SampleCallback& emit) {
   ++stacks_;
   ++stops_[static_cast<size_t>(result_.stop)];
   frame_pointer_steps_ += result_.frame_pointer_steps;
   if (result_.frame_pointer_steps) ++frame_pointer_stacks_;
   RawSample sample;
-  sample.pid = pid;
-  sample.tid = tid;
-  sample.comm = comm;
+  sample.pid = origin.pid;
+  sample.tid = origin.tid;
+  sample.comm = origin.comm;
   // In RawSample's form: past frame 0, an exact address (a signal frame)
   // is given as address + 1, so the return-address rule gives it back.
   ips_.assign(result_.ips.begin(), result_.ips.end());
@@ -76,9 +74,11 @@ void StackCopyUnwinder::emit_result(uint32_t image, uint32_t pid, uint32_t tid, 
     if (result_.exact[i]) ++ips_[i];
   sample.ips = ips_;
   sample.truncated = result_.truncated();
-  sample.kernel_ips = kernel_ips;
-  sample.off_cpu = off_cpu;
-  sample.image = image;  // a held walk is emitted later: keep the image it was taken in
+  sample.kernel_ips = origin.kernel_ips;
+  sample.off_cpu = origin.off_cpu;
+  // A held walk is emitted later: keep the image and time it was taken in.
+  sample.image = origin.image;
+  sample.time_ns = origin.time_ns;
   emit(sample);
 }
 
@@ -94,7 +94,7 @@ void StackCopyUnwinder::retry_held(const SampleCallback& emit, bool final) {
       held_.push_back(std::move(h));  // still unmapped: wait for the next re-read
       continue;
     }
-    emit_result(h.image, h.pid, h.tid, h.comm, h.kernel_ips, h.off_cpu, emit);
+    emit_result({h.image, h.pid, h.tid, h.comm, h.kernel_ips, h.off_cpu, h.time_ns}, emit);
   }
   maps_reads_at_hold_ = processes_.map_reads();
 }
@@ -111,10 +111,10 @@ void StackCopyUnwinder::unwind(const RawStackCopy& copy, const SampleCallback& e
                      copy.stack.stack_start,
                      std::vector<uint8_t>(copy.stack.stack.begin(), copy.stack.stack.end()),
                      std::vector<uint64_t>(copy.kernel_ips.begin(), copy.kernel_ips.end()),
-                     copy.copy_short, copy.off_cpu});
+                     copy.copy_short, copy.off_cpu, copy.time_ns});
     return;
   }
-  emit_result(image_id, copy.pid, copy.tid, copy.comm, copy.kernel_ips, copy.off_cpu, emit);
+  emit_result({image_id, copy.pid, copy.tid, copy.comm, copy.kernel_ips, copy.off_cpu, copy.time_ns}, emit);
 }
 
 void StackCopyUnwinder::flush(const SampleCallback& emit) { retry_held(emit, true); }

@@ -72,12 +72,20 @@ class StackCopyUnwinder {
     std::vector<uint64_t> kernel_ips;
     bool copy_short = false;
     OffCpuWait off_cpu;
+    uint64_t time_ns = 0;  // when it was taken: a held walk is emitted later
   };
   // Unwinds into result_; returns whether it stopped at an address outside
   // every mapping of the image (worth another try after a maps re-read).
   bool walk(uint32_t image, const StackView& stack, bool copy_short);
-  void emit_result(uint32_t image, uint32_t pid, uint32_t tid, std::string_view comm,
-                   std::span<const uint64_t> kernel_ips, OffCpuWait off_cpu, const SampleCallback& emit);
+  // The sample of result_, with the fields of the copy it was unwound from.
+  struct Origin {
+    uint32_t image = 0, pid = 0, tid = 0;
+    std::string_view comm;
+    std::span<const uint64_t> kernel_ips;
+    OffCpuWait off_cpu;
+    uint64_t time_ns = 0;
+  };
+  void emit_result(const Origin& origin, const SampleCallback& emit);
   void retry_held(const SampleCallback& emit, bool final);
   const UnwindModule* find_module(uint32_t image, uint64_t addr);
 

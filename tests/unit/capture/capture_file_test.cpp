@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -855,4 +856,111 @@ TEST_CASE("merge_capture: two windows of the same stacks add up; new stacks and 
   CHECK(found);
   auto back = capture_from_json(capture_to_json(window));
   REQUIRE_MESSAGE(back, back.error().message);
+}
+
+namespace {
+
+// The sample capture with every stack's samples timed (microseconds after
+// its start): the stack at index i of c.stacks gets times i*1000 + 7*k.
+Capture timed_capture() {
+  Capture c = sample_capture();
+  for (size_t i = 0; i < c.stacks.size(); ++i) {
+    CaptureStack& stack = c.stacks[i];
+    for (uint64_t k = stack.count; k-- > 0;) stack.times_us.push_back(i * 1000 + 7 * k);  // unsorted
+  }
+  return c;
+}
+
+// The text of the first stack with times, "STACK_TIMES" standing for its
+// times array, edited by `times`.
+std::string with_first_times(const std::string& times) {
+  std::string text = capture_to_json(timed_capture());
+  const size_t at = text.find("\"times\":[");
+  const size_t end = text.find(']', at);
+  return text.substr(0, at) + "\"times\":" + times + text.substr(end + 1);
+}
+
+}  // namespace
+
+TEST_CASE("capture JSON: sample times round trip, delta-encoded and sorted; merged stacks merge them") {
+  const Capture timed = timed_capture();
+  const std::string text = capture_to_json(timed);
+  // sample_capture's first canonical stack (pid 10, tid 10: c.stacks[3],
+  // one sample at 3000) and the twice-listed one (tid 11: c.stacks[0] and
+  // [4], 5 samples each at 0..28 and 4000..4028), written as deltas.
+  CHECK(text.find("\"count\":1,\"truncated\":true,\"frames\":[{\"unresolved\":\"anonymous-mapping\","
+                  "\"address\":\"0x7ffd0000\"},{\"module\":0,\"address\":\"0x1000\"}],\"times\":[3000]}") !=
+        std::string::npos);
+  CHECK(text.find("\"times\":[0,7,7,7,7,3972,7,7,7,7]}") != std::string::npos);
+  auto back = capture_from_json(text);
+  REQUIRE_MESSAGE(back, back.error().message);
+  for (const CaptureStack& stack : back->stacks) {
+    CHECK(stack.times_us.size() == stack.count);
+    CHECK(std::is_sorted(stack.times_us.begin(), stack.times_us.end()));
+  }
+  CHECK(back->stacks[1].times_us == std::vector<uint64_t>{0, 7, 14, 21, 28, 4000, 4007, 4014, 4021, 4028});
+  CHECK(capture_to_json(*back) == text);
+  // Without times, the same bytes as ever: old captures and the agent's.
+  Capture untimed = timed;
+  for (CaptureStack& stack : untimed.stacks) stack.times_us.clear();
+  CHECK(capture_to_json(untimed) == kSampleJson);
+}
+
+TEST_CASE("capture JSON: sample times are bounded by the count and must match it") {
+  // The first timed stack has count 1.
+  CHECK(error_of(with_first_times("[3000,1]")) ==
+        "stacks[0].times[1]: more sample times than the stack's count (1)");
+  CHECK(error_of(with_first_times("[]")) == "stacks[0].times: 0 sample times for a count of 1");
+  CHECK(error_of(with_first_times("[3000]")).empty());
+  // Deltas cannot go back: a negative one is no unsigned integer.
+  std::string text = capture_to_json(timed_capture());
+  const size_t at = text.find("[0,7,7,7,7,3972");
+  REQUIRE(at != std::string::npos);
+  std::string unsorted = text;
+  unsorted.replace(at, 15, "[0,7,7,7,7,-3");
+  CHECK(error_of(unsorted) == "stacks[1].times[5]: expected an unsigned integer, got a negative one");
+  std::string overflow = text;
+  overflow.replace(at, 15, "[0,7,7,7,7,18446744073709551615");
+  CHECK(error_of(overflow) == "stacks[1].times[5]: sample time overflows 64 bits");
+  CHECK(error_of(with_first_times("[\"3000\"]")) == "stacks[0].times[0]: expected an unsigned integer, got a string");
+  CHECK(error_of(with_first_times("3000")) == "stacks[0].times: expected an array, got an integer");
+  // Times before the count (any field order): checked at the stack's end.
+  std::string times_first = text;
+  const std::string times = ",\"times\":[0,7,7,7,7,3972,7,7,7,7]";
+  times_first.erase(times_first.find(times), times.size());
+  const size_t stack = times_first.find("{\"pid\":10,\"tid\":11,");
+  REQUIRE(stack != std::string::npos);
+  times_first.insert(stack + 1, "\"times\":[0,1,1,1,1,1,1,1,1,1,1],");
+  CHECK(error_of(times_first) == "stacks[1].times: 11 sample times for a count of 10");
+}
+
+TEST_CASE("canonicalize and merge_capture keep sample times only where every sample has one") {
+  Capture c = timed_capture();
+  c.stacks[4].times_us.clear();  // the second copy of a stack listed twice: merged, times dropped
+  c.stacks[1].times_us.pop_back();  // fewer times than samples: dropped
+  canonicalize(c);
+  for (const CaptureStack& stack : c.stacks) {
+    const bool dropped = stack.tid == 11 || stack.tid == 20;
+    CHECK(stack.times_us.empty() == dropped);
+  }
+
+  // A later window's times move to the first window's start.
+  Capture window;
+  merge_capture(window, timed_capture());
+  Capture later = timed_capture();
+  later.start_time_unix_ns += 2000000000;  // 2 s later
+  merge_capture(window, later);
+  for (const CaptureStack& stack : window.stacks) {
+    REQUIRE(stack.times_us.size() == stack.count);
+    CHECK(std::is_sorted(stack.times_us.begin(), stack.times_us.end()));
+    CHECK(stack.times_us.back() >= 2000000);
+    CHECK(stack.times_us.front() < 2000000);
+  }
+  // An earlier one: its times before the window's start become 0.
+  Capture earlier = timed_capture();
+  earlier.start_time_unix_ns -= 1000;  // 1 us earlier
+  Capture merged = timed_capture();
+  merge_capture(merged, earlier);
+  CHECK(merged.stacks[1].times_us.front() == 0);
+  CHECK(merged.stacks[1].times_us.size() == 20);
 }

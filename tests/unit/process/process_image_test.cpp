@@ -174,6 +174,37 @@ TEST_CASE("stack aggregator: counts raw stacks, normalizes each once, builds a c
   CHECK(capture.stacks[2].count == 1);
 }
 
+TEST_CASE("stack aggregator: sample times only when asked, in microseconds after the origin") {
+  FakeProc proc;
+  proc.maps[10] = std::string(kApp) + kLib;
+  ProcessTable table(proc.source());
+  uint64_t a[] = {0x400100, 0x400050};
+  uint64_t b[] = {0x400100};
+  auto sample = [&](std::span<const uint64_t> ips, uint64_t time_ns) {
+    RawSample s{10, 10, "app", ips, false, {}};
+    s.time_ns = time_ns;
+    return s;
+  };
+  StackAggregator untimed(table);
+  untimed.add(sample(a, 5000000));
+  Capture capture;
+  untimed.build(capture);
+  REQUIRE(capture.stacks.size() == 1);
+  CHECK(capture.stacks[0].times_us.empty());  // the agent's way: nothing per sample
+
+  StackAggregator timed(table);
+  timed.keep_sample_times(1000000);  // the session started at 1 ms
+  timed.add(sample(a, 3999999));
+  timed.add(sample(b, 2500000));
+  timed.add(sample(a, 2000000));
+  timed.add(sample(a, 999999));  // before the start: 0
+  timed.build(capture);
+  REQUIRE(capture.stacks.size() == 2);
+  for (const CaptureStack& stack : capture.stacks)
+    CHECK(stack.times_us == (stack.frames.size() == 2 ? std::vector<uint64_t>{0, 1000, 2999}
+                                                       : std::vector<uint64_t>{1500}));
+}
+
 TEST_CASE("stack aggregator: kernel frames go leafward of the user frames, leaf exact") {
   FakeProc proc;
   proc.maps[10] = std::string(kApp) + kLib;

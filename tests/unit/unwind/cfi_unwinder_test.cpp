@@ -612,24 +612,31 @@ TEST_CASE("stack copy unwinder: a sample of this process, through its process im
   copy.stack = full.snapshot.snapshot.view();
   std::vector<std::vector<uint64_t>> emitted;
   std::vector<bool> truncated;
+  std::vector<uint64_t> times;
   auto collect = [&](const gsymprof::RawSample& s) {
     emitted.emplace_back(s.ips.begin(), s.ips.end());
     truncated.push_back(s.truncated);
+    times.push_back(s.time_ns);
     CHECK(s.comm == "unit_tests");
   };
   // The leaf is in libc, unknown to the first read, and the maps may not be
   // read again yet: the walk is held.
+  copy.time_ns = 100;
   unwinder.unwind(copy, collect);
   CHECK(emitted.empty());
   CHECK(reads == 1);
   // Re-reads allowed: the next walk reads the maps again and completes...
   processes.min_interval = std::chrono::milliseconds(0);
+  copy.time_ns = 200;
   unwinder.unwind(copy, collect);
   CHECK(reads == 2);
   REQUIRE(emitted.size() == 1);
-  // ...and the one after first finishes the held walk.
+  // ...and the one after first finishes the held walk, which keeps the
+  // time it was taken at.
+  copy.time_ns = 300;
   unwinder.unwind(copy, collect);
   REQUIRE(emitted.size() == 3);
+  CHECK(times == std::vector<uint64_t>{200, 100, 300});
   for (size_t i = 0; i < 3; ++i) {
     CHECK(emitted[i] == full.result.ips);
     CHECK_FALSE(truncated[i]);
@@ -644,10 +651,12 @@ TEST_CASE("stack copy unwinder: a sample of this process, through its process im
   s.snapshot.regs.ip = 0x10;  // mapped nowhere
   s.snapshot.regs.bp = 0;     // and no frame pointer to fall back on
   copy.stack = s.snapshot.view();
+  copy.time_ns = 400;
   unwinder.unwind(copy, collect);
   CHECK(emitted.size() == 3);
   unwinder.flush(collect);
   REQUIRE(emitted.size() == 4);
+  CHECK(times.back() == 400);
   CHECK(emitted[3] == std::vector<uint64_t>{0x10});
   CHECK(truncated[3]);
   CHECK(unwinder.truncations().at("unwind_no_module") == 1);
