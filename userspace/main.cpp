@@ -13,6 +13,7 @@ constexpr gsymprof::Subcommand kCommands[] = {
     {"agent", "profile continuously: pprof files, a pprof/Prometheus endpoint", gsymprof::cmd_agent},
     {"symbolize", "turn a capture into folded stacks using GSYM files", gsymprof::cmd_symbolize},
     {"flamegraph", "render folded stacks as an interactive SVG", gsymprof::cmd_flamegraph},
+    {"heatmap", "a capture's samples over time: heatmap and flame graphs of ranges (HTML)", gsymprof::cmd_heatmap},
     {"diff", "compare two profiles: differential flame graph, changed functions", gsymprof::cmd_diff},
     {"gsym", "GSYM files: convert, lookup, dump, verify", gsymprof::cmd_gsym},
     {"doctor", "check what this kernel and machine let gsymprof do", gsymprof::cmd_doctor},

@@ -19,6 +19,7 @@ int cmd_profile(int argc, char** argv);     // cmd_profile.cpp
 int cmd_record(int argc, char** argv);      // cmd_record.cpp
 int cmd_symbolize(int argc, char** argv);   // cmd_symbolize.cpp
 int cmd_flamegraph(int argc, char** argv);  // cmd_flamegraph.cpp
+int cmd_heatmap(int argc, char** argv);     // cmd_heatmap.cpp
 int cmd_diff(int argc, char** argv);        // cmd_diff.cpp
 int cmd_doctor(int argc, char** argv);      // cmd_doctor.cpp
 int cmd_agent(int argc, char** argv);       // cmd_agent.cpp
