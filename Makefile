@@ -38,8 +38,9 @@ CXXFLAGS   += $(CXXSTD) $(WARN) $(OPT) $(SAN_FLAGS) -pthread
 CPPFLAGS   += -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT
 LDLIBS     += -lbpf -ldw -lelf -lz -liberty -lprotobuf -ldebuginfod -lzstd -llzma -lcpp-httplib -lssl -lcrypto -pthread
 # gRPC (the agent's OTLP/gRPC export): Debian 12's libgrpc++-dev 1.51 as
-# shared libraries; libgrpc++ pulls in the core, gpr is called directly.
-LDLIBS     += -lgrpc++ -lgrpc -lgpr
+# shared libraries; libgrpc++ pulls in the core; gpr and abseil's Mutex
+# (inlined by the generated stubs' headers) are called directly.
+LDLIBS     += -lgrpc++ -lgrpc -lgpr -labsl_synchronization
 
 # gsym/ (gsym/README.md): libgsym.a is every sub-folder but the converter
 # (base, format, reader, builder: nothing beyond libc); libgsym_convert.a is

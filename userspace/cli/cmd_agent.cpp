@@ -14,6 +14,7 @@
 #include "userspace/export/agent_exporter.h"
 #include "userspace/export/agent_metrics.h"
 #include "userspace/export/http_endpoint.h"
+#include "userspace/export/otlp_sink.h"
 #include "userspace/export/pprof_files.h"
 #include "userspace/export/window_store.h"
 #include "userspace/report/session_summary.h"
@@ -41,6 +42,7 @@ struct AgentFlags {
   size_t output_max_files = 360;             // an hour of 10 s windows
   uint64_t output_max_bytes = 512ull << 20;  // whichever comes first
   std::string symbolize = "host";
+  OtlpSinkOptions otlp;  // used with --otlp-endpoint
 };
 
 }  // namespace
@@ -90,6 +92,26 @@ int cmd_agent(int argc, char** argv) {
     if (!n || *n < 4096) throw UsageError("--output-max-bytes: bytes, at least 4096, not '" + v + "'");
     flags.output_max_bytes = *n;
   });
+  cli.value("--otlp-endpoint", "HOST:PORT", "send each window as OTLP Profiles to this OpenTelemetry Collector or backend",
+            [&flags](const std::string& v) { flags.otlp.endpoint = v; });
+  cli.value("--otlp-protocol", "grpc|http", "OTLP over gRPC (the default; port 4317 by convention) or HTTP/protobuf (4318)",
+            [&flags](const std::string& v) {
+              if (v != "grpc" && v != "http") throw UsageError("--otlp-protocol: grpc or http, not '" + v + "'");
+              flags.otlp.protocol = v == "grpc" ? OtlpProtocol::Grpc : OtlpProtocol::Http;
+            });
+  cli.flag("--otlp-insecure", "OTLP in plaintext, without TLS", [&flags] { flags.otlp.insecure = true; });
+  cli.path("--otlp-ca", "FILE", "TLS: trust the CA certificates in this PEM file (default: the system's)", flags.otlp.ca_file);
+  cli.value("--otlp-headers-env", "VAR",
+            "OTLP request headers from this environment variable, \"key1=value1,key2=value2\" (API keys stay off the command line)",
+            [&flags](const std::string& v) { flags.otlp.headers_env = v; });
+  cli.path("--spool-dir", "DIR", "windows not yet taken by the OTLP backend wait here, sent after a restart too (default /var/lib/gsymprof/spool)",
+           flags.otlp.spool_dir);
+  cli.value("--spool-max-bytes", "N", "the spool keeps at most N bytes, the oldest windows dropped first (default 67108864)",
+            [&flags](const std::string& v) {
+              auto n = parse_unsigned<uint64_t>(v);
+              if (!n || *n < 4096) throw UsageError("--spool-max-bytes: bytes, at least 4096, not '" + v + "'");
+              flags.otlp.spool_max_bytes = *n;
+            });
   cli.example("the whole host at 19 Hz, pulled by go tool pprof or Parca",
               "sudo gsymprof agent --listen 127.0.0.1:8787")
       .example("then, from the same host",
@@ -101,14 +123,19 @@ int cmd_agent(int argc, char** argv) {
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
   if (std::string problem = validate_target_options(session.targets); !problem.empty())
     return cli.usage_error(problem);
-  if (flags.listen.empty() && flags.output_dir.empty())
-    return cli.usage_error("nothing to export to: give --listen HOST:PORT and/or --output-dir DIR");
+  if (flags.listen.empty() && flags.output_dir.empty() && flags.otlp.endpoint.empty())
+    return cli.usage_error("nothing to export to: give --otlp-endpoint HOST:PORT, --listen HOST:PORT and/or --output-dir DIR");
 
   std::vector<std::unique_ptr<WindowSink>> sinks;
   if (!flags.output_dir.empty()) {
     auto store = WindowStore::open(flags.output_dir, "profile", ".pb.gz", flags.output_max_files, flags.output_max_bytes);
     if (!store) return cli.failure("--output-dir " + store.error().to_string());
     sinks.push_back(std::make_unique<PprofFiles>(std::move(*store)));
+  }
+  if (!flags.otlp.endpoint.empty()) {
+    auto otlp = OtlpSink::open(flags.otlp);
+    if (!otlp) return cli.failure(otlp.error().to_string());
+    sinks.push_back(std::move(*otlp));
   }
   AgentExporterOptions export_options;
   export_options.window_s = flags.window_s;
@@ -140,6 +167,8 @@ int cmd_agent(int argc, char** argv) {
       std::fprintf(stderr, "; serving http://%s:%d/debug/pprof/profile and /metrics", endpoint->host().c_str(),
                    endpoint->port());
     if (!flags.output_dir.empty()) std::fprintf(stderr, "; writing %s", escape_control(flags.output_dir).c_str());
+    if (!flags.otlp.endpoint.empty())
+      std::fprintf(stderr, "; OTLP to %s", escape_control(flags.otlp.endpoint).c_str());
     std::fprintf(stderr, " (SIGTERM stops)\n");
   };
   session.on_tick = [&exporter](Capture&& tick) { exporter.on_tick(std::move(tick)); };

@@ -77,6 +77,11 @@ void AgentMetrics::add_pull(bool served) {
   (served ? pulls_served_ : pulls_failed_) += 1;
 }
 
+void AgentMetrics::set_spool_bytes(uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  spool_bytes_ = bytes;
+}
+
 std::string AgentMetrics::prometheus_text() const {
   double cpu = 0;
   uint64_t rss = 0;

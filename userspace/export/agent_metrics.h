@@ -21,6 +21,8 @@ class AgentMetrics {
   void add_tick(const Capture& tick);
   void add_window(const std::string& sink, WindowOutcome outcome, uint64_t count = 1);
   void add_pull(bool served);
+  // Bytes of windows waiting in the OTLP spool (a gauge).
+  void set_spool_bytes(uint64_t bytes);
   // The exposition text, read now (own CPU and RSS from /proc/self).
   std::string prometheus_text() const;
 
