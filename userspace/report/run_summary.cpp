@@ -163,6 +163,49 @@ nlohmann::ordered_json command_end_json(const SessionStats& stats) {
 
 }  // namespace
 
+// The runtime a process runs, by its modules' names: "node", "java" (a
+// JVM), "python3.N" (CPython, from libpython3.N.so or python3.N), or "".
+std::string runtime_of(const Capture& capture, const CaptureProcess& process) {
+  for (uint32_t m : process.modules) {
+    if (m >= capture.modules.size()) continue;
+    const std::string name = basename_of(capture.modules[m].path);
+    if (name == "node" || name.starts_with("libnode.so")) return "node";
+    if (name == "libjvm.so") return "java";
+    for (std::string_view prefix : {"libpython3.", "python3."}) {
+      if (!name.starts_with(prefix)) continue;
+      const std::string minor = name.substr(prefix.size(), name.find_first_not_of("0123456789", prefix.size()) - prefix.size());
+      if (!minor.empty()) return "python3." + minor;
+    }
+  }
+  return "";
+}
+
+// The processes whose runtime would name their code with a flag they were
+// not given: JIT frames no perf map named (node, a JVM), or CPython 3.12+
+// without a perf map (its Python functions are all _PyEval_EvalFrameDefault).
+std::map<std::string, std::vector<uint32_t>> runtimes_to_flag(const Capture& capture) {
+  std::map<uint32_t, bool> unnamed_jit, named_jit;
+  for (const CaptureStack& stack : capture.stacks)
+    for (const CaptureFrame& frame : stack.frames) {
+      if (frame.jit >= 0) named_jit[stack.pid] = true;
+      else if (!frame.kernel && frame.module < 0 && frame.reason == UnresolvedReason::AnonymousMapping)
+        unnamed_jit[stack.pid] = true;
+    }
+  std::map<std::string, std::vector<uint32_t>> out;
+  for (const CaptureProcess& process : capture.processes) {
+    const std::string runtime = runtime_of(capture, process);
+    if (runtime.empty()) continue;
+    bool wants_flag = false;
+    if (runtime == "node" || runtime == "java") wants_flag = unnamed_jit.count(process.pid) != 0;
+    if (runtime.starts_with("python3.")) {
+      const int minor = std::atoi(runtime.c_str() + 8);
+      wants_flag = minor >= 12 && !named_jit.count(process.pid);
+    }
+    if (wants_flag) out[runtime].push_back(process.pid);
+  }
+  return out;
+}
+
 RunSummary summarize_run(std::string command, const Capture& capture) {
   RunSummary summary;
   summary.command = std::move(command);
@@ -180,6 +223,7 @@ RunSummary summarize_run(std::string command, const Capture& capture) {
     (stack.short_waits ? summary.summed_ns : summary.off_cpu_ns) += stack.off_cpu_ns;
   }
   summary.jit_symbols = capture.jit_symbols.size();
+  summary.runtimes_to_flag = runtimes_to_flag(capture);
   summary.losses = summarize_losses(capture);
   const bool count_no_cfi = no_cfi_truncations(summary.losses) > 0;
   std::map<std::string, uint64_t> shallow_ends, no_cfi_ends;
@@ -225,6 +269,24 @@ std::vector<Hint> summary_hints(const RunSummary& summary) {
       hints.push_back({"no_samples",
                        "no samples: the targets were not on a CPU while sampled (gsymprof samples "
                        "running code; a sleeping or blocked process has none)"});
+  }
+  // A runtime that names its code for profilers when asked: once each.
+  for (const auto& [runtime, pids] : summary.runtimes_to_flag) {
+    std::string which = "pid";
+    for (size_t i = 0; i < pids.size() && i < 4; ++i) which += (i ? ", " : " ") + std::to_string(pids[i]);
+    if (pids.size() > 4) which += " and " + std::to_string(pids.size() - 4) + " more";
+    if (runtime == "node")
+      hints.push_back({"runtime_node", "node (" + which + "): JavaScript frames unnamed: start node with "
+                                       "--perf-basic-prof (names from /tmp/perf-PID.map), and "
+                                       "--interpreted-frames-native-stack for interpreted frames"});
+    else if (runtime == "java")
+      hints.push_back({"runtime_java", "Java (" + which + "): JIT frames unnamed: run the JVM with a perf-map "
+                                       "agent (e.g. -agentpath:.../libperf-jvmti.so from Debian's linux-perf) "
+                                       "and -XX:+PreserveFramePointer so stacks go through compiled code"});
+    else
+      hints.push_back({"runtime_python", runtime + " (" + which + "): Python functions show as "
+                                         "_PyEval_EvalFrameDefault: run it with -X perf (or "
+                                         "PYTHONPERFSUPPORT=1) so gsymprof names them from its perf map"});
   }
   // Most stacks shallow under frame pointers: code without them.
   constexpr uint64_t kMinSamples = 20;

@@ -62,6 +62,9 @@ struct RunSummary {
   // their time, and those summed without one (short, or runnable).
   uint64_t waits = 0, off_cpu_ns = 0, summed_waits = 0, summed_ns = 0;
   size_t jit_symbols = 0;  // perf-map entries that named frames
+  // Runtimes gsymprof would name better with a flag of theirs, with the
+  // pids seen (runtime_hints: node, java, python3.12+).
+  std::map<std::string, std::vector<uint32_t>> runtimes_to_flag;
   LossSummary losses;
   // Samples with a user stack, those of at most kShallowUserFrames frames,
   // and the modules those shallow stacks end in (their outermost frame in

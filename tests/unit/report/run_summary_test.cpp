@@ -122,3 +122,47 @@ TEST_CASE("leaves_frames_unnamed: unresolved, or resolved from symbols alone wit
   report.unnamed_frames = 3;
   CHECK(leaves_frames_unnamed(report));
 }
+
+TEST_CASE("run summary: a runtime that would name its code with a flag says which, once") {
+  Capture capture;
+  for (const char* path : {"/usr/bin/node", "/usr/lib/jvm/java-17/lib/server/libjvm.so",
+                           "/usr/lib/x86_64-linux-gnu/libpython3.12.so.1.0", "/usr/bin/python3.11",
+                           "/usr/local/bin/python3.13"}) {
+    CaptureModule module;
+    module.path = path;
+    capture.modules.push_back(module);
+  }
+  // node 10: unnamed JIT code; node 11: named from its perf map; a JVM with
+  // unnamed JIT code; python 3.12 without a perf map; python 3.11 (no -X
+  // perf to give); python 3.13 with its perf map.
+  capture.processes = {{10, "node", {0}}, {11, "node", {0}}, {12, "java", {1}},
+                       {13, "python3", {2}}, {14, "python3", {3}}, {15, "python3", {4}}};
+  CaptureFrame anonymous;
+  anonymous.reason = UnresolvedReason::AnonymousMapping;
+  anonymous.address = 0x7e0000001000;
+  CaptureFrame named = anonymous;
+  named.jit = 0;
+  capture.jit_symbols = {{0x7e0000001000, 0x7e0000002000, "JS:*f"}};
+  auto stack = [&](uint32_t pid, int32_t module, std::vector<CaptureFrame> extra) {
+    CaptureStack s;
+    s.pid = pid;
+    s.count = 3;
+    s.frames = std::move(extra);
+    s.frames.push_back(in_module(module, 0x1000));
+    capture.stacks.push_back(s);
+  };
+  stack(10, 0, {anonymous});
+  stack(11, 0, {named});
+  stack(12, 1, {anonymous});
+  stack(13, 2, {});
+  stack(14, 3, {});
+  stack(15, 4, {named});
+  RunSummary summary = summarize_run("profile", capture);
+  CHECK(summary.runtimes_to_flag ==
+        std::map<std::string, std::vector<uint32_t>>{{"java", {12}}, {"node", {10}}, {"python3.12", {13}}});
+  CHECK(has_hint(summary, "runtime_node"));
+  CHECK(has_hint(summary, "runtime_java"));
+  CHECK(has_hint(summary, "runtime_python"));
+  for (const Hint& hint : summary_hints(summary))
+    if (hint.key == "runtime_python") CHECK(hint.message.find("python3.12 (pid 13): ") == 0);
+}
