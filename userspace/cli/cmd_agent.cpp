@@ -117,7 +117,7 @@ int cmd_agent(int argc, char** argv) {
       .example("then, from the same host",
                "go tool pprof http://127.0.0.1:8787/debug/pprof/profile?seconds=30")
       .example("one pprof per minute on disk, an hour of them kept",
-               "sudo gsymprof agent --window 60 --output-dir /var/lib/gsymprof --output-max-files 60")
+               "sudo gsymprof agent --window 60 --output-dir /srv/prof --output-max-files 60")
       .example("only nginx, labelled by the SVC variable of its environment",
                "sudo gsymprof agent --comm nginx --service-env SVC --listen 127.0.0.1:8787");
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
