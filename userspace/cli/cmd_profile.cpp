@@ -37,7 +37,6 @@ constexpr const char* kEpilogue =
 
 int cmd_profile(int argc, char** argv) {
   SessionOptions session;
-  session.sample_times = true;  // a capture's times: gsymprof heatmap
   SymbolizeFlags symbolize_flags;
   std::string output_path, stats_path;
   SvgFlags svg{"", "gsymprof profile"};
