@@ -3,7 +3,7 @@
 # test). Every number is measured side by side with a peer tool in the same
 # run, ours and the peer's runs alternating, and quoted as a median.
 #
-#   tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [deepstacks] [memory] [tail] [offcpu]   (none: all)
+#   tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [deepstacks] [memory] [tail] [offcpu] [agent]   (none: all)
 #
 # Sections (each prints a markdown table and replaces its own block in
 # tests/bench/RESULTS.md; a section whose tool is not ready says so and skips):
@@ -19,12 +19,17 @@
 #   tail     seconds from the end of sampling to the output, cold and warm, vs perf
 #   offcpu   --off-cpu cost on perf bench sched pipe vs bcc offcputime / bpftrace /
 #            perf --off-cpu, and agreement with them on the offcpu_waits fixture
+#   agent    gsymprof agent's CPU (process + BPF) and RSS, whole host at 19/99 Hz
+#            under stress-ng, vs the OpenTelemetry eBPF profiler (to the test
+#            Collector), named-frame share, and an RSS soak (AGENT_SOAK_MINUTES)
 #
 # Environment: BUILD (build dir, default build), GSYMPROF (default
 # $BUILD/gsymprof), BENCH_DIR (corpus cache, default
 # /var/cache/gsymprof-bench), ROUNDS (alternating rounds, default 5),
 # RESULTS (default tests/bench/RESULTS.md), DEEP_HZ (deepstacks rates, default "999 9999"),
-# TAIL_PERF_ROUNDS (rounds with perf in the tail section, default 1).
+# TAIL_PERF_ROUNDS (rounds with perf in the tail section, default 1),
+# AGENT_HZ / AGENT_RUN_SECONDS / AGENT_SOAK_MINUTES / AGENT_PEERS (the agent
+# section: rates "19 99", 60 s runs, a 5-minute soak; see sections/agent.sh).
 #
 # The configuration below is used by the sections (sourced files).
 # shellcheck disable=SC2034
@@ -59,7 +64,7 @@ source "$HERE/common.sh"
 # ------------------------------------------------------------------- main --
 
 # Every section, in the order a run without arguments takes them.
-ALL_SECTIONS=(lookup convert profile symbolize perfdata stacks deepstacks memory tail offcpu)
+ALL_SECTIONS=(lookup convert profile symbolize perfdata stacks deepstacks memory tail offcpu agent)
 is_section() {
   local name
   for name in "${ALL_SECTIONS[@]}"; do [[ $1 == "$name" ]] && return 0; done
