@@ -273,6 +273,23 @@ void merge_capture(Capture& into, Capture from) {
   canonicalize(into);
 }
 
+int32_t mapping_holding(const CaptureModule& module, uint64_t runtime) {
+  for (size_t m = 0; m < module.mappings.size(); ++m)
+    if (runtime >= module.mappings[m].start && runtime < module.mappings[m].end) return static_cast<int32_t>(m);
+  return -1;
+}
+
+std::pair<uint64_t, uint64_t> kernel_address_range(const Capture& capture) {
+  uint64_t low = UINT64_MAX, high = 0;
+  for (const CaptureStack& stack : capture.stacks)
+    for (const CaptureFrame& frame : stack.frames)
+      if (frame.kernel) {
+        low = std::min(low, frame.address);
+        high = std::max(high, frame.address);
+      }
+  return {low, high + 1};
+}
+
 bool has_kernel_frames(const Capture& capture) {
   for (const CaptureStack& stack : capture.stacks)
     for (const CaptureFrame& frame : stack.frames)

@@ -205,6 +205,13 @@ std::string off_cpu_frame_name(OffCpuReason reason);
 // The frame that stands for the frames of summed short waits.
 inline constexpr const char* kShortWaitsFrame = "[short waits]";
 
+// The index of the mapping of `module` holding runtime address `runtime`, or -1.
+int32_t mapping_holding(const CaptureModule& module, uint64_t runtime);
+
+// [lowest, highest + 1) of the kernel frames' addresses: the range of the
+// one kernel mapping pprof and OTLP give them ({UINT64_MAX, 0 + 1}: none).
+std::pair<uint64_t, uint64_t> kernel_address_range(const Capture& capture);
+
 // Whether any stack of `capture` has a kernel frame.
 bool has_kernel_frames(const Capture& capture);
 

@@ -145,6 +145,12 @@ int cmd_agent(int argc, char** argv) {
     auto opened = open_locator(symbolize_flags.gsym_dirs);
     if (!opened) return cli.failure(opened.error().to_string());
     locator = std::move(*opened);
+    // The --gsym-dirs indexed again every 10 minutes or so, the readers of
+    // the last ones unmapped (a dir that went away: the cache only).
+    export_options.make_locator = [dirs = symbolize_flags.gsym_dirs] {
+      auto fresh = open_locator(dirs);
+      return fresh ? std::move(*fresh) : open_locator({}).value();
+    };
   } else {
     // Addresses, build IDs and mappings: no GSYM is read or made.
     export_options.symbolize.local_elf_path = [](const CaptureModule&) { return std::string(); };

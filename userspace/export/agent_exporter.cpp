@@ -1,5 +1,6 @@
 #include "userspace/export/agent_exporter.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -107,6 +108,13 @@ void AgentExporter::run() {
       continue;
     }
     for (const auto& sink : sinks_) sink->deliver(job.capture, locator_, options_.symbolize, metrics_);
+    if (options_.make_locator && ++windows_since_locator_ >= options_.windows_per_locator) {
+      locator_ = options_.make_locator();
+      windows_since_locator_ = 0;
+    }
+    // Symbolizing a window (and converting a module) frees what it
+    // allocated; hand it back so the agent's memory stays flat.
+    ::malloc_trim(0);
   }
 }
 

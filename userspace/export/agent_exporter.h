@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,11 @@ struct AgentExporterOptions {
   size_t max_queued = 4;      // windows waiting for the export thread
   size_t max_pulls = 4;       // profiles being collected for HTTP at once
   double max_pull_s = 600;    // the longest one
+  // Makes the locator anew every `windows_per_locator` windows (empty: one
+  // for the lifetime): a locator keeps every GSYM it opened mapped, and a
+  // host runs new binaries all day. Opened GSYMs stay in the cache.
+  std::function<GsymLocator()> make_locator;
+  uint64_t windows_per_locator = 60;
 };
 
 class AgentExporter {
@@ -73,6 +79,7 @@ class AgentExporter {
   std::vector<std::unique_ptr<Pull>> pulls_;
   Capture window_;
   bool stopping_ = false;
+  uint64_t windows_since_locator_ = 0;  // the export thread's
   std::thread thread_;
 };
 

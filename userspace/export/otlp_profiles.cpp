@@ -195,29 +195,22 @@ class RequestBuilder {
   // The executable mapping of `module` holding `runtime` (0: none).
   int32_t mapping_index(int32_t module_index, uint64_t runtime) {
     const CaptureModule& module = capture_.modules[static_cast<size_t>(module_index)];
-    for (size_t m = 0; m < module.mappings.size(); ++m) {
-      const ModuleMapping& range = module.mappings[m];
-      if (runtime < range.start || runtime >= range.end) continue;
-      auto [it, added] = mapping_indexes_.try_emplace(std::pair(module_index, m), dictionary_.mapping_table_size());
-      if (added) add_mapping(range.start, range.end, range.file_offset, module.path, module.build_id);
-      return it->second;
-    }
-    return 0;
+    const int32_t m = mapping_holding(module, runtime);
+    if (m < 0) return 0;
+    const ModuleMapping& range = module.mappings[static_cast<size_t>(m)];
+    auto [it, added] = mapping_indexes_.try_emplace(std::pair(module_index, static_cast<size_t>(m)),
+                                                     dictionary_.mapping_table_size());
+    if (added) add_mapping(range.start, range.end, range.file_offset, module.path, module.build_id);
+    return it->second;
   }
 
   // One mapping for every kernel frame, over the kernel addresses sampled,
   // named as perf names the kernel, with the recording kernel's build ID.
   int32_t kernel_mapping_index() {
     if (kernel_mapping_ == 0) {
-      uint64_t low = UINT64_MAX, high = 0;
-      for (const CaptureStack& stack : capture_.stacks)
-        for (const CaptureFrame& frame : stack.frames)
-          if (frame.kernel) {
-            low = std::min(low, frame.address);
-            high = std::max(high, frame.address);
-          }
+      const auto [start, limit] = kernel_address_range(capture_);
       kernel_mapping_ = dictionary_.mapping_table_size();
-      add_mapping(low, high + 1, 0, kKernelModulePath, capture_.kernel.build_id);
+      add_mapping(start, limit, 0, kKernelModulePath, capture_.kernel.build_id);
     }
     return kernel_mapping_;
   }

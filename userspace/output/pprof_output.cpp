@@ -144,48 +144,36 @@ class ProfileBuilder {
   // The executable mapping of `module` holding `runtime` (0: none).
   uint64_t mapping_id(int32_t module_index, uint64_t runtime) {
     const CaptureModule& module = capture_.modules[static_cast<size_t>(module_index)];
-    for (size_t m = 0; m < module.mappings.size(); ++m) {
-      const ModuleMapping& range = module.mappings[m];
-      if (runtime < range.start || runtime >= range.end) continue;
-      auto [it, added] = mapping_ids_.try_emplace(std::pair(module_index, m),
-                                                  static_cast<uint64_t>(profile_.mapping_size()) + 1);
-      if (added) {
-        pb::Mapping* mapping = profile_.add_mapping();
-        mapping->set_id(it->second);
-        mapping->set_memory_start(range.start);
-        mapping->set_memory_limit(range.end);
-        mapping->set_file_offset(range.file_offset);
-        mapping->set_filename(strings_.index(module.path));
-        mapping->set_build_id(strings_.index(module.build_id.hex()));
-        mapping_flags_.emplace_back();
-      }
-      return it->second;
-    }
-    return 0;
+    const int32_t m = mapping_holding(module, runtime);
+    if (m < 0) return 0;
+    const ModuleMapping& range = module.mappings[static_cast<size_t>(m)];
+    auto [it, added] = mapping_ids_.try_emplace(std::pair(module_index, static_cast<size_t>(m)),
+                                                static_cast<uint64_t>(profile_.mapping_size()) + 1);
+    if (added) add_mapping(range.start, range.end, range.file_offset, module.path, module.build_id);
+    return it->second;
   }
 
   // One mapping for every kernel frame, over the kernel addresses sampled,
   // named as perf names the kernel, with the recording kernel's build ID.
   uint64_t kernel_mapping_id() {
     if (kernel_mapping_ == 0) {
-      uint64_t low = UINT64_MAX, high = 0;
-      for (const CaptureStack& stack : capture_.stacks)
-        for (const CaptureFrame& frame : stack.frames)
-          if (frame.kernel) {
-            low = std::min(low, frame.address);
-            high = std::max(high, frame.address);
-          }
-      pb::Mapping* mapping = profile_.add_mapping();
+      const auto [start, limit] = kernel_address_range(capture_);
+      add_mapping(start, limit, 0, kKernelModulePath, capture_.kernel.build_id);
       kernel_mapping_ = static_cast<uint64_t>(profile_.mapping_size());
-      mapping->set_id(kernel_mapping_);
-      mapping->set_memory_start(low);
-      mapping->set_memory_limit(high + 1);
-      mapping->set_filename(strings_.index(kKernelModulePath));
-      mapping->set_build_id(strings_.index(capture_.kernel.build_id.hex()));
-      mapping_flags_.emplace_back();
       mapping_flags_.back().filenames = mapping_flags_.back().line_numbers = false;
     }
     return kernel_mapping_;
+  }
+
+  void add_mapping(uint64_t start, uint64_t limit, uint64_t file_offset, const std::string& path, const BuildId& id) {
+    pb::Mapping* mapping = profile_.add_mapping();
+    mapping->set_id(static_cast<uint64_t>(profile_.mapping_size()));
+    mapping->set_memory_start(start);
+    mapping->set_memory_limit(limit);
+    mapping->set_file_offset(file_offset);
+    mapping->set_filename(strings_.index(path));
+    mapping->set_build_id(strings_.index(id.hex()));
+    mapping_flags_.emplace_back();
   }
 
   uint64_t function_id(const SymbolizedFrame& frame) {

@@ -1,5 +1,7 @@
 #include "userspace/session/agent_session.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -145,6 +147,7 @@ gsym::Status run_agent_session(const AgentSessionOptions& options, AgentSessionS
     const bool compact = ticks % kTicksPerCompaction == 0;
     if (compact) labels.keep_only(capture.processes);
     assembler.next_window(compact);
+    if (compact) ::malloc_trim(0);  // what the process table freed goes back
     if (options.on_tick) options.on_tick(std::move(capture));
     if (stats) {
       stats->counters = counters;

@@ -617,6 +617,12 @@ std::string CfiUnwinder::module_error(const UnwindModule& module) {
   return it == cache_.end() ? "" : it->second->error;
 }
 
+void CfiUnwinder::forget_modules() {
+  std::lock_guard lock(mutex_);
+  cache_.clear();
+  rows_cached_ = 0;
+}
+
 CfiCacheStats CfiUnwinder::stats() {
   std::lock_guard lock(mutex_);
   return stats_;

@@ -89,6 +89,9 @@ class CfiUnwinder {
   // Why a module's CFI could not be used ("" when it loaded or was never tried).
   std::string module_error(const UnwindModule& module);
   CfiCacheStats stats();
+  // Drops every module's parsed CFI (the agent, once a minute: modules of
+  // processes gone must not stay loaded for the uptime).
+  void forget_modules();
 
   struct ModuleCfi;  // parsed CFI of one module (cfi_unwinder.cpp)
 

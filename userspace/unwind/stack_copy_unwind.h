@@ -49,7 +49,10 @@ class StackCopyUnwinder {
   void reset_counts();
   // After ProcessTable::compact (image ids renumbered): forgets the modules
   // found per image. Nothing may be held (flush first).
-  void forget_images() { modules_.clear(); }
+  void forget_images() {
+    modules_.clear();
+    unwinder_.forget_modules();
+  }
   // Frames reached by the frame-pointer fallback (cfi_unwinder.h), and the
   // stacks that have any.
   uint64_t frame_pointer_steps() const { return frame_pointer_steps_; }
