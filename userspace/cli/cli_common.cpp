@@ -1,6 +1,7 @@
 #include "userspace/cli/cli_common.h"
 
 #include "userspace/report/progress_line.h"
+#include "userspace/report/session_summary.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,6 +42,18 @@ void add_each_target_flag(CommandLine& cli, TargetOptions& options, bool with_du
 void add_target_flags(CommandLine& cli, TargetOptions& options) {
   add_each_target_flag(cli, options, /*with_duration=*/true);
   cli.command_after_dashes(kTargetCommandHelp, options.command);
+}
+
+gsym::Expected<Capture> sample_with_progress(SessionOptions& session, SessionStats& stats) {
+  const SamplingProgress progress(session.targets);
+  session.on_started = [&progress](const std::vector<std::string>& notices) {
+    print_notices(notices);
+    progress.start();
+  };
+  session.on_progress = [&progress](uint64_t samples, double elapsed_s) { progress.update(samples, elapsed_s); };
+  auto capture = run_sampling_session(session, &stats);
+  progress.finish();
+  return capture;
 }
 
 void add_agent_target_flags(CommandLine& cli, TargetOptions& options) {

@@ -12,6 +12,7 @@
 #include "userspace/report/run_summary.h"
 #include "userspace/cli/command_line.h"
 #include "userspace/output/flamegraph.h"
+#include "userspace/session/profile_session.h"
 #include "userspace/session/target_options.h"
 #include "userspace/symbolize/gsym_locator.h"
 #include "userspace/symbolize/symbolize.h"
@@ -21,6 +22,10 @@ namespace gsymprof {
 // -p/--pid, -F/--freq, -d/--duration, --call-graph, --max-depth,
 // --user-callchains and "-- CMD ARGS..." into `options`.
 void add_target_flags(CommandLine& cli, TargetOptions& options);
+// Runs the one-shot session (profile, record) with the terminal's start
+// line, live line and end, and the kernel's notices first.
+gsym::Expected<Capture> sample_with_progress(SessionOptions& session, SessionStats& stats);
+
 // The same for the agent: no -d (it runs until SIGTERM) and no -- CMD.
 void add_agent_target_flags(CommandLine& cli, TargetOptions& options);
 

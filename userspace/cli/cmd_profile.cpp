@@ -86,14 +86,7 @@ int cmd_profile(int argc, char** argv) {
                     module.path);
   };
   SessionStats stats;
-  const SamplingProgress progress(session.targets);
-  session.on_started = [&progress](const std::vector<std::string>& notices) {
-    print_notices(notices);
-    progress.start();
-  };
-  session.on_progress = [&progress](uint64_t samples, double elapsed_s) { progress.update(samples, elapsed_s); };
-  auto capture = run_sampling_session(session, &stats);
-  progress.finish();
+  auto capture = sample_with_progress(session, stats);
   prefetcher.reset();  // the locator is ours again
   if (!capture) return cli.failure(capture.error().to_string());
   RunSummary summary = summarize_run("profile", *capture);

@@ -73,14 +73,7 @@ int cmd_record(int argc, char** argv) {
       if (auto status = check_output_directory(path); !status) return cli.failure(status.error().to_string());
 
   SessionStats stats;
-  const SamplingProgress progress(session.targets);
-  session.on_started = [&progress](const std::vector<std::string>& notices) {
-    print_notices(notices);
-    progress.start();
-  };
-  session.on_progress = [&progress](uint64_t samples, double elapsed_s) { progress.update(samples, elapsed_s); };
-  auto capture = run_sampling_session(session, &stats);
-  progress.finish();
+  auto capture = sample_with_progress(session, stats);
   if (!capture) return cli.failure(capture.error().to_string());
   // Files only this process can still open (another mount namespace,
   // deleted, replaced): their GSYMs go to the cache now, for `symbolize`.
