@@ -97,16 +97,21 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/etc/passwd
 [[ $code == 404 ]] || fail "/etc/passwd answered $code, not 404"
 
 echo "metrics"
-sleep 3
-curl -sf "http://127.0.0.1:$port/metrics" >"$WORK/metrics.txt" || fail "/metrics did not answer"
-"$PROMPARSE" <"$WORK/metrics.txt" >"$WORK/metrics.parsed" || fail "/metrics is not Prometheus text"
+# The export thread symbolizes behind sampling (converting the host's
+# modules the first time): wait up to 60 s for two windows written.
 metric() { awk -v m="$1" 'index($0, m " ") == 1 { print $2 }' "$WORK/metrics.parsed"; }
+for _ in $(seq 60); do
+  curl -sf "http://127.0.0.1:$port/metrics" >"$WORK/metrics.txt" || fail "/metrics did not answer"
+  "$PROMPARSE" <"$WORK/metrics.txt" >"$WORK/metrics.parsed" || fail "/metrics is not Prometheus text"
+  exported=$(metric 'gsymprof_windows_total{sink="files",outcome="exported"}')
+  (( ${exported%.*} >= 2 )) && break
+  sleep 1
+done
 ticks=$(metric 'gsymprof_ticks_total{}') samples=$(metric 'gsymprof_samples_total{}')
-exported=$(metric 'gsymprof_windows_total{sink="files",outcome="exported"}')
 pulls=$(metric 'gsymprof_pulls_total{outcome="served"}')
 rss=$(metric 'gsymprof_process_resident_memory_bytes{}')
 echo "  ticks $ticks, samples $samples, windows written $exported, pulls served $pulls, rss $rss"
-(( ${ticks%.*} >= 5 && ${samples%.*} > 0 && ${exported%.*} >= 2 && ${pulls%.*} == 1 && ${rss%.*} > 0 )) ||
+(( ${ticks%.*} >= 3 && ${samples%.*} > 0 && ${exported%.*} >= 2 && ${pulls%.*} == 1 && ${rss%.*} > 0 )) ||
   { cat "$WORK/metrics.parsed" >&2; fail "/metrics does not count what happened"; }
 
 echo "SIGTERM: the window in progress is written"

@@ -137,14 +137,11 @@ size_t StackAggregator::KeyHash::operator()(const KeyView& k) const {
 }
 
 bool StackAggregator::KeyEqual::operator()(const Key& a, const Key& b) const {
-  return a.image == b.image && a.tid == b.tid && a.truncated == b.truncated && a.off_cpu == b.off_cpu &&
-         a.short_waits == b.short_waits && a.kernel_count == b.kernel_count && a.comm == b.comm &&
-         a.ips == b.ips;
+  return static_cast<const KeyHeader&>(a) == static_cast<const KeyHeader&>(b) && a.ips == b.ips;
 }
 
 bool StackAggregator::KeyEqual::operator()(const KeyView& a, const Key& b) const {
-  if (a.image != b.image || a.tid != b.tid || a.truncated != b.truncated || a.off_cpu != b.off_cpu ||
-      a.short_waits != b.short_waits || a.kernel_count != b.kernel_count || a.comm != b.comm ||
+  if (!(static_cast<const KeyHeader&>(a) == static_cast<const KeyHeader&>(b)) ||
       a.kernel_ips.size() + a.user_ips.size() != b.ips.size())
     return false;
   return std::equal(a.kernel_ips.begin(), a.kernel_ips.end(), b.ips.begin()) &&
@@ -183,7 +180,7 @@ void StackAggregator::add(const RawSample& sample) {
         perf_maps_->find(sample.pid, lookup_address(sample.ips[i], i));
   }
   note_module_uses(view.image, image);
-  Key key{view.image, view.tid, view.truncated, view.off_cpu, false, view.kernel_count, view.comm, {}};
+  Key key{static_cast<const KeyHeader&>(view), {}};
   key.ips.reserve(sample.kernel_ips.size() + sample.ips.size());
   key.ips.assign(sample.kernel_ips.begin(), sample.kernel_ips.end());
   key.ips.insert(key.ips.end(), sample.ips.begin(), sample.ips.end());

@@ -84,23 +84,22 @@ class StackAggregator {
 
  private:
   using Comm = std::array<char, 16>;
-  // ips holds the kernel frames (kernel_count of them), then the user frames.
-  struct Key {
+  // What a stack is besides its addresses.
+  struct KeyHeader {
     uint32_t image = 0, tid = 0;
     bool truncated = false;
     OffCpuReason off_cpu = OffCpuReason::None;
     bool short_waits = false;
     uint32_t kernel_count = 0;
     Comm comm{};
+    bool operator==(const KeyHeader&) const = default;
+  };
+  // ips holds the kernel frames (kernel_count of them), then the user frames.
+  struct Key : KeyHeader {
     std::vector<uint64_t> ips;
   };
-  struct KeyView {
-    uint32_t image = 0, tid = 0;
-    bool truncated = false;
-    OffCpuReason off_cpu = OffCpuReason::None;
-    bool short_waits = false;
-    uint32_t kernel_count = 0;
-    Comm comm{};
+  // A sample's stack looked up without copying its addresses.
+  struct KeyView : KeyHeader {
     std::span<const uint64_t> kernel_ips, user_ips;
   };
   struct KeyHash {
