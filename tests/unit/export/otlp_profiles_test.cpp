@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gsym/builder/builder.h"
+#include "tests/unit/inline_app_gsym.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb.h"
 #include "userspace/export/otlp_profiles.h"
 #include "userspace/output/folded_output.h"
@@ -20,46 +21,10 @@ using opentelemetry::proto::collector::profiles::v1development::ExportProfilesSe
 
 namespace {
 
-const std::vector<uint8_t> kAppId = {0xaa, 0x01, 0x02, 0x03};
+const std::vector<uint8_t>& kAppId = test::kInlineAppId;
 constexpr uint64_t kBias = 0x555500000000;
 
-// main [0x1000,0x1100); foo [0x1100,0x1200) with bar inlined at [0x1110,0x1150).
-std::vector<uint8_t> app_gsym() {
-  gsym::Builder builder;
-  builder.set_build_id(kAppId);
-  uint32_t app_c = builder.add_file({"/src", "app.c"});
-  gsym::Function main_fn;
-  main_fn.range = {0x1000, 0x1100};
-  main_fn.name = "main";
-  main_fn.lines = {{0x1000, app_c, 10}};
-  REQUIRE(builder.add_function(main_fn).ok());
-  gsym::Function foo;
-  foo.range = {0x1100, 0x1200};
-  foo.name = "_Z3fooi";
-  foo.lines = {{0x1100, app_c, 5}, {0x1110, app_c, 50}};
-  gsym::InlineNode bar;
-  bar.ranges = {{0x1110, 0x1150}};
-  bar.name = "bar";
-  bar.call_file = app_c;
-  bar.call_line = 20;
-  gsym::InlineNode root;
-  root.ranges = {foo.range};
-  root.name = foo.name;
-  root.children = {bar};
-  foo.inline_tree = root;
-  REQUIRE(builder.add_function(foo).ok());
-  auto bytes = builder.encode();
-  REQUIRE(bytes.ok());
-  return *bytes;
-}
-
-GsymLocator make_locator() {
-  LocatorOptions options;
-  options.cache_dir = "";
-  GsymLocator locator(options);
-  REQUIRE(locator.add_gsym_bytes(app_gsym(), "app").ok());
-  return locator;
-}
+GsymLocator make_locator() { return test::inline_app_locator(); }
 
 const CaptureFrame kInBar{0, 0x1120, UnresolvedReason::None}, kInMain{0, 0x1050, UnresolvedReason::None};
 const CaptureFrame kKsysRead{-1, 0xffffffff81000210, UnresolvedReason::None, true};
