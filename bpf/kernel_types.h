@@ -36,18 +36,12 @@ struct mm_struct {
 };
 
 struct task_struct {
-  unsigned int __state; /* Linux 5.14; before: long state (below) */
   unsigned int flags;
   pid_t pid;
   pid_t tgid;
   struct mm_struct* mm;
   struct thread_struct thread;
   char comm[16];
-};
-
-/* task_struct before Linux 5.14 named its state `state`, a long. */
-struct task_struct___pre_5_14 {
-  long state;
 };
 
 struct vm_area_struct {

@@ -433,11 +433,6 @@ struct {
   __type(value, struct profile_short_wait_value);
 } short_waits SEC(".maps");
 
-static __always_inline __u32 task_state(struct task_struct* task) {
-  if (bpf_core_field_exists(task->__state)) return BPF_CORE_READ(task, __state);
-  return (__u32)BPF_CORE_READ((struct task_struct___pre_5_14*)task, state);
-}
-
 static __always_inline void add_to_sum(struct profile_short_wait_value* sum, __u64 ns) {
   __sync_fetch_and_add(&sum->ns, ns);
   __sync_fetch_and_add(&sum->count, 1);
@@ -475,10 +470,14 @@ static __always_inline void send_pending(void* ctx, __u64 pid_tgid, struct off_c
   send_sample(ctx, false, pending, same_place, pid_tgid, wait);
 }
 
-static __always_inline void switch_out(void* ctx, bool preempt, struct task_struct* prev) {
+/* `prev_state` is the state the scheduler acted on. prev->__state is not:
+ * once the thread is off its runqueue another CPU may wake it while this
+ * tracepoint runs (TASK_WAKING, then TASK_RUNNING), which read as a wait of
+ * no known kind or as time runnable. */
+static __always_inline void switch_out(void* ctx, bool preempt, struct task_struct* prev, __u32 prev_state) {
   __u32 tgid = prev->tgid;
   if (!is_target(tgid) || !prev->mm) return; /* kernel threads have no user side */
-  __u32 state = task_state(prev) & PROFILE_TASK_STATE_MASK;
+  __u32 state = prev_state & PROFILE_TASK_STATE_MASK;
   if (state & TASK_STATE_EXITING) return; /* it never comes back */
   const bool runnable = preempt || state == TASK_RUNNING;
   if (runnable && !off_cpu_runqueue) return;
@@ -531,8 +530,9 @@ static __always_inline void switch_in(struct task_struct* next) {
 }
 
 SEC("tp_btf/sched_switch")
-int BPF_PROG(off_cpu_switch, bool preempt, struct task_struct* prev, struct task_struct* next) {
-  switch_out(ctx, preempt, prev);
+int BPF_PROG(off_cpu_switch, bool preempt, struct task_struct* prev, struct task_struct* next,
+             unsigned int prev_state) { /* the 4th argument since Linux 5.18 */
+  switch_out(ctx, preempt, prev, prev_state);
   switch_in(next);
   return 0;
 }

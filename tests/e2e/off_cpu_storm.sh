@@ -44,6 +44,12 @@ check() {
   (( lines > 0 && lines < MAX_LINES )) || { head -20 "$folded" >&2; fail "$what: $lines lines of output (want 1..$MAX_LINES)"; }
   grep -q '^sched-pipe;\[short waits\];\[off-cpu S\] [0-9]*$' "$folded" ||
     { grep '\[short waits\]' "$folded" | head -5 >&2; fail "$what: no 'sched-pipe;[short waits];[off-cpu S]' line"; }
+  # A storm wait is a pipe read (S) or a page fault (D), never of no known
+  # kind: a switch-out judged by a state read after another CPU woke the
+  # thread shows as [off-cpu ?].
+  local other
+  other=$(awk -v comm="^($comm)\$" '{ split($0, f, ";"); if (f[1] ~ comm && $0 ~ /\[off-cpu [^SD]/) print }' "$folded" | head -3)
+  [[ -z $other ]] || fail "$what: storm waits in no known state: $other"
   [[ -n $run ]] || { cat "$bench" >&2; fail "$what: perf bench printed no total time"; }
   awk -v s="$short" -v t="$total" -v r="$run" -v e="$elapsed" 'BEGIN {
     printf "  %s: [short waits] %.1f%% of the storm'"'"'s off-CPU time, %.2f x its run time; off-CPU %.2f x the elapsed time\n", "'"$what"'", t ? 100 * s / t : 0, s / (r * 1e9), t / (e * 1e9)

@@ -2,6 +2,7 @@
 
 #include "userspace/base/pseudo_file.h"
 
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -42,6 +43,26 @@ bool perf_sideband_present() {
   if (fd < 0) return false;
   ::close(fd);
   return true;
+}
+
+// Whether the kernel's sched_switch tracepoint passes prev_state (Linux
+// 5.18), from its BTF: btf_trace_sched_switch is a pointer to a function of
+// (void *ctx, preempt, prev, next, prev_state). Without it a program that
+// reads the fifth argument fails to verify.
+bool sched_switch_has_prev_state() {
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux) return false;
+  bool found = false;
+  const int id = btf__find_by_name_kind(vmlinux, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+  if (id > 0) {
+    const btf_type* target = btf__type_by_id(vmlinux, btf__resolve_type(vmlinux, id));
+    if (target && btf_is_ptr(target)) {
+      const btf_type* proto = btf__type_by_id(vmlinux, target->type);
+      found = proto && btf_is_func_proto(proto) && btf_vlen(proto) >= 5;
+    }
+  }
+  btf__free(vmlinux);
+  return found;
 }
 
 }  // namespace
@@ -89,11 +110,12 @@ KernelFeatures probe_kernel_features() {
       {"raw_tracepoint", "raw tracepoint programs", "4.17",
        "children of -p/-- CMD targets are not followed: they are sampled only once /proc shows them",
        libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_RAW_TRACEPOINT, nullptr) == 1},
-      {"off_cpu", "BTF tracepoints, bpf_get_task_stack and bpf_task_pt_regs (sched_switch)", "5.15",
+      {"off_cpu", "BTF tracepoints, bpf_get_task_stack, bpf_task_pt_regs and sched_switch's prev_state", "5.18",
        "--off-cpu has nothing to sample and --wall only its CPU samples: time off the CPU is not seen",
        // libbpf cannot probe tracing programs (they need a target): BTF
        // and the helper say enough; attaching says the rest.
-       btf && helper_present(BPF_FUNC_get_task_stack) && helper_present(BPF_FUNC_task_pt_regs)},
+       btf && helper_present(BPF_FUNC_get_task_stack) && helper_present(BPF_FUNC_task_pt_regs) &&
+           sched_switch_has_prev_state()},
       {"perf_sideband", "perf side-band records (MMAP2, COMM exec, FORK, EXIT)", "4.16",
        "mappings are learnt from /proc only: a process that lives less than a /proc read "
        "(~10 ms) may go unnamed, and dlopen'd code is seen late",
