@@ -1,6 +1,7 @@
 #include "userspace/process/process_image.h"
 
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 
 #include "userspace/process/vdso_file.h"
 
@@ -189,6 +190,14 @@ ProcSource ProcSource::live(const std::string& proc_root) {
   source.stamp_mapping = [proc_root](uint32_t pid, const MapEntry& entry, uint64_t mapped_at_ns) {
     return stamp_of_mapped_file(pid, entry, mapped_at_ns, proc_root);
   };
+  source.read_memory = [](uint32_t pid, uint64_t addr, std::span<uint8_t> out) -> size_t {
+    // process_vm_readv: one system call, no descriptor; a partial read ends
+    // at the first page that cannot be read.
+    iovec local{out.data(), out.size()};
+    iovec remote{reinterpret_cast<void*>(addr), out.size()};
+    const ssize_t n = process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
+    return n > 0 ? static_cast<size_t>(n) : 0;
+  };
   source.load_file = [](const std::string& path,
                         const FileStamp& stamp) -> gsym::Expected<ModuleIdentity> {
     gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(path);
@@ -200,6 +209,22 @@ ProcSource ProcSource::live(const std::string& proc_root) {
     return identity;
   };
   return source;
+}
+
+size_t ProcessTable::read_code(uint32_t id, uint64_t addr, std::span<uint8_t> out) const {
+  if (!source_.read_memory || id >= images_.size()) return 0;
+  const Entry& entry = images_[id];
+  if (entry.exited) return 0;
+  // The pid must still run this image, or a later version of the same
+  // address space (a dlopen), not a program exec'd or a process at a reused pid.
+  auto current = current_.find(entry.image.pid);
+  if (current == current_.end()) return 0;
+  const ProcessImage& now = images_[current->second].image;
+  if (current->second != id && (entry.image.mm == 0 || now.mm != entry.image.mm)) return 0;
+  const int32_t map = entry.image.find_map(addr);
+  if (map < 0 || !entry.image.maps[map].executable()) return 0;
+  const size_t size = std::min<uint64_t>(out.size(), entry.image.maps[map].end - addr);
+  return source_.read_memory(entry.image.pid, addr, out.first(size));
 }
 
 void ProcessTable::read_into(Entry& entry) {

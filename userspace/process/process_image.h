@@ -85,6 +85,9 @@ struct ProcSource {
   // (CLOCK_MONOTONIC): see stamp_of_mapped_file. Optional: without it a
   // mapping's stamp is its device and inode alone.
   std::function<FileStamp(uint32_t pid, const MapEntry&, uint64_t mapped_at_ns)> stamp_mapping;
+  // Copies the process's memory at `addr` into `out`: the bytes read (fewer
+  // at an unmapped page), 0 when it cannot. Optional (a recording has none).
+  std::function<size_t(uint32_t pid, uint64_t addr, std::span<uint8_t> out)> read_memory;
   static ProcSource live(const std::string& proc_root = "/proc");
 };
 
@@ -138,6 +141,11 @@ class ProcessTable {
   void refresh_stale();
 
   const ProcessImage& image(uint32_t id) const { return images_[id].image; }
+  // Copies the code of image `id` at `addr` (an executable mapping of it)
+  // into `out` while its process runs that image: the bytes read, 0 when
+  // the process exited, exec'd, its pid was reused, or the source reads no
+  // memory. Never past the mapping's end.
+  size_t read_code(uint32_t id, uint64_t addr, std::span<uint8_t> out) const;
   // Between the agent's windows, when nothing refers to an image id: keeps
   // only the current images of processes that have not exited (ids are
   // renumbered), and forgets the side-band's file identities once there are

@@ -116,6 +116,11 @@ void print_session_lines(const RunSummary& summary, const SessionStats& stats, b
                  "gsymprof: frame-pointer fallback: %" PRIu64 " frames in %" PRIu64
                  " stacks where no CFI covered the code (JIT code, assembly)\n",
                  stats.frame_pointer_steps, stats.frame_pointer_stacks);
+  if (stats.epilogue_steps)
+    std::fprintf(stderr,
+                 "gsymprof: code without CFI: %" PRIu64
+                 " frames stepped over by reading how they return (CPython's -X perf trampolines)\n",
+                 stats.epilogue_steps);
   print_jit_summary(summary.jit_symbols, stats.jit);
   print_kernel_stack_counters(stats.counters);
   if (verbose && stats.counters.sample_records)

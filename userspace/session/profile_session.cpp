@@ -393,6 +393,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
     stats->jit = std::move(jit);
     stats->frame_pointer_steps = assembler.unwinder().frame_pointer_steps();
     stats->frame_pointer_stacks = assembler.unwinder().frame_pointer_stacks();
+    stats->epilogue_steps = assembler.unwinder().epilogue_steps();
     stats->ring_buffer_bytes = ring_buffer_bytes;
     stats->kernel_threads = std::move(kernel_threads);
     stats->features_off = std::move(features_off);

@@ -45,6 +45,7 @@ struct SessionStats {
   JitReport jit;                      // JIT frames named from perf maps, and not
   uint64_t frame_pointer_steps = 0;   // dwarf: frames the CFI unwinder reached by frame pointer
   uint64_t frame_pointer_stacks = 0;  // dwarf: stacks with such frames
+  uint64_t epilogue_steps = 0;        // dwarf: frames reached by decoding how code without CFI returns
   size_t ring_buffer_bytes = 0;       // the size the sampler chose
   std::vector<uint32_t> kernel_threads;  // the -p targets that are kernel threads (no user stack)
   // What this kernel cannot do and what is lost, a line each

@@ -1,5 +1,7 @@
 #include "userspace/unwind/cfi_unwinder.h"
 
+#include "userspace/unwind/epilogue.h"
+
 #include "gsym/convert/elf_handle.h"
 #include "gsym/convert/elf_image.h"
 #include "gsym/base/file_io.h"
@@ -439,6 +441,38 @@ bool frame_pointer_step(const StackView& stack, Registers& regs, uint64_t& pc, b
   return true;
 }
 
+// The caller by `step`, how the code at `pc` returns (epilogue.h): nothing
+// changed when a value it needs is not in the copy.
+bool epilogue_step(const EpilogueStep& step, const StackView& stack, Registers& regs, uint64_t& pc,
+                   bool& exact_pc) {
+  auto base_value = [&](EpilogueStep::Base base, uint64_t& value) {
+    const int reg = base == EpilogueStep::Base::Rsp ? kRsp : kRbp;
+    if (!regs.has(reg)) return false;
+    value = regs.value[reg];
+    return true;
+  };
+  uint64_t base = 0, sp = regs.value[kRsp];
+  if (!regs.has(kRsp) || !base_value(step.base, base) || base < sp) return false;
+  const uint64_t slot = base + static_cast<uint64_t>(step.return_slot);
+  uint64_t return_address = 0;
+  if (slot < base || slot > UINT64_MAX - 8 || read_stack(stack, slot, 8, return_address) != Eval::Ok ||
+      return_address == 0)
+    return false;
+  Registers caller = regs;  // what the epilogue does not restore is the callee's still
+  caller.known &= ~(uint32_t{1} << kReturnAddress);
+  for (const EpilogueStep::Pop& pop : step.pops) {
+    uint64_t at = 0, value = 0;
+    if (!base_value(pop.base, at) || read_stack(stack, at + static_cast<uint64_t>(pop.offset), 8, value) != Eval::Ok)
+      return false;
+    if (pop.reg < kRegisterCount) caller.set(pop.reg, value);
+  }
+  caller.set(kRsp, slot + 8);
+  regs = caller;
+  pc = return_address;
+  exact_pc = false;
+  return true;
+}
+
 struct FrameDeleter {
   void operator()(Dwarf_Frame* frame) const { std::free(frame); }
 };
@@ -634,12 +668,14 @@ UnwindResult CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& fin
   return result;
 }
 
-void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module, UnwindResult& out) {
+void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module, UnwindResult& out,
+                         const CodeReader& read_code) {
   std::lock_guard lock(mutex_);
   out.ips.clear();
   out.exact.clear();
   out.stop = UnwindStop::Complete;
   out.frame_pointer_steps = 0;
+  out.epilogue_steps = 0;
 
   Registers regs;
   regs.set(kRsp, stack.regs.sp);
@@ -671,11 +707,18 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
         out.stop = UnwindStop::Complete;
         return;
       }
-      if (!options_.frame_pointer_fallback || !frame_pointer_step(stack, regs, pc, exact_pc)) {
+      // How the code returns, read from it (exact), before the frame
+      // pointer (a guess where the code keeps none: CPython's trampolines).
+      std::optional<EpilogueStep> epilogue;
+      if (read_code) epilogue = decode_epilogue(read_code(pc));
+      if (epilogue && epilogue_step(*epilogue, stack, regs, pc, exact_pc)) {
+        ++out.epilogue_steps;
+      } else if (options_.frame_pointer_fallback && frame_pointer_step(stack, regs, pc, exact_pc)) {
+        ++out.frame_pointer_steps;
+      } else {
         out.stop = module ? UnwindStop::NoCfi : UnwindStop::NoModule;
         return;
       }
-      ++out.frame_pointer_steps;
     } else if (std::optional<UnwindStop> end = step_to_caller(*row, stack, regs, pc, exact_pc)) {
       out.stop = *end;
       return;

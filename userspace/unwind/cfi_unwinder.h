@@ -12,9 +12,10 @@
 // register expressions run on a bounded stack with a bounded op count, the
 // depth is bounded, and the stack pointer must strictly increase from frame
 // to frame (else: Loop). A module's file is used only if its build ID matches.
-// Where no CFI covers a PC, the frame pointer may take one step instead
-// (UnwindOptions::frame_pointer_fallback); the stop reasons NoModule and
-// NoCfi then mean that neither worked.
+// Where no CFI covers a PC, the code there may say how its frame returns
+// (epilogue.h: read through a CodeReader, when one is given), else the frame
+// pointer may take one step (UnwindOptions::frame_pointer_fallback); the stop
+// reasons NoModule and NoCfi then mean that none worked.
 //
 // Thread safety: CfiUnwinder may be shared by threads; its CFI cache is
 // guarded by one mutex held for each whole unwind (libdw's CFI caches are
@@ -27,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,7 @@ struct UnwindResult {
   std::vector<uint8_t> exact;
   UnwindStop stop = UnwindStop::Complete;
   uint32_t frame_pointer_steps = 0;  // callers found by the frame-pointer fallback
+  uint32_t epilogue_steps = 0;       // callers found by decoding a frame's return
   bool truncated() const { return stop != UnwindStop::Complete; }
 };
 
@@ -83,7 +86,9 @@ class CfiUnwinder {
   CfiUnwinder& operator=(const CfiUnwinder&) = delete;
 
   // Unwinds into `out` (its vector's capacity is reused across calls).
-  void unwind(const StackView& stack, const ModuleFinder& find_module, UnwindResult& out);
+  // `read_code`, when given, reads the code at an address without CFI.
+  void unwind(const StackView& stack, const ModuleFinder& find_module, UnwindResult& out,
+              const CodeReader& read_code = {});
   UnwindResult unwind(const StackView& stack, const ModuleFinder& find_module);
 
   // Why a module's CFI could not be used ("" when it loaded or was never tried).

@@ -43,8 +43,22 @@ const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t a
   return &modules_.emplace(key, UnwindModule{file, module.identity.build_id, *bias, module.identity.file}).first->second;
 }
 
+std::span<const uint8_t> StackCopyUnwinder::read_code(uint32_t image_id, uint64_t addr) {
+  const auto key = std::pair(image_id, addr);
+  auto it = code_.find(key);
+  if (it == code_.end()) {
+    if (code_.size() >= kMaxCodeEntries) code_.clear();
+    Code code;
+    code.size = static_cast<uint8_t>(processes_.read_code(image_id, addr, code.bytes));
+    it = code_.emplace(key, code).first;
+  }
+  return std::span<const uint8_t>(it->second.bytes.data(), it->second.size);
+}
+
 bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack, bool copy_short) {
-  unwinder_.unwind(stack, [&](uint64_t addr) { return find_module(image_id, addr); }, result_);
+  unwinder_.unwind(
+      stack, [&](uint64_t addr) { return find_module(image_id, addr); }, result_,
+      [&](uint64_t addr) { return read_code(image_id, addr); });
   // The kernel stopped copying at a page it could not read (not at the
   // cap): a bigger copy would not help.
   if (copy_short && result_.stop == UnwindStop::StackCopyTooSmall)
@@ -63,6 +77,7 @@ void StackCopyUnwinder::emit_result(const Origin& origin, const SampleCallback& 
   ++stops_[static_cast<size_t>(result_.stop)];
   frame_pointer_steps_ += result_.frame_pointer_steps;
   if (result_.frame_pointer_steps) ++frame_pointer_stacks_;
+  epilogue_steps_ += result_.epilogue_steps;
   RawSample sample;
   sample.pid = origin.pid;
   sample.tid = origin.tid;
@@ -121,7 +136,7 @@ void StackCopyUnwinder::flush(const SampleCallback& emit) { retry_held(emit, tru
 
 void StackCopyUnwinder::reset_counts() {
   stops_ = {};
-  stacks_ = retried_ = frame_pointer_steps_ = frame_pointer_stacks_ = 0;
+  stacks_ = retried_ = frame_pointer_steps_ = frame_pointer_stacks_ = epilogue_steps_ = 0;
 }
 
 std::string unwind_stop_loss_key(UnwindStop stop) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "userspace/unwind/cfi_unwinder.h"
+#include "userspace/unwind/epilogue.h"
 #include "userspace/process/process_image.h"
 #include "userspace/events/events.h"
 #include "userspace/unwind/stack_snapshot.h"
@@ -51,12 +52,15 @@ class StackCopyUnwinder {
   // found per image. Nothing may be held (flush first).
   void forget_images() {
     modules_.clear();
+    code_.clear();
     unwinder_.forget_modules();
   }
   // Frames reached by the frame-pointer fallback (cfi_unwinder.h), and the
   // stacks that have any.
   uint64_t frame_pointer_steps() const { return frame_pointer_steps_; }
   uint64_t frame_pointer_stacks() const { return frame_pointer_stacks_; }
+  // Frames reached by decoding how the code without CFI returns (epilogue.h).
+  uint64_t epilogue_steps() const { return epilogue_steps_; }
   uint64_t retried() const { return retried_; }
 
   // Most walks held at once, and most stack bytes they hold (a copy is up
@@ -91,6 +95,10 @@ class StackCopyUnwinder {
   void emit_result(const Origin& origin, const SampleCallback& emit);
   void retry_held(const SampleCallback& emit, bool final);
   const UnwindModule* find_module(uint32_t image, uint64_t addr);
+  // The code of image `image` at `addr` (CodeReader), read from the process
+  // once per address and kept (a CPython trampoline returns to the same
+  // places all session long); bounded by kMaxCodeEntries.
+  std::span<const uint8_t> read_code(uint32_t image, uint64_t addr);
 
   ProcessTable& processes_;
   CfiUnwinder unwinder_;
@@ -98,6 +106,12 @@ class StackCopyUnwinder {
   std::vector<uint64_t> ips_;  // result_.ips in RawSample's form (emit_result)
   // (image id, module index) -> how to read that module's CFI.
   std::map<std::pair<uint32_t, int32_t>, UnwindModule> modules_;
+  struct Code {
+    std::array<uint8_t, kEpilogueCodeBytes> bytes{};
+    uint8_t size = 0;
+  };
+  static constexpr size_t kMaxCodeEntries = 4096;
+  std::map<std::pair<uint32_t, uint64_t>, Code> code_;  // (image id, address)
   std::vector<Held> held_;
   size_t held_bytes_ = 0;  // stack bytes of held_
   bool can_hold(size_t stack_bytes) const {
@@ -106,7 +120,7 @@ class StackCopyUnwinder {
   uint64_t maps_reads_at_hold_ = 0;
   std::array<uint64_t, kUnwindStopCount> stops_{};
   uint64_t stacks_ = 0, retried_ = 0;
-  uint64_t frame_pointer_steps_ = 0, frame_pointer_stacks_ = 0;
+  uint64_t frame_pointer_steps_ = 0, frame_pointer_stacks_ = 0, epilogue_steps_ = 0;
 };
 
 }  // namespace gsymprof

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 
 #include "userspace/base/build_id.h"
@@ -28,5 +29,10 @@ struct UnwindModule {
 // Finds the module whose executable mapping holds `runtime_addr`; nullptr when
 // none does. The pointer must stay valid for the duration of one unwind.
 using ModuleFinder = std::function<const UnwindModule*(uint64_t runtime_addr)>;
+
+// Reads the process's code at `runtime_addr`: up to kEpilogueCodeBytes
+// bytes (fewer where the mapping ends), empty when unreadable. The span must
+// stay valid for the duration of one unwind step.
+using CodeReader = std::function<std::span<const uint8_t>(uint64_t runtime_addr)>;
 
 }  // namespace gsymprof
