@@ -371,6 +371,10 @@ std::span<const uint8_t> Reader::build_id() const {
   return impl_->data.subspan(impl_->uuid_offset, impl_->uuid_size);
 }
 std::span<const uint8_t> Reader::bytes() const { return impl_->data; }
+void Reader::release_pages() const {
+  // The mapping is private and never written: every page is the file's.
+  if (impl_->map_base) madvise(impl_->map_base, impl_->map_size, MADV_DONTNEED);
+}
 size_t Reader::function_count() const { return impl_->header.num_addresses; }
 uint64_t Reader::function_start(size_t index) const { return impl_->function_start(index); }
 std::string_view Reader::string(uint64_t offset) const { return impl_->string(offset); }

@@ -84,6 +84,11 @@ class Reader {
   // Header UUID bytes (the GNU build ID for converted ELF files); empty = unknown.
   std::span<const uint8_t> build_id() const;
   std::span<const uint8_t> bytes() const;
+  // A mapped file's pages leave this process's resident set (they stay in
+  // the page cache; the next lookup faults them back in); safe beside
+  // lookups on other threads. Nothing for read or borrowed storage. A
+  // long-running process calls it between bursts of lookups.
+  void release_pages() const;
 
   size_t function_count() const;
   uint64_t function_start(size_t index) const;  // index < function_count()

@@ -111,6 +111,11 @@ void AgentExporter::run() {
     if (options_.make_locator && ++windows_since_locator_ >= options_.windows_per_locator) {
       locator_ = options_.make_locator();
       windows_since_locator_ = 0;
+    } else {
+      // The GSYMs stay mapped for the next window, not resident: between
+      // windows they were most of the agent's RSS (26 MB of 113 MB on a
+      // host compiling C++).
+      locator_.release_pages();
     }
     // Symbolizing a window (and converting a module) frees what it
     // allocated; hand it back so the agent's memory stays flat.

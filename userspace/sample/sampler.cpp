@@ -355,7 +355,7 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
   size_t ring_bytes = options.ring_buffer_bytes;
   if (ring_bytes == 0) {
     auto [typical, largest] = record_bytes_for(options);
-    ring_bytes = ring_buffer_bytes_for(cpus->size(), options.frequency_hz, typical, largest);
+    ring_bytes = ring_buffer_bytes_for(cpus->size(), options.frequency_hz, typical, largest, options.ring_sizing);
   }
   if (!is_power_of_two(ring_bytes) || ring_bytes < 4096)
     return gsym::Error("ring buffer size must be a power of two >= 4096");
@@ -557,11 +557,11 @@ std::vector<ProgramCost> measure_programs() {
 }
 
 size_t ring_buffer_bytes_for(size_t cpus, uint32_t frequency_hz, size_t typical_record_bytes,
-                             size_t max_record_bytes) {
+                             size_t max_record_bytes, RingSizing sizing) {
   const double per_second = static_cast<double>(std::max<size_t>(cpus, 1)) * frequency_hz *
                             static_cast<double>(typical_record_bytes);
-  double want = std::max(per_second * kRingBufferSeconds,
-                         static_cast<double>(std::max<size_t>(cpus, 1)) * kRingBufferMaxRecords *
+  double want = std::max(per_second * sizing.seconds,
+                         static_cast<double>(std::max<size_t>(cpus, 1)) * static_cast<double>(sizing.max_records) *
                              static_cast<double>(max_record_bytes));
   size_t bytes = kMinRingBufferBytes;
   while (bytes < kMaxRingBufferBytes && static_cast<double>(bytes) < want) bytes *= 2;

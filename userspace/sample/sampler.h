@@ -19,6 +19,19 @@
 
 namespace gsymprof {
 
+// How ring_buffer_bytes_for (below) sizes the ring: kRingBufferSeconds of
+// every CPU's typical records, and kRingBufferMaxRecords of the largest per CPU.
+inline constexpr double kRingBufferSeconds = 0.5;
+inline constexpr size_t kRingBufferMaxRecords = 8;
+struct RingSizing {
+  double seconds = kRingBufferSeconds;      // of every CPU's typical records
+  size_t max_records = kRingBufferMaxRecords;  // of the largest, per CPU
+};
+// The agent's: its rates are low (19 Hz), so seconds of records cost little
+// and ride out longer stalls, while room for 8 of the largest records per
+// CPU was most of its ring (mapped twice: 16 MB of its RSS at 8 MiB).
+inline constexpr RingSizing kAgentRingSizing{2.0, 2};
+
 struct SamplerOptions {
   uint32_t frequency_hz = 99;
   bool filter_by_tgid = false;         // false: every process (whole system)
@@ -27,6 +40,7 @@ struct SamplerOptions {
   // A power of two; 0: sized by ring_buffer_bytes_for from the CPUs, the
   // rate and the record size.
   size_t ring_buffer_bytes = 0;
+  RingSizing ring_sizing;  // with ring_buffer_bytes 0
   // --call-graph dwarf: send user registers + this many bytes of the user
   // stack (RawStackCopy) instead of frame-pointer IPs. 0 = frame pointers.
   uint32_t stack_copy_bytes = 0;
@@ -88,12 +102,10 @@ class Sampler {
 // and falls behind: 0.1-0.4 s stalls, once 1.8 s, were seen system-wide
 // during a 2-job compile, where a quarter second of buffer dropped samples) and for kRingBufferMaxRecords of the largest
 // records per CPU, within [kMinRingBufferBytes, kMaxRingBufferBytes].
-inline constexpr double kRingBufferSeconds = 0.5;
-inline constexpr size_t kRingBufferMaxRecords = 8;
 inline constexpr size_t kMinRingBufferBytes = size_t{1} << 20;
 inline constexpr size_t kMaxRingBufferBytes = size_t{256} << 20;
 size_t ring_buffer_bytes_for(size_t cpus, uint32_t frequency_hz, size_t typical_record_bytes,
-                             size_t max_record_bytes);
+                             size_t max_record_bytes, RingSizing sizing = {});
 
 // The record sizes `options` makes the kernel side send: {typical, largest}.
 // A stack-copy record carries the live stack only; most are a few KiB (the

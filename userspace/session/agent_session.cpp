@@ -108,7 +108,9 @@ gsym::Status run_agent_session(const AgentSessionOptions& options, AgentSessionS
   LabelCache labels(options);
 
   StopSignals stop_signals;
-  auto sampler = Sampler::start(sampler_options_for(targets, options.ring_buffer_bytes), assembler);
+  SamplerOptions sampler_options = sampler_options_for(targets, options.ring_buffer_bytes);
+  sampler_options.ring_sizing = kAgentRingSizing;
+  auto sampler = Sampler::start(sampler_options, assembler);
   if (!sampler) return sampler.error();
   if (options.on_started) options.on_started((*sampler)->notices());
   Sampler* sampler_ptr = sampler->get();

@@ -518,6 +518,10 @@ const gsym::Reader* GsymLocator::locate(const BuildId& build_id,
 
 const std::vector<std::string>& GsymLocator::notes() const { return state_->notes; }
 
+void GsymLocator::release_pages() {
+  for (const auto& entry : state_->loaded) entry->reader->release_pages();
+}
+
 uint64_t GsymLocator::conversions_attempted() const { return state_->conversions; }
 
 void GsymLocator::set_conversion_threads(unsigned threads) { state_->options.convert.threads = threads; }

@@ -173,6 +173,11 @@ class GsymLocator {
   // Non-fatal remarks from indexing, in order ("skipped DIR/x.gsym: ...").
   const std::vector<std::string>& notes() const;
 
+  // Every mapped GSYM's pages leave the resident set (gsym::Reader::
+  // release_pages): a daemon calls it after each burst of lookups, so its
+  // RSS does not hold every file it once read.
+  void release_pages();
+
   // How many conversions were attempted (for tests of the miss cache).
   uint64_t conversions_attempted() const;
 

@@ -31,6 +31,16 @@ TEST_CASE("ring buffer size: room for several of the largest records per CPU") {
   CHECK(bytes == 4 * kMiB);
 }
 
+TEST_CASE("ring buffer size: the agent's sizing, seconds of records at low rates") {
+  // 2 CPUs at 19 Hz, 16 KiB typical and 256 KiB largest records: 2 s of
+  // records (1.2 MB) beats 2 of the largest per CPU (1 MB): 2 MiB, where the
+  // default rule's 8 largest per CPU (4.2 MB) needs 8 MiB.
+  CHECK(ring_buffer_bytes_for(2, 19, 16 << 10, (256 << 10) + 512, gsymprof::kAgentRingSizing) == 2 * kMiB);
+  CHECK(ring_buffer_bytes_for(2, 19, 16 << 10, (256 << 10) + 512) == 8 * kMiB);
+  // At 99 Hz the seconds rule sizes it: 6.5 MB, 8 MiB.
+  CHECK(ring_buffer_bytes_for(2, 99, 16 << 10, (256 << 10) + 512, gsymprof::kAgentRingSizing) == 8 * kMiB);
+}
+
 TEST_CASE("ring buffer size: a power of two within the bounds") {
   CHECK(ring_buffer_bytes_for(1, 1, 64, 64) == kMinRingBufferBytes);
   CHECK(ring_buffer_bytes_for(0, 1, 64, 64) == kMinRingBufferBytes);  // no CPU count: one
