@@ -105,11 +105,11 @@ int cmd_serve(int argc, char** argv) {
   cli.example("a local service over a GSYM store",
               "gsymprof serve --listen 127.0.0.1:8788 --gsym-dir /srv/gsym")
       .example("name a pprof",
-               "curl --data-binary @cpu.pb.gz http://127.0.0.1:8788/symbolize/pprof -o named.pb.gz")
-      .example("upload a debug file under its build ID",
-               "curl -T app.debug http://127.0.0.1:8788/buildid/$(readelf -n app | awk '/Build ID/{print $3}')/debuginfo")
-      .example("between the OTel eBPF profiler and a Collector",
-               "gsymprof serve --gsym-dir /srv/gsym --otlp-listen 127.0.0.1:4317 --forward collector:4317 --forward-insecure");
+               "curl --data-binary @cpu.pb.gz -o named.pb.gz localhost:8788/symbolize/pprof")
+      .example("upload a debug file under its build ID (readelf -n shows it)",
+               "curl -T app.debug localhost:8788/buildid/BUILDID/debuginfo")
+      .example("between the OTel eBPF profiler (or agent --symbolize none) and a Collector (TLS)",
+               "gsymprof serve --gsym-dir /gsym --otlp-listen :4317 --forward otelcol:4317");
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
   if (!debuginfod_urls.empty()) ::setenv("DEBUGINFOD_URLS", debuginfod_urls.c_str(), 1);
   const char* urls = std::getenv("DEBUGINFOD_URLS");
