@@ -34,16 +34,17 @@ bool in(int32_t index, int size) { return index >= 0 && index < size; }
 // attribute as hex; nullopt when absent or not hex.
 gsym::Expected<std::optional<BuildId>> mapping_build_id(const otlp::ProfilesDictionary& dictionary,
                                                         const otlp::Mapping& mapping) {
+  std::optional<BuildId> id;
   for (int32_t a : mapping.attribute_indices()) {
     if (!in(a, dictionary.attribute_table_size())) return gsym::Error("otlp: a mapping refers to a missing attribute");
     const otlp::KeyValueAndUnit& attribute = dictionary.attribute_table(a);
     if (!in(attribute.key_strindex(), dictionary.string_table_size()))
       return gsym::Error("otlp: an attribute refers to a missing string");
-    if (dictionary.string_table(attribute.key_strindex()) != kGnuBuildIdAttribute) continue;
-    if (!attribute.value().has_string_value()) return std::optional<BuildId>();
-    return parse_request_build_id(attribute.value().string_value());
+    if (!id && dictionary.string_table(attribute.key_strindex()) == kGnuBuildIdAttribute &&
+        attribute.value().has_string_value())
+      id = parse_request_build_id(attribute.value().string_value());
   }
-  return std::optional<BuildId>();
+  return id;
 }
 
 }  // namespace
