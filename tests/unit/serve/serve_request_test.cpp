@@ -15,7 +15,8 @@
 #include "userspace/serve/pprof_request.h"
 #include "userspace/serve/symbol_store.h"
 
-namespace gsymprof {
+using namespace gsymprof;
+
 namespace {
 
 namespace otlp = opentelemetry::proto::profiles::v1development;
@@ -88,9 +89,13 @@ std::string otlp_name(const otlp::ProfilesDictionary& d, const otlp::Line& line)
   return d.string_table(d.function_table(line.function_index()).name_strindex());
 }
 
-TEST_CASE("serve: a request's build ID is hex of 4 to 64 bytes") {
+}  // namespace
+
+TEST_CASE("serve: a build ID in a request is hex of 4 to 64 bytes") {
   CHECK(parse_request_build_id("aa010203").has_value());
-  CHECK(parse_request_build_id("AA010203")->hex() == "aa010203");
+  const std::optional<BuildId> upper = parse_request_build_id("AA010203");
+  REQUIRE(upper.has_value());
+  CHECK(upper->hex() == "aa010203");
   CHECK(!parse_request_build_id("aa0102"));         // 3 bytes
   CHECK(!parse_request_build_id("aa01020"));        // odd
   CHECK(!parse_request_build_id("../../etc/passwd"));
@@ -183,7 +188,7 @@ TEST_CASE("serve: OTLP with a build ID the store lacks, past the deadline, hosti
   CHECK(!symbolize_otlp_bytes("\xff\xff\xff", namer).ok());
 }
 
-TEST_CASE("serve: a pprof's locations named, its mapping flagged; hostile profiles refused") {
+TEST_CASE("serve: pprof locations named, the mapping flagged; hostile profiles refused") {
   Store s;
   pb::Profile profile;
   for (const char* text : {"", "app", "aa010203", "samples", "count"}) profile.add_string_table(text);
@@ -257,5 +262,3 @@ TEST_CASE("serve: a pprof's locations named, its mapping flagged; hostile profil
   CHECK(!symbolize_pprof("\x1f\x8b garbage", 1 << 20, n).ok());
 }
 
-}  // namespace
-}  // namespace gsymprof
