@@ -16,19 +16,7 @@ set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 source "$(dirname "$0")/fixtures/serve_common.bash"
 require_live_profiling
-ROOT_DIR=$(cd "$(dirname "$0")/../.." && pwd)
-GO=$("$ROOT_DIR/tests/support/otelcol/build.sh" --check-go 2>/dev/null) || skip "no Go >= 1.26 for go tool pprof"
-export GOCACHE=${GSYMPROF_TEST_CACHE:-/var/cache/gsymprof-tests}/gocache-pprof HOME=$WORK
-export PPROF_BINARY_PATH=$WORK/none PPROF_TMPDIR=$WORK/pprof-tmp
-mkdir -p "$GOCACHE"
-STRIP=$ROOT_DIR/$BUILD/test-tools/pprof_strip_names
-[[ -x $STRIP ]] || fail "$STRIP is not built"
-TO_FOLDED=$FIXTURES/pprof_traces_to_folded.awk
-
-pprof_folded() {  # PROFILE: its samples as sorted folded stacks
-  "$GO" tool pprof -traces -sample_index=samples -symbolize=none "$1" 2> "$WORK/pprof.err" |
-    awk -f "$TO_FOLDED" | LC_ALL=C sort
-}
+require_go_pprof
 
 build_fixture pie
 D=$WORK/pie FIX=$D/profile_fixture

@@ -17,18 +17,8 @@ set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 source "$(dirname "$0")/fixtures/serve_common.bash"
 require_live_profiling
-ROOT_DIR=$(cd "$(dirname "$0")/../.." && pwd)
-GO=$("$ROOT_DIR/tests/support/otelcol/build.sh" --check-go 2>/dev/null) || skip "no Go >= 1.26 for go tool pprof"
+require_go_pprof
 command -v debuginfod-find > /dev/null || skip "no debuginfod-find (Debian debuginfod)"
-export GOCACHE=${GSYMPROF_TEST_CACHE:-/var/cache/gsymprof-tests}/gocache-pprof HOME=$WORK
-export PPROF_BINARY_PATH=$WORK/none PPROF_TMPDIR=$WORK/pprof-tmp
-mkdir -p "$GOCACHE"
-STRIP=$ROOT_DIR/$BUILD/test-tools/pprof_strip_names
-TO_FOLDED=$FIXTURES/pprof_traces_to_folded.awk
-pprof_folded() {
-  "$GO" tool pprof -traces -sample_index=samples -symbolize=none "$1" 2> "$WORK/pprof.err" |
-    awk -f "$TO_FOLDED" | LC_ALL=C sort
-}
 
 build_fixture pie
 D=$WORK/pie FIX=$D/profile_fixture

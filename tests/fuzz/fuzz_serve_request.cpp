@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gsym/builder/builder.h"
+#include "tests/support/inline_app_gsym.h"
 #include "userspace/output/pprof_input.h"
 #include "userspace/serve/frame_namer.h"
 #include "userspace/serve/otlp_request.h"
@@ -29,34 +29,10 @@ gsymprof::SymbolStore& store() {
   static std::unique_ptr<gsymprof::SymbolStore> store = [] {
     char dir[] = "/tmp/fuzz_serve.XXXXXX";
     if (!::mkdtemp(dir)) std::abort();
-    gsym::Builder builder;
-    const std::vector<uint8_t> id = {0xaa, 0x01, 0x02, 0x03};
-    builder.set_build_id(id);
-    uint32_t file = builder.add_file({"/src", "app.c"});
-    gsym::Function main_fn;
-    main_fn.range = {0x1000, 0x1100};
-    main_fn.name = "main";
-    main_fn.lines = {{0x1000, file, 10}};
-    if (!builder.add_function(main_fn).ok()) std::abort();
-    gsym::Function foo;
-    foo.range = {0x1100, 0x1200};
-    foo.name = "_Z3fooi";
-    foo.lines = {{0x1100, file, 5}, {0x1110, file, 50}};
-    gsym::InlineNode bar;
-    bar.ranges = {{0x1110, 0x1150}};
-    bar.name = "bar";
-    bar.call_file = file;
-    bar.call_line = 20;
-    gsym::InlineNode root;
-    root.ranges = {foo.range};
-    root.name = foo.name;
-    root.children = {bar};
-    foo.inline_tree = root;
-    if (!builder.add_function(foo).ok()) std::abort();
-    auto bytes = builder.encode();
-    if (!bytes) std::abort();
+    const std::vector<uint8_t> bytes = gsymprof::test::inline_app_gsym_bytes();
+    if (bytes.empty()) std::abort();
     std::ofstream(std::string(dir) + "/app.gsym", std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes->data()), static_cast<std::streamsize>(bytes->size()));
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     gsymprof::SymbolStoreOptions options;
     options.dir = dir;
     auto opened = gsymprof::SymbolStore::open(options, metrics);

@@ -4,29 +4,15 @@
 #include <map>
 #include <optional>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
+
+#include "userspace/serve/string_table.h"
 
 namespace gsymprof {
 namespace {
 
 namespace otlp = opentelemetry::proto::profiles::v1development;
 
-class Strings {
- public:
-  explicit Strings(otlp::ProfilesDictionary& dictionary) : dictionary_(dictionary) {
-    for (int i = 0; i < dictionary.string_table_size(); ++i) index_.try_emplace(dictionary.string_table(i), i);
-  }
-  int32_t index(const std::string& text) {
-    auto [it, added] = index_.try_emplace(text, dictionary_.string_table_size());
-    if (added) dictionary_.add_string_table(text);
-    return it->second;
-  }
-
- private:
-  otlp::ProfilesDictionary& dictionary_;
-  std::unordered_map<std::string, int32_t> index_;
-};
 
 bool in(int32_t index, int size) { return index >= 0 && index < size; }
 
@@ -63,7 +49,7 @@ gsym::Status symbolize_otlp(otlp_collector::ExportProfilesServiceRequest& reques
     build_ids.push_back(std::move(*id));
   }
   if (strings == 0) dictionary.add_string_table("");  // the zero value, for what is added
-  Strings table(dictionary);
+  StringTable table(*dictionary.mutable_string_table());
   if (dictionary.function_table_size() == 0) dictionary.add_function_table();  // the zero value
   std::map<std::tuple<std::string, std::string, std::string>, int32_t> functions;  // ours
   std::vector<NamedLine> lines;
@@ -98,9 +84,9 @@ gsym::Status symbolize_otlp(otlp_collector::ExportProfilesServiceRequest& reques
       if (added) {
         if (it->second == INT32_MAX) return gsym::Error("otlp: too many functions");
         otlp::Function* function = dictionary.add_function_table();
-        function->set_name_strindex(table.index(named.name));
-        function->set_system_name_strindex(table.index(named.system_name.empty() ? named.name : named.system_name));
-        function->set_filename_strindex(table.index(named.file));
+        function->set_name_strindex(static_cast<int32_t>(table.index(named.name)));
+        function->set_system_name_strindex(static_cast<int32_t>(table.index(named.system_name.empty() ? named.name : named.system_name)));
+        function->set_filename_strindex(static_cast<int32_t>(table.index(named.file)));
       }
       otlp::Line* line = location.add_lines();
       line->set_function_index(it->second);

@@ -2,33 +2,18 @@
 
 #include <map>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "userspace/output/pprof_input.h"
 #include "userspace/output/pprof_output.h"
 #include "userspace/output/profile.pb.h"
+#include "userspace/serve/string_table.h"
 
 namespace gsymprof {
 namespace {
 
 namespace pb = perftools::profiles;
 
-class Strings {
- public:
-  explicit Strings(pb::Profile& profile) : profile_(profile) {
-    for (int i = 0; i < profile.string_table_size(); ++i) index_.try_emplace(profile.string_table(i), i);
-  }
-  int64_t index(const std::string& text) {
-    auto [it, added] = index_.try_emplace(text, profile_.string_table_size());
-    if (added) profile_.add_string_table(text);
-    return it->second;
-  }
-
- private:
-  pb::Profile& profile_;
-  std::unordered_map<std::string, int64_t> index_;
-};
 
 struct MappingInfo {
   std::optional<BuildId> build_id;  // nullopt: none, or not a GNU build ID's hex
@@ -75,7 +60,7 @@ gsym::Expected<std::string> symbolize_pprof(std::string_view body, uint64_t max_
     next_function = std::max(next_function, function.id() + 1);
   }
 
-  Strings table(profile);
+  StringTable table(*profile.mutable_string_table());
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> functions;  // ours, by (name, system name, file)
   std::vector<NamedLine> lines;
   for (pb::Location& location : *profile.mutable_location()) {
