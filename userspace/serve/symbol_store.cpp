@@ -1,11 +1,14 @@
 #include "userspace/serve/symbol_store.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <list>
@@ -32,6 +35,26 @@ std::string stored_name(const BuildId& id, DebugFileKind kind) { return id.hex()
 gsym::Error errno_error(const std::string& what) {
   const int err = errno;
   return gsym::Error::from_errno(err, what + ": " + std::strerror(err));
+}
+
+// Removes the temporaries of uploads whose process is gone (killed while
+// receiving): ".upload.PID.N.R" in DIR/debug.
+void remove_stale_uploads(int dir_fd) {
+  const int fd = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+  DIR* dir = fd < 0 ? nullptr : ::fdopendir(fd);
+  if (!dir) {
+    if (fd >= 0) ::close(fd);
+    return;
+  }
+  std::vector<std::string> stale;
+  while (dirent* entry = ::readdir(dir)) {
+    std::string_view name = entry->d_name;
+    if (!name.starts_with(".upload.")) continue;
+    const long pid = std::strtol(entry->d_name + 8, nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.emplace_back(name);
+  }
+  ::closedir(dir);
+  for (const std::string& name : stale) ::unlinkat(dir_fd, name.c_str(), 0);
 }
 
 }  // namespace
@@ -304,6 +327,7 @@ gsym::Expected<std::unique_ptr<SymbolStore>> SymbolStore::open(SymbolStoreOption
   auto debug = open_private_dir(state->options.dir + "/debug", true);
   if (!debug) return debug.error().prefixed("--gsym-dir: ");
   state->debug_dir = std::move(*debug);
+  remove_stale_uploads(state->debug_dir.get());
   state->cache_dir = state->options.dir + "/cache";
   if (auto cache = open_private_dir(state->cache_dir, true); !cache) return cache.error().prefixed("--gsym-dir: ");
   auto index = state->make_index();
