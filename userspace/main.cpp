@@ -11,6 +11,7 @@ constexpr gsymprof::Subcommand kCommands[] = {
     {"profile", "sample on-CPU stacks and print folded stacks", gsymprof::cmd_profile},
     {"record", "sample and write a capture file (symbolize later)", gsymprof::cmd_record},
     {"agent", "profile continuously: pprof files, a pprof/Prometheus endpoint", gsymprof::cmd_agent},
+    {"serve", "a symbolization service: names other agents' OTLP and pprof frames", gsymprof::cmd_serve},
     {"symbolize", "turn a capture into folded stacks using GSYM files", gsymprof::cmd_symbolize},
     {"flamegraph", "render folded stacks as an interactive SVG", gsymprof::cmd_flamegraph},
     {"heatmap", "a capture's samples over time: heatmap and flame graphs of ranges (HTML)", gsymprof::cmd_heatmap},

@@ -22,7 +22,8 @@ declare -A allowed=(
   [output]="capture symbolize"
   [report]="session capture unwind symbolize"
   [export]="capture symbolize output"
-  [cli]="report session sample process capture symbolize output export"
+  [serve]="process capture symbolize output export"
+  [cli]="report session sample process capture symbolize output export serve"
 )
 
 bad=0

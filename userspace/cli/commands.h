@@ -23,5 +23,6 @@ int cmd_heatmap(int argc, char** argv);     // cmd_heatmap.cpp
 int cmd_diff(int argc, char** argv);        // cmd_diff.cpp
 int cmd_doctor(int argc, char** argv);      // cmd_doctor.cpp
 int cmd_agent(int argc, char** argv);       // cmd_agent.cpp
+int cmd_serve(int argc, char** argv);       // cmd_serve.cpp
 
 }  // namespace gsymprof

@@ -12,9 +12,13 @@
 namespace gsymprof {
 namespace {
 
+std::string number(uint64_t value) { return std::to_string(value); }
+
+}  // namespace
+
 // CPU seconds (utime + stime) and resident bytes of this process, from
 // /proc/self/stat (fields 14, 15 and 24 after the command's ')').
-void own_usage(double* cpu_seconds, uint64_t* rss_bytes) {
+void own_cpu_and_memory(double* cpu_seconds, uint64_t* rss_bytes) {
   *cpu_seconds = 0;
   *rss_bytes = 0;
   auto stat = read_pseudo_file("/proc/self/stat", 4096);
@@ -35,17 +39,13 @@ void own_usage(double* cpu_seconds, uint64_t* rss_bytes) {
   if (page > 0) *rss_bytes = rss_pages * static_cast<uint64_t>(page);
 }
 
-void metric(std::string& out, const char* name, const char* type, const char* help) {
+void prometheus_metric(std::string& out, const char* name, const char* type, const char* help) {
   out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
 }
 
-void sample(std::string& out, const std::string& name, const std::string& labels, const std::string& value) {
+void prometheus_sample(std::string& out, const std::string& name, const std::string& labels, const std::string& value) {
   out += name + (labels.empty() ? "" : "{" + labels + "}") + " " + value + "\n";
 }
-
-std::string number(uint64_t value) { return std::to_string(value); }
-
-}  // namespace
 
 std::string prometheus_label_value(const std::string& value) {
   std::string out;
@@ -85,36 +85,36 @@ void AgentMetrics::set_spool_bytes(uint64_t bytes) {
 std::string AgentMetrics::prometheus_text() const {
   double cpu = 0;
   uint64_t rss = 0;
-  own_usage(&cpu, &rss);
+  own_cpu_and_memory(&cpu, &rss);
   std::lock_guard lock(mutex_);
   std::string out;
-  metric(out, "gsymprof_ticks_total", "counter", "Ticks (of --tick seconds) sampled.");
-  sample(out, "gsymprof_ticks_total", "", number(ticks_));
-  metric(out, "gsymprof_samples_total", "counter", "Samples recorded (off-CPU: waits).");
-  sample(out, "gsymprof_samples_total", "", number(samples_));
-  metric(out, "gsymprof_off_cpu_seconds_total", "counter", "Time off the CPU recorded (--off-cpu, --wall).");
-  sample(out, "gsymprof_off_cpu_seconds_total", "", std::to_string(static_cast<double>(off_cpu_ns_) / 1e9));
-  metric(out, "gsymprof_samples_lost_total", "counter", "Samples lost, by reason.");
+  prometheus_metric(out, "gsymprof_ticks_total", "counter", "Ticks (of --tick seconds) sampled.");
+  prometheus_sample(out, "gsymprof_ticks_total", "", number(ticks_));
+  prometheus_metric(out, "gsymprof_samples_total", "counter", "Samples recorded (off-CPU: waits).");
+  prometheus_sample(out, "gsymprof_samples_total", "", number(samples_));
+  prometheus_metric(out, "gsymprof_off_cpu_seconds_total", "counter", "Time off the CPU recorded (--off-cpu, --wall).");
+  prometheus_sample(out, "gsymprof_off_cpu_seconds_total", "", std::to_string(static_cast<double>(off_cpu_ns_) / 1e9));
+  prometheus_metric(out, "gsymprof_samples_lost_total", "counter", "Samples lost, by reason.");
   for (const auto& [reason, count] : lost_)
-    sample(out, "gsymprof_samples_lost_total", "reason=\"" + prometheus_label_value(reason) + "\"", number(count));
-  metric(out, "gsymprof_stacks_truncated_total", "counter", "Samples kept with a stack the unwinder cut short, by reason.");
+    prometheus_sample(out, "gsymprof_samples_lost_total", "reason=\"" + prometheus_label_value(reason) + "\"", number(count));
+  prometheus_metric(out, "gsymprof_stacks_truncated_total", "counter", "Samples kept with a stack the unwinder cut short, by reason.");
   for (const auto& [reason, count] : truncated_)
-    sample(out, "gsymprof_stacks_truncated_total", "reason=\"" + prometheus_label_value(reason) + "\"", number(count));
-  metric(out, "gsymprof_windows_total", "counter", "Profile windows by sink and outcome (exported, failed, dropped).");
+    prometheus_sample(out, "gsymprof_stacks_truncated_total", "reason=\"" + prometheus_label_value(reason) + "\"", number(count));
+  prometheus_metric(out, "gsymprof_windows_total", "counter", "Profile windows by sink and outcome (exported, failed, dropped).");
   static constexpr const char* kOutcomes[] = {"exported", "failed", "dropped"};
   for (const auto& [sink, counts] : windows_)
     for (size_t i = 0; i < counts.size(); ++i)
-      sample(out, "gsymprof_windows_total",
+      prometheus_sample(out, "gsymprof_windows_total",
              "sink=\"" + prometheus_label_value(sink) + "\",outcome=\"" + kOutcomes[i] + "\"", number(counts[i]));
-  metric(out, "gsymprof_pulls_total", "counter", "Profiles served to /debug/pprof/profile, by outcome.");
-  sample(out, "gsymprof_pulls_total", "outcome=\"served\"", number(pulls_served_));
-  sample(out, "gsymprof_pulls_total", "outcome=\"failed\"", number(pulls_failed_));
-  metric(out, "gsymprof_spool_bytes", "gauge", "Bytes of windows waiting in the spool directory.");
-  sample(out, "gsymprof_spool_bytes", "", number(spool_bytes_));
-  metric(out, "gsymprof_process_cpu_seconds_total", "counter", "The agent's own user and system CPU time.");
-  sample(out, "gsymprof_process_cpu_seconds_total", "", std::to_string(cpu));
-  metric(out, "gsymprof_process_resident_memory_bytes", "gauge", "The agent's resident memory.");
-  sample(out, "gsymprof_process_resident_memory_bytes", "", number(rss));
+  prometheus_metric(out, "gsymprof_pulls_total", "counter", "Profiles served to /debug/pprof/profile, by outcome.");
+  prometheus_sample(out, "gsymprof_pulls_total", "outcome=\"served\"", number(pulls_served_));
+  prometheus_sample(out, "gsymprof_pulls_total", "outcome=\"failed\"", number(pulls_failed_));
+  prometheus_metric(out, "gsymprof_spool_bytes", "gauge", "Bytes of windows waiting in the spool directory.");
+  prometheus_sample(out, "gsymprof_spool_bytes", "", number(spool_bytes_));
+  prometheus_metric(out, "gsymprof_process_cpu_seconds_total", "counter", "The agent's own user and system CPU time.");
+  prometheus_sample(out, "gsymprof_process_cpu_seconds_total", "", std::to_string(cpu));
+  prometheus_metric(out, "gsymprof_process_resident_memory_bytes", "gauge", "The agent's resident memory.");
+  prometheus_sample(out, "gsymprof_process_resident_memory_bytes", "", number(rss));
   return out;
 }
 

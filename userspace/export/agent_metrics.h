@@ -34,6 +34,15 @@ class AgentMetrics {
   uint64_t spool_bytes_ = 0, pulls_served_ = 0, pulls_failed_ = 0;
 };
 
+// This process's user + system CPU seconds and resident bytes, from
+// /proc/self/stat (0 when unreadable).
+void own_cpu_and_memory(double* cpu_seconds, uint64_t* rss_bytes);
+// Appends "# HELP NAME HELP" and "# TYPE NAME TYPE" lines to `out`.
+void prometheus_metric(std::string& out, const char* name, const char* type, const char* help);
+// Appends "NAME{LABELS} VALUE" (no braces when `labels` is empty); label
+// values escaped by the caller (prometheus_label_value).
+void prometheus_sample(std::string& out, const std::string& name, const std::string& labels, const std::string& value);
+
 // A Prometheus label value, escaped (\\, \", \n).
 std::string prometheus_label_value(const std::string& value);
 

@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "userspace/base/parse_number.h"
@@ -53,15 +54,23 @@ void serve_profile(const httplib::Request& request, httplib::Response& response,
 
 }  // namespace
 
-gsym::Expected<std::unique_ptr<HttpEndpoint>> HttpEndpoint::start(const std::string& listen, AgentExporter& exporter,
-                                                                  AgentMetrics& metrics) {
+gsym::Expected<std::pair<std::string, uint16_t>> parse_listen_address(const std::string& flag, const std::string& listen) {
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0)
-    return gsym::Error("--listen: HOST:PORT, e.g. 127.0.0.1:8787, not '" + listen + "'");
+    return gsym::Error(flag + ": HOST:PORT, e.g. 127.0.0.1:8787, not '" + listen + "'");
   std::string host = listen.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   auto port = parse_unsigned<uint16_t>(listen.substr(colon + 1));
-  if (!port) return gsym::Error("--listen: port must be a number from 0 to 65535, not '" + listen.substr(colon + 1) + "'");
+  if (!port) return gsym::Error(flag + ": port must be a number from 0 to 65535, not '" + listen.substr(colon + 1) + "'");
+  return std::pair{host, *port};
+}
+
+gsym::Expected<std::unique_ptr<HttpEndpoint>> HttpEndpoint::start(const std::string& listen, AgentExporter& exporter,
+                                                                  AgentMetrics& metrics) {
+  auto address = parse_listen_address("--listen", listen);
+  if (!address) return address.error();
+  const std::string host = address->first;
+  const std::optional<uint16_t> port = address->second;
 
   auto state = std::make_unique<State>();
   httplib::Server& server = state->server;

@@ -8,13 +8,18 @@
 #pragma once
 
 #include <memory>
+#include <cstdint>
 #include <string>
+#include <utility>
 
 #include "gsym/base/expected.h"
 #include "userspace/export/agent_exporter.h"
 #include "userspace/export/agent_metrics.h"
 
 namespace gsymprof {
+
+// HOST:PORT ("[V6]:PORT" too) split; the error names `flag`.
+gsym::Expected<std::pair<std::string, uint16_t>> parse_listen_address(const std::string& flag, const std::string& listen);
 
 class HttpEndpoint {
  public:

@@ -22,41 +22,6 @@ namespace pb = perftools::profiles;
 // parses at most 2 GiB, and a profile that large would be a bomb.
 constexpr uint64_t kMaxProfileBytes = uint64_t{1} << 30;
 
-gsym::Expected<std::string> gunzip(std::string_view bytes) {
-  if (bytes.size() > std::numeric_limits<uInt>::max()) return gsym::Error("pprof: file too large");
-  const uint64_t bound = std::min(gsym::decompressed_bound(bytes.size()), kMaxProfileBytes);
-  z_stream stream{};
-  if (inflateInit2(&stream, 15 + 16) != Z_OK) return gsym::Error("pprof: cannot start gunzip");
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  stream.avail_in = static_cast<uInt>(bytes.size());
-  std::string out;
-  char buffer[65536];
-  int status = Z_OK;
-  for (;;) {
-    stream.next_out = reinterpret_cast<Bytef*>(buffer);
-    stream.avail_out = sizeof buffer;
-    status = inflate(&stream, Z_NO_FLUSH);
-    if (status != Z_OK && status != Z_STREAM_END) break;
-    const size_t produced = sizeof buffer - stream.avail_out;
-    if (out.size() + produced > bound) {
-      inflateEnd(&stream);
-      return gsym::Error("pprof: decompresses to more than " + std::to_string(bound) + " bytes (limit for " +
-                         std::to_string(bytes.size()) + " compressed)");
-    }
-    out.append(buffer, produced);
-    if (status == Z_STREAM_END) {
-      // Concatenated gzip members (gzip allows them) are read as one.
-      if (stream.avail_in == 0) break;
-      if (inflateReset(&stream) != Z_OK) break;
-      continue;
-    }
-  }
-  inflateEnd(&stream);
-  if (status != Z_STREAM_END)
-    return gsym::Error(std::string("pprof: gzip data ") + (status == Z_BUF_ERROR ? "truncated" : "corrupt"));
-  return out;
-}
-
 std::string hex(uint64_t value) {
   char text[24];
   std::snprintf(text, sizeof text, "0x%" PRIx64, value);
@@ -222,7 +187,7 @@ bool is_gzip(std::string_view bytes) {
 gsym::Expected<PprofStacks> folded_from_pprof(std::string_view bytes) {
   std::string inflated;
   if (is_gzip(bytes)) {
-    auto plain = gunzip(bytes);
+    auto plain = gunzip_bytes(bytes, kMaxProfileBytes);
     if (!plain) return plain.error();
     inflated = std::move(*plain);
     bytes = inflated;
@@ -233,5 +198,41 @@ gsym::Expected<PprofStacks> folded_from_pprof(std::string_view bytes) {
     return gsym::Error("pprof: not a profile.proto message");
   return Reader(profile).read();
 }
+
+gsym::Expected<std::string> gunzip_bytes(std::string_view bytes, uint64_t max_bytes) {
+  if (bytes.size() > std::numeric_limits<uInt>::max()) return gsym::Error("pprof: file too large");
+  const uint64_t bound = std::min({gsym::decompressed_bound(bytes.size()), kMaxProfileBytes, max_bytes});
+  z_stream stream{};
+  if (inflateInit2(&stream, 15 + 16) != Z_OK) return gsym::Error("pprof: cannot start gunzip");
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  stream.avail_in = static_cast<uInt>(bytes.size());
+  std::string out;
+  char buffer[65536];
+  int status = Z_OK;
+  for (;;) {
+    stream.next_out = reinterpret_cast<Bytef*>(buffer);
+    stream.avail_out = sizeof buffer;
+    status = inflate(&stream, Z_NO_FLUSH);
+    if (status != Z_OK && status != Z_STREAM_END) break;
+    const size_t produced = sizeof buffer - stream.avail_out;
+    if (out.size() + produced > bound) {
+      inflateEnd(&stream);
+      return gsym::Error("pprof: decompresses to more than " + std::to_string(bound) + " bytes (limit for " +
+                         std::to_string(bytes.size()) + " compressed)");
+    }
+    out.append(buffer, produced);
+    if (status == Z_STREAM_END) {
+      // Concatenated gzip members (gzip allows them) are read as one.
+      if (stream.avail_in == 0) break;
+      if (inflateReset(&stream) != Z_OK) break;
+      continue;
+    }
+  }
+  inflateEnd(&stream);
+  if (status != Z_STREAM_END)
+    return gsym::Error(std::string("pprof: gzip data ") + (status == Z_BUF_ERROR ? "truncated" : "corrupt"));
+  return out;
+}
+
 
 }  // namespace gsymprof

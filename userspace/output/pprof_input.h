@@ -18,6 +18,7 @@
 // (what `go tool pprof` shows by default).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,11 @@ struct PprofStacks {
 
 // Whether `bytes` start with gzip's magic (1f 8b).
 bool is_gzip(std::string_view bytes);
+
+// `bytes` (gzip, concatenated members read as one) decompressed, to at most
+// `max_bytes`, gsym::decompressed_bound of the input and 1 GiB, whichever is
+// least. Errors are one line: corrupt, truncated, over the bound.
+gsym::Expected<std::string> gunzip_bytes(std::string_view bytes, uint64_t max_bytes);
 
 // Errors are one line without the file name: not gzip/protobuf, a
 // decompressed size beyond the bound (gsym::decompressed_bound, at most 1

@@ -250,23 +250,6 @@ class ProfileBuilder {
   uint64_t kernel_mapping_ = 0;
 };
 
-gsym::Expected<std::string> gzip(const std::string& bytes) {
-  z_stream stream{};
-  // 15 + 16: a gzip wrapper; zlib writes mtime 0, so equal input, equal bytes.
-  if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    return gsym::Error("pprof: cannot start gzip");
-  std::string out(deflateBound(&stream, bytes.size()), '\0');
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  stream.avail_in = static_cast<uInt>(bytes.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  const int status = deflate(&stream, Z_FINISH);
-  out.resize(stream.total_out);
-  deflateEnd(&stream);
-  if (status != Z_STREAM_END) return gsym::Error("pprof: gzip failed");
-  return out;
-}
-
 }  // namespace
 
 gsym::Expected<PprofProfile> pprof_profile(const Capture& capture, GsymLocator& locator,
@@ -299,9 +282,27 @@ gsym::Expected<PprofProfile> pprof_profile(const Capture& capture, GsymLocator& 
     coded.SetSerializationDeterministic(true);
     if (!profile.SerializeToCodedStream(&coded)) return gsym::Error("pprof: cannot serialize the profile");
   }
-  gsym::Expected<std::string> gzipped = gzip(bytes);
+  gsym::Expected<std::string> gzipped = gzip_bytes(bytes);
   if (!gzipped) return gzipped.error();
   return PprofProfile{std::move(*gzipped), std::move(chains->symbolized), static_cast<size_t>(profile.sample_size())};
 }
+
+gsym::Expected<std::string> gzip_bytes(const std::string& bytes) {
+  z_stream stream{};
+  // 15 + 16: a gzip wrapper; zlib writes mtime 0, so equal input, equal bytes.
+  if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    return gsym::Error("pprof: cannot start gzip");
+  std::string out(deflateBound(&stream, bytes.size()), '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  stream.avail_in = static_cast<uInt>(bytes.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  const int status = deflate(&stream, Z_FINISH);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  if (status != Z_STREAM_END) return gsym::Error("pprof: gzip failed");
+  return out;
+}
+
 
 }  // namespace gsymprof

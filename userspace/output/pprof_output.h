@@ -31,6 +31,9 @@ struct PprofProfile {
   size_t samples = 0;          // Sample messages written (the capture's counted stacks)
 };
 
+// `bytes` gzip-compressed (mtime 0: equal input, equal bytes).
+gsym::Expected<std::string> gzip_bytes(const std::string& bytes);
+
 // options.pid_in_comm is not used: the pid is a label of every sample.
 gsym::Expected<PprofProfile> pprof_profile(const Capture& capture, GsymLocator& locator,
                                            const SymbolizeOptions& options);
