@@ -153,6 +153,7 @@ class ProcessTable {
   // not the uptime.
   void compact(size_t max_stamped_modules);
   uint64_t map_reads() const { return map_reads_; }
+  size_t image_count() const { return images_.size(); }  // versions included, exited ones until compact()
   uint64_t image_versions() const { return versions_; }  // made by a replaced mapping
 
   std::chrono::milliseconds min_interval{50};
