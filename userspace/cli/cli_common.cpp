@@ -30,7 +30,9 @@ void add_each_target_flag(CommandLine& cli, TargetOptions& options, bool with_du
       });
       continue;
     }
-    cli.value(flag.names, flag.value_name, flag.help, [&flag, &options](const std::string& value) {
+    std::string help = flag.help;
+    if (flag.current) help.insert(help.rfind(')'), ", default " + flag.current(options));
+    cli.value(flag.names, flag.value_name, help, [&flag, &options](const std::string& value) {
       if (std::string error = flag.store(value, options); !error.empty()) throw UsageError(error);
     });
   }

@@ -101,7 +101,8 @@ std::string store_off_cpu_min_us(std::string_view value, TargetOptions& options)
 
 constexpr TargetFlag kTargetFlags[] = {
     {"-p,--pid", "PID[,PID...]", "profile these processes (all their threads)", store_pids},
-    {"-F,--freq", "HZ", "samples per second per CPU (default 99, max 100000)", store_frequency},
+    {"-F,--freq", "HZ", "samples per second per CPU (max 100000)", store_frequency,
+     [](const TargetOptions& options) { return std::to_string(options.frequency_hz); }},
     {"-d,--duration", "SECONDS",
      "stop after this long (default: Ctrl-C or all targets exit). With -- CMD, a command "
      "still running then gets SIGTERM (SIGKILL 2 s later), the summary says it was stopped, "

@@ -56,6 +56,9 @@ struct TargetFlag {
   const char* help;
   // Stores `value` in `options`; returns "" or the one-line usage error.
   std::string (*store)(std::string_view value, TargetOptions& options);
+  // The default a command starts from, when it differs by command (the
+  // agent samples at 19 Hz, profile at 99): appended to `help`.
+  std::string (*current)(const TargetOptions& options) = nullptr;
 };
 
 // -p/--pid, -F/--freq, -d/--duration, --call-graph, --max-depth, --off-cpu,
