@@ -279,6 +279,11 @@ int32_t mapping_holding(const CaptureModule& module, uint64_t runtime) {
   return -1;
 }
 
+uint64_t runtime_address(const Capture& capture, const CaptureFrame& frame) {
+  if (frame.kernel || frame.module < 0) return frame.address;
+  return frame.address + capture.modules[static_cast<size_t>(frame.module)].load_bias;  // wraps as the CPU's would
+}
+
 std::pair<uint64_t, uint64_t> kernel_address_range(const Capture& capture) {
   uint64_t low = UINT64_MAX, high = 0;
   for (const CaptureStack& stack : capture.stacks)

@@ -207,6 +207,9 @@ inline constexpr const char* kShortWaitsFrame = "[short waits]";
 
 // The index of the mapping of `module` holding runtime address `runtime`, or -1.
 int32_t mapping_holding(const CaptureModule& module, uint64_t runtime);
+// The address `frame` had in its process: a module frame's unslid address
+// plus the module's load bias; kernel, JIT and unknown frames as recorded.
+uint64_t runtime_address(const Capture& capture, const CaptureFrame& frame);
 
 // [lowest, highest + 1) of the kernel frames' addresses: the range of the
 // one kernel mapping pprof and OTLP give them ({UINT64_MAX, 0 + 1}: none).

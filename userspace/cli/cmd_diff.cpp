@@ -25,10 +25,6 @@
 namespace gsymprof {
 namespace {
 
-// Folded text and pprof files larger than this are refused before they are
-// read (as `gsymprof flamegraph` refuses folded text).
-constexpr uint64_t kMaxStackFileBytes = uint64_t{1} << 31;
-
 constexpr const char* kAbout =
     "Compares two profiles of the same program: BASE (before) and NEW (after).\n"
     "Each is folded stacks, a pprof file (gzipped profile.proto, as\n"

@@ -12,9 +12,6 @@
 namespace gsymprof {
 namespace {
 
-// Folded text larger than this is refused before it is read.
-constexpr uint64_t kMaxFoldedInputBytes = uint64_t{1} << 31;
-
 constexpr const char* kAbout =
     "Renders folded stacks (\"frame;frame;... COUNT\" per line, e.g. the output\n"
     "of 'gsymprof profile' or 'gsymprof symbolize') as a self-contained\n"
@@ -53,7 +50,7 @@ int cmd_flamegraph(int argc, char** argv) {
                "sudo gsymprof profile -d 10 | gsymprof flamegraph - -o flame.svg");
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
 
-  auto text = input == "-" ? read_stdin() : gsym::read_file_text(input, kMaxFoldedInputBytes);
+  auto text = input == "-" ? read_stdin() : gsym::read_file_text(input, kMaxStackFileBytes);
   if (!text) return cli.failure(text.error().message);
   const std::string input_name = input == "-" ? "<stdin>" : input;
   auto stacks = parse_folded(*text);

@@ -162,14 +162,8 @@ class RequestBuilder {
     const int32_t index = dictionary_.location_table_size();
     otlp::Location* location = dictionary_.add_location_table();
     // No mapping for JIT and unknown frames: no file holds their code.
-    uint64_t address = frame.address;
-    int32_t mapping = 0;
-    if (frame.kernel) {
-      mapping = kernel_mapping_index();
-    } else if (frame.module >= 0) {
-      address = frame.address + capture_.modules[static_cast<size_t>(frame.module)].load_bias;
-      mapping = mapping_index(frame.module, address);
-    }
+    const uint64_t address = runtime_address(capture_, frame);
+    const int32_t mapping = frame.kernel ? kernel_mapping_index() : frame.module >= 0 ? mapping_index(frame.module, address) : 0;
     location->set_mapping_index(mapping);
     location->set_address(address);
     // profile.frame.type (semantic conventions): native code from a file,

@@ -197,13 +197,8 @@ class ProfileBuilder {
     location->set_id(static_cast<uint64_t>(profile_.location_size()));
     // No mapping for JIT frames (frame.jit) or unknown ones: no file holds
     // their code, and pprof would try to symbolize a mapping's addresses.
-    uint64_t address = frame.address, mapping = 0;
-    if (frame.kernel) {
-      mapping = kernel_mapping_id();
-    } else if (frame.module >= 0) {
-      address = frame.address + capture_.modules[static_cast<size_t>(frame.module)].load_bias;
-      mapping = mapping_id(frame.module, address);
-    }
+    const uint64_t address = runtime_address(capture_, frame);
+    const uint64_t mapping = frame.kernel ? kernel_mapping_id() : frame.module >= 0 ? mapping_id(frame.module, address) : 0;
     location->set_mapping_id(mapping);
     location->set_address(address);
     // symbolize() gives the chain root first; pprof wants it innermost first.

@@ -14,6 +14,9 @@ namespace gsymprof {
 
 // The largest perf.data read (it is read whole): "file too large" beyond.
 inline constexpr uint64_t kMaxPerfDataBytes = uint64_t{4} << 30;  // 4 GiB
+// Folded text and pprof files larger than this are refused before they are
+// read (flamegraph, diff).
+inline constexpr uint64_t kMaxStackFileBytes = uint64_t{1} << 31;
 
 struct ProfileFileOptions {
   // perf.data: the event whose samples are read (PerfCaptureOptions::event).
