@@ -45,14 +45,9 @@ struct AgentFlags {
   OtlpSinkOptions otlp;  // used with --otlp-endpoint
 };
 
-}  // namespace
-
-int cmd_agent(int argc, char** argv) {
-  AgentSessionOptions session;
-  session.targets.frequency_hz = 19;
-  AgentFlags flags;
-  SymbolizeFlags symbolize_flags;
-  CommandLine cli("agent", kAbout);
+// Targets, windows and labels, and how frames are named.
+void add_session_flags(CommandLine& cli, AgentSessionOptions& session, AgentFlags& flags,
+                       SymbolizeFlags& symbolize_flags) {
   cli.section("targets");
   add_agent_target_flags(cli, session.targets);
   cli.value("--comm", "NAME", "only processes named NAME (repeatable)",
@@ -76,6 +71,10 @@ int cmd_agent(int argc, char** argv) {
               flags.symbolize = v;
             });
   add_symbolize_flags(cli, symbolize_flags);
+}
+
+// Where windows go: files, the HTTP endpoint, OTLP; and the examples.
+void add_export_flags(CommandLine& cli, AgentFlags& flags) {
   cli.section("export");
   cli.value("--listen", "HOST:PORT",
             "serve /debug/pprof/profile?seconds=N and /metrics (e.g. 127.0.0.1:8787; PORT 0 picks a free one; "
@@ -120,23 +119,42 @@ int cmd_agent(int argc, char** argv) {
                "sudo gsymprof agent --window 60 --output-dir /srv/prof --output-max-files 60")
       .example("only nginx, labelled by the SVC variable of its environment",
                "sudo gsymprof agent --comm nginx --service-env SVC --listen 127.0.0.1:8787");
+}
+
+// The sinks the flags ask for (files, OTLP); the HTTP endpoint pulls instead.
+gsym::Expected<std::vector<std::unique_ptr<WindowSink>>> open_sinks(const AgentFlags& flags) {
+  std::vector<std::unique_ptr<WindowSink>> sinks;
+  if (!flags.output_dir.empty()) {
+    auto store = WindowStore::open(flags.output_dir, "profile", ".pb.gz", flags.output_max_files, flags.output_max_bytes);
+    if (!store) return gsym::Error("--output-dir " + store.error().to_string());
+    sinks.push_back(std::make_unique<PprofFiles>(std::move(*store)));
+  }
+  if (!flags.otlp.endpoint.empty()) {
+    auto otlp = OtlpSink::open(flags.otlp);
+    if (!otlp) return otlp.error();
+    sinks.push_back(std::move(*otlp));
+  }
+  return sinks;
+}
+
+}  // namespace
+
+int cmd_agent(int argc, char** argv) {
+  AgentSessionOptions session;
+  session.targets.frequency_hz = 19;
+  AgentFlags flags;
+  SymbolizeFlags symbolize_flags;
+  CommandLine cli("agent", kAbout);
+  add_session_flags(cli, session, flags, symbolize_flags);
+  add_export_flags(cli, flags);
   if (auto exit_status = cli.parse(argc, argv)) return *exit_status;
   if (std::string problem = validate_target_options(session.targets); !problem.empty())
     return cli.usage_error(problem);
   if (flags.listen.empty() && flags.output_dir.empty() && flags.otlp.endpoint.empty())
     return cli.usage_error("nothing to export to: give --otlp-endpoint HOST:PORT, --listen HOST:PORT and/or --output-dir DIR");
 
-  std::vector<std::unique_ptr<WindowSink>> sinks;
-  if (!flags.output_dir.empty()) {
-    auto store = WindowStore::open(flags.output_dir, "profile", ".pb.gz", flags.output_max_files, flags.output_max_bytes);
-    if (!store) return cli.failure("--output-dir " + store.error().to_string());
-    sinks.push_back(std::make_unique<PprofFiles>(std::move(*store)));
-  }
-  if (!flags.otlp.endpoint.empty()) {
-    auto otlp = OtlpSink::open(flags.otlp);
-    if (!otlp) return cli.failure(otlp.error().to_string());
-    sinks.push_back(std::move(*otlp));
-  }
+  auto sinks = open_sinks(flags);
+  if (!sinks) return cli.failure(sinks.error().to_string());
   AgentExporterOptions export_options;
   export_options.window_s = flags.window_s;
   export_options.symbolize = symbolize_flags.options;
@@ -156,7 +174,7 @@ int cmd_agent(int argc, char** argv) {
     export_options.symbolize.local_elf_path = [](const CaptureModule&) { return std::string(); };
   }
   AgentMetrics metrics;
-  AgentExporter exporter(std::move(export_options), std::move(locator), std::move(sinks), metrics);
+  AgentExporter exporter(std::move(export_options), std::move(locator), std::move(*sinks), metrics);
   std::unique_ptr<HttpEndpoint> endpoint;
   if (!flags.listen.empty()) {
     auto started = HttpEndpoint::start(flags.listen, exporter, metrics);
