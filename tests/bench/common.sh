@@ -19,6 +19,14 @@ median() {
     if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# "median (min-max)" of the numbers on stdin, rounded to $1 digits.
+spread() {
+  sort -g | awk -v d="${1:-1}" '{ v[NR] = $1 } END {
+    if (NR == 0) { print "-"; exit }
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    printf("%.*f (%.*f-%.*f)\n", d, m, d, v[1], d, v[NR]) }'
+}
+
 # ratio A B [DIGITS]: A / B, "-" when either is missing or B is zero.
 ratio() {
   awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN {

@@ -52,14 +52,6 @@ build_rust_peers() {
   return 0
 }
 
-# "median (min-max)" of the numbers on stdin, rounded to $1 digits.
-spread() {
-  sort -g | awk -v d="${1:-1}" '{ v[NR] = $1 } END {
-    if (NR == 0) { print "-"; exit }
-    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-    printf("%.*f (%.*f-%.*f)\n", d, m, d, v[1], d, v[NR]) }'
-}
-
 # ns=... of the lines starting with "$2" in file $1, one per line.
 ns_of() { grep "^$2 " "$1" | sed 's/.*ns=\([0-9.]*\).*/\1/'; }
 
