@@ -55,6 +55,23 @@ measure() {
   return $rc
 }
 
+# measure_n N FILE CMD...: as measure, for a command too short for GNU
+# time's 10 ms CPU resolution: CMD runs N times in one timed shell, and the
+# wall and CPU seconds appended are per run (peak RSS: the largest run).
+# MEASURE_STDIN=FILE: each run reads FILE on stdin.
+measure_n() {
+  local n=$1 out=$2
+  shift 2
+  measure "$TMP/measure_n.tmp" bash -c 'n=$1 in=$2; shift 2
+    for ((i = 0; i < n; i++)); do
+      if [[ -n $in ]]; then "$@" < "$in" || exit; else "$@" || exit; fi
+    done' _ "$n" "${MEASURE_STDIN:-}" "$@"
+  local rc=$?
+  awk -v n="$n" '{ printf("%.5f %.5f %d %d\n", $1 / n, $2 / n, $3, $4) }' "$TMP/measure_n.tmp" >> "$out"
+  rm -f "$TMP/measure_n.tmp"
+  return $rc
+}
+
 # column FILE N: the median of column N of FILE.
 column() { awk -v n="$2" '{ print $n }' "$1" | median; }
 

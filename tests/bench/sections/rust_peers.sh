@@ -9,11 +9,17 @@
 # with cargo into $CARGO_TARGET (default $BENCH_DIR/cargo-target), reused
 # between runs; when cargo or the registry is missing the section says so
 # and skips.
+# RUST_PEERS_TABLES picks tables (default "inproc whole elf convert");
+# RUST_PEERS_REPEAT (default 10): runs per timed process for the short
+# whole-process commands (GNU time counts CPU in 10 ms steps).
 # Sourced by run.sh after tests/bench/common.sh; defines section_rust_peers.
 # shellcheck shell=bash
 
 RUST_PEERS_SRC=$HERE/rust_peers
 CARGO_TARGET=${CARGO_TARGET:-$BENCH_DIR/cargo-target}
+RUST_PEERS_TABLES=${RUST_PEERS_TABLES:-inproc whole elf convert}
+RUST_PEERS_REPEAT=${RUST_PEERS_REPEAT:-10}
+rp_table() { [[ " $RUST_PEERS_TABLES " == *" $1 "* ]]; }
 # The lookup section's GSYM files, harnesses and address lists.
 # shellcheck source=tests/bench/sections/lookup.sh
 source "$HERE/sections/lookup.sh"
@@ -108,16 +114,26 @@ section_rust_peers() {
   if [[ -x $CPPCHECK/cppcheck ]]; then programs+=(cppcheck); elf[cppcheck]=$CPPCHECK/cppcheck
   else log "cppcheck not in the corpus (tests/bench/build-corpus.sh cppcheck): its rows skipped"; fi
   set_cppcheck_workload
+  # gsymtool converts an executable; a separate debug file (libc's) is given
+  # with --debug beside the library it belongs to.
+  declare -A gt_input=([sqlite3]=${elf[sqlite3]})
+  [[ -n ${elf[libc]:-} ]] && gt_input[libc]="/lib/x86_64-linux-gnu/libc.so.6 --debug ${elf[libc]}"
+  [[ -n ${elf[cppcheck]:-} ]] && gt_input[cppcheck]=${elf[cppcheck]}
 
-  md "### In process, ns per address"
-  md
-  md "| program | addresses | ours full | gsym-rs full | blazesym (GSYM) full | gsym-rs / ours | blazesym / ours | ours names | gsym-rs names | blazesym names | answers gsym-rs | answers blazesym |"
-  md "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
   local name kind r list gsym
   for name in "${programs[@]}"; do
     gsym=$(llvm_gsym "${elf[$name]}" "$name")
     make_address_lists "$name" "$gsym"
     make_hot_list "$WORK/$name.zipf.addrs" "$WORK/$name.hot.addrs"
+  done
+
+  if rp_table inproc; then
+  md "### In process, ns per address"
+  md
+  md "| program | addresses | ours full | gsym-rs full | blazesym (GSYM) full | gsym-rs / ours | blazesym / ours | ours names | gsym-rs names | blazesym names | answers gsym-rs | answers blazesym |"
+  md "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+  for name in "${programs[@]}"; do
+    gsym=$WORK/$name.llvm.gsym
     for kind in hot uniform zipf profile; do
       list=$WORK/$name.$kind.addrs
       [[ -s $list ]] || continue
@@ -145,11 +161,13 @@ section_rust_peers() {
     done
   done
 
+  fi
+  if rp_table whole; then
   md
   md "### Whole process: each tool's lookup command"
   md
   md "The list's addresses in one process: \`gsymprof gsym lookup GSYM < list\`, \`gsymtool lookup --no-call-sites GSYM ADDR...\` (addresses as arguments: it reads no stdin),"
-  md "\`llvm-gsymutil --addresses-from-stdin\`; output to /dev/null. CPU seconds (user+sys), median (min-max) of $ROUNDS alternating runs; wall medians beside them."
+  md "\`llvm-gsymutil --addresses-from-stdin\`; output to /dev/null. CPU seconds (user+sys) per run, each timed process $RUST_PEERS_REPEAT runs in a row, median (min-max) of $ROUNDS alternating ones; wall medians beside them."
   md
   md "| program | addresses | ours CPU s | gsymtool CPU s | LLVM CPU s | gsymtool / ours | LLVM / ours | ours wall s | gsymtool wall s | LLVM wall s |"
   md "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -162,9 +180,9 @@ section_rust_peers() {
       mapfile -t addr_args < "$list"
       : > "$TMP/wp.ours"; : > "$TMP/wp.gt"; : > "$TMP/wp.llvm"
       for ((r = 0; r < ROUNDS; r++)); do
-        measure "$TMP/wp.ours" "$GSYMPROF" gsym lookup "$gsym" < "$list" > /dev/null || log "gsymprof gsym lookup failed on $name/$kind"
-        [[ -n $GSYMTOOL ]] && { measure "$TMP/wp.gt" "$GSYMTOOL" lookup --no-call-sites "$gsym" "${addr_args[@]}" > /dev/null || log "gsymtool lookup failed on $name/$kind"; }
-        measure "$TMP/wp.llvm" "$LLVM_GSYMUTIL" --addresses-from-stdin < "$TMP/llvm-stdin" > /dev/null
+        MEASURE_STDIN=$list measure_n "$RUST_PEERS_REPEAT" "$TMP/wp.ours" "$GSYMPROF" gsym lookup "$gsym" > /dev/null || log "gsymprof gsym lookup failed on $name/$kind"
+        [[ -n $GSYMTOOL ]] && { measure_n "$RUST_PEERS_REPEAT" "$TMP/wp.gt" "$GSYMTOOL" lookup --no-call-sites "$gsym" "${addr_args[@]}" > /dev/null || log "gsymtool lookup failed on $name/$kind"; }
+        MEASURE_STDIN=$TMP/llvm-stdin measure_n "$RUST_PEERS_REPEAT" "$TMP/wp.llvm" "$LLVM_GSYMUTIL" --addresses-from-stdin > /dev/null
       done
       local oc gc lc
       oc=$(column "$TMP/wp.ours" 2); gc=$(column "$TMP/wp.gt" 2); lc=$(column "$TMP/wp.llvm" 2)
@@ -172,65 +190,75 @@ section_rust_peers() {
     done
   done
 
+  fi
+  if rp_table elf; then
   md
   md "### blazesym from ELF + DWARF vs gsymprof's GSYM path, cold and warm"
   md
-  md "The *profile* list (uniform where there is none) symbolized from the program itself. Cold, whole process (CPU s):"
-  md "blazesym = \`rust_peers answers blazesym-elf ELF list\` (a new Symbolizer reads the ELF and DWARF, symbolizes the list, prints it);"
-  md "ours = \`gsymprof gsym convert ELF --threads 1\` + \`gsymprof gsym lookup\` of the new file (the conversion a cold GSYM cache pays), and"
-  md "ours cached = \`gsymprof gsym lookup\` alone (the GSYM already cached, as on every later profile). Warm, in process (ns/address):"
-  md "blazesym's Symbolizer after its first batch vs our Reader's lookup_into. answers: blazesym's text vs ours (lookup_bench --answers on our own conversion)."
+  md "The *profile* list (a real profile's addresses; libc has none: *zipf*) and the *uniform* list symbolized from the program itself."
+  md "Cold, whole process, per run ($RUST_PEERS_REPEAT runs per timed process): blazesym = \`rust_peers answers blazesym-elf ELF list\` (a new Symbolizer reads the ELF and its DWARF, symbolizes the list, prints it);"
+  md "ours = \`gsymprof gsym convert ELF --threads 1\` + \`gsymprof gsym lookup\` of the new file (the conversion a cold GSYM cache pays once per build ID),"
+  md "ours cached = \`gsymprof gsym lookup\` alone (the GSYM already cached, as on every later profile). blazesym in process = its first batch in a new Symbolizer (thread CPU)."
+  md "Warm, in process (ns/address): blazesym's Symbolizer after its first batch vs our Reader's lookup_into. answers: blazesym's text vs ours (lookup_bench --answers on our own conversion)."
   md
-  md "| program | list | blazesym cold CPU s | ours cold (convert + lookup) CPU s | blazesym / ours cold | ours cached CPU s | blazesym cold / ours cached | blazesym warm ns | ours warm ns | blazesym / ours warm | answers |"
-  md "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+  md "| program | list | blazesym cold wall s | blazesym cold CPU s | ours cold CPU s (convert + lookup) | blazesym / ours cold CPU | ours cached CPU s | blazesym cold / ours cached CPU | blazesym first batch in process ms | blazesym warm ns | ours warm ns | blazesym / ours warm | answers |"
+  md "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
   for name in "${programs[@]}"; do
-    kind=profile
-    [[ -s $WORK/$name.$kind.addrs ]] || kind=uniform
-    list=$WORK/$name.$kind.addrs
-    local e=${elf[$name]} og=$TMP/ours-$name.gsym
-    : > "$TMP/bz.cold"; : > "$TMP/ours.cv"; : > "$TMP/ours.lk"; : > "$TMP/ours.cached"; : > "$TMP/bz.warm"; : > "$TMP/ours.warm"
-    for ((r = 0; r < ROUNDS; r++)); do
-      measure "$TMP/bz.cold" "$RUST_PEERS" answers blazesym-elf "$e" "$list" > "$TMP/bz-elf.txt" || log "blazesym-elf failed on $name"
-      rm -f "$og"
-      measure "$TMP/ours.cv" "$GSYMPROF" gsym convert "$e" --threads 1 -o "$og" >/dev/null 2>&1 || log "gsymprof gsym convert failed on $name"
-      measure "$TMP/ours.lk" "$GSYMPROF" gsym lookup "$og" < "$list" > /dev/null
-      measure "$TMP/ours.cached" "$GSYMPROF" gsym lookup "$og" < "$list" > /dev/null
-      "$RUST_PEERS" blazesym-elf "$e" "$list" >> "$TMP/bz.warm" 2>/dev/null
-      [[ $OURS_LOOKUP_READY == 1 ]] && "$BIN/lookup_bench" "$og" "$list" >> "$TMP/ours.warm"
+    local e=${elf[$name]} og=$TMP/ours-$name.gsym first=profile
+    [[ -s $WORK/$name.profile.addrs ]] || first=zipf
+    rm -f "$og"
+    "$GSYMPROF" gsym convert "$e" --threads 1 -o "$og" >/dev/null 2>&1 || log "gsymprof gsym convert failed on $name"
+    for kind in "$first" uniform; do
+      list=$WORK/$name.$kind.addrs
+      : > "$TMP/bz.cold"; : > "$TMP/ours.cv"; : > "$TMP/ours.lk"; : > "$TMP/ours.cached"; : > "$TMP/bz.warm"; : > "$TMP/ours.warm"
+      for ((r = 0; r < ROUNDS; r++)); do
+        measure_n "$RUST_PEERS_REPEAT" "$TMP/bz.cold" "$RUST_PEERS" answers blazesym-elf "$e" "$list" > /dev/null || log "blazesym-elf failed on $name"
+        measure_n "$RUST_PEERS_REPEAT" "$TMP/ours.cv" "$GSYMPROF" gsym convert "$e" --threads 1 -o "$og" >/dev/null 2>&1 || log "gsymprof gsym convert failed on $name"
+        MEASURE_STDIN=$list measure_n "$RUST_PEERS_REPEAT" "$TMP/ours.cached" "$GSYMPROF" gsym lookup "$og" > /dev/null
+        "$RUST_PEERS" blazesym-elf "$e" "$list" >> "$TMP/bz.warm" 2>/dev/null
+        [[ $OURS_LOOKUP_READY == 1 ]] && "$BIN/lookup_bench" "$og" "$list" >> "$TMP/ours.warm"
+      done
+      # cold = conversion + a lookup of the list, paired round by round
+      paste -d' ' "$TMP/ours.cv" "$TMP/ours.cached" | awk '{ print $2 + $6 }' > "$TMP/ours.cold"
+      local bc occ ocs bw ow
+      bc=$(column "$TMP/bz.cold" 2); occ=$(median < "$TMP/ours.cold"); ocs=$(column "$TMP/ours.cached" 2)
+      bw=$(ns_of "$TMP/bz.warm" "blazesym-elf warm-full" | median); ow=$(ns_of "$TMP/ours.warm" "ours into-full" | median)
+      "$RUST_PEERS" answers blazesym-elf "$e" "$list" > "$TMP/bz-elf.txt" 2>/dev/null
+      "$BIN/lookup_bench" --answers "$og" "$list" > "$TMP/ours-elf.txt" 2>/dev/null
+      md "| $name | $kind | $(fmt "$(column "$TMP/bz.cold" 1)" 3) | $(awk '{ print $2 }' "$TMP/bz.cold" | spread 3) | $(spread 3 < "$TMP/ours.cold") | $(ratio "$bc" "$occ" 2)x | $(awk '{ print $2 }' "$TMP/ours.cached" | spread 3) | $(ratio "$bc" "$ocs" 1)x | $(grep -o 'cold cpu_ms=[0-9.]*' "$TMP/bz.warm" | sed 's/.*=//' | spread 1) | $(ns_of "$TMP/bz.warm" "blazesym-elf warm-full" | spread) | $(ns_of "$TMP/ours.warm" "ours into-full" | spread) | $(ratio "$bw" "$ow" 1)x | $(answers_vs "$TMP/ours-elf.txt" "$TMP/bz-elf.txt") |"
     done
-    paste -d' ' "$TMP/ours.cv" "$TMP/ours.lk" | awk '{ print $2 + $6 }' > "$TMP/ours.cold"
-    local bc occ ocs bw ow
-    bc=$(column "$TMP/bz.cold" 2); occ=$(median < "$TMP/ours.cold"); ocs=$(column "$TMP/ours.cached" 2)
-    bw=$(ns_of "$TMP/bz.warm" "blazesym-elf warm-full" | median); ow=$(ns_of "$TMP/ours.warm" "ours into-full" | median)
-    "$BIN/lookup_bench" --answers "$og" "$list" > "$TMP/ours-elf.txt" 2>/dev/null
-    md "| $name | $kind | $(awk '{ print $2 }' "$TMP/bz.cold" | spread 3) | $(spread 3 < "$TMP/ours.cold") | $(ratio "$bc" "$occ" 1)x | $(awk '{ print $2 }' "$TMP/ours.cached" | spread 3) | $(ratio "$bc" "$ocs" 1)x | $(ns_of "$TMP/bz.warm" "blazesym-elf warm-full" | spread) | $(ns_of "$TMP/ours.warm" "ours into-full" | spread) | $(ratio "$bw" "$ow" 1)x | $(answers_vs "$TMP/ours-elf.txt" "$TMP/bz-elf.txt") |"
   done
-
+  fi
+  if rp_table convert; then
   md
   md "### Conversion: ELF/DWARF -> GSYM"
   md
-  md "\`gsymprof gsym convert X -o OUT\` (\`--threads 1\`, and default threads), \`gsymtool convert X -o OUT\` (one input: one thread; its \`--jobs\` spreads inputs, not one file),"
-  md "\`llvm-gsymutil --convert X --num-threads=1\` (and default). CPU seconds, median (min-max) of $ROUNDS alternating runs; wall and peak RSS medians."
-  md "answers: the uniform list looked up by lookup_bench in gsymtool's file vs in ours (checksum over every frame); size in KB."
+  md "\`gsymprof gsym convert X -o OUT\` (\`--threads 1\`, and default threads), \`gsymtool convert X -o OUT\` (one input: one thread; its \`--jobs\` spreads inputs, not one file;"
+  md "libc: \`gsymtool convert libc.so.6 --debug DEBUGFILE\`, as it refuses a debug file alone: no executable sections), \`llvm-gsymutil --convert X --num-threads=1\` (and default)."
+  md "CPU seconds per run, median (min-max) of $ROUNDS alternating timed processes of $RUST_PEERS_REPEAT runs each (3 for cppcheck); wall and peak RSS medians."
+  md "answers: the uniform list looked up by lookup_bench in gsymtool's file vs in ours (checksum over every frame; else the text answers compared); size in KB."
   md
   md "| input | DWARF MiB | ours 1T CPU s | gsymtool CPU s | LLVM 1T CPU s | gsymtool / ours | LLVM / ours | ours 1T wall s | gsymtool wall s | LLVM 1T wall s | ours default wall s | LLVM default wall s | RSS MB ours / gsymtool / LLVM | KB ours / gsymtool | answers |"
   md "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|"
   for name in "${programs[@]}"; do
-    local e=${elf[$name]} out=$TMP/cv-$name
+    local e=${elf[$name]} out=$TMP/cv-$name rep=$RUST_PEERS_REPEAT gt_args
+    [[ $name == cppcheck ]] && rep=3
+    read -ra gt_args <<< "${gt_input[$name]}"
     mkdir -p "$out"
     for f in ours gt llvm oursN llvmN; do : > "$out/$f.m"; done
     for ((r = 0; r < ROUNDS; r++)); do
       rm -f "$out"/*.gsym
-      measure "$out/ours.m" "$GSYMPROF" gsym convert "$e" --threads 1 -o "$out/ours.gsym" >/dev/null 2>&1
-      [[ -n $GSYMTOOL ]] && DEBUGINFOD_URLS="" measure "$out/gt.m" "$GSYMTOOL" --quiet convert "$e" -o "$out/gt.gsym" >/dev/null 2>&1
-      measure "$out/llvm.m" "$LLVM_GSYMUTIL" --convert "$e" --num-threads=1 --quiet -o "$out/llvm.gsym" >/dev/null 2>&1
-      measure "$out/oursN.m" "$GSYMPROF" gsym convert "$e" -o "$out/oursN.gsym" >/dev/null 2>&1
-      measure "$out/llvmN.m" "$LLVM_GSYMUTIL" --convert "$e" --quiet -o "$out/llvmN.gsym" >/dev/null 2>&1
+      measure_n "$rep" "$out/ours.m" "$GSYMPROF" gsym convert "$e" --threads 1 -o "$out/ours.gsym" >/dev/null 2>&1
+      [[ -n $GSYMTOOL ]] && DEBUGINFOD_URLS="" measure_n "$rep" "$out/gt.m" "$GSYMTOOL" --quiet convert "${gt_args[@]}" -o "$out/gt.gsym" >/dev/null 2>&1
+      measure_n "$rep" "$out/llvm.m" "$LLVM_GSYMUTIL" --convert "$e" --num-threads=1 --quiet -o "$out/llvm.gsym" >/dev/null 2>&1
+      measure_n "$rep" "$out/oursN.m" "$GSYMPROF" gsym convert "$e" -o "$out/oursN.gsym" >/dev/null 2>&1
+      measure_n "$rep" "$out/llvmN.m" "$LLVM_GSYMUTIL" --convert "$e" --quiet -o "$out/llvmN.gsym" >/dev/null 2>&1
     done
     local oc gc lc mb rss sizes ans="-"
     oc=$(column "$out/ours.m" 2); gc=$(column "$out/gt.m" 2); lc=$(column "$out/llvm.m" 2)
     mb=$(dwarf_megabytes "$e")
-    rss="$(awk -v k="$(column "$out/ours.m" 3)" 'BEGIN { printf("%.0f", k / 1024) }') / $(awk -v k="$(column "$out/gt.m" 3)" 'BEGIN { if (k == "-") print "-"; else printf("%.0f", k / 1024) }') / $(awk -v k="$(column "$out/llvm.m" 3)" 'BEGIN { printf("%.0f", k / 1024) }')"
+    mbs() { awk -v k="$(column "$1" 3)" 'BEGIN { if (k == "-") print "-"; else printf("%.0f", k / 1024) }'; }
+    rss="$(mbs "$out/ours.m") / $(mbs "$out/gt.m") / $(mbs "$out/llvm.m")"
     sizes="$(( $(stat -c %s "$out/ours.gsym" 2>/dev/null || echo 0) / 1024 )) / $(( $(stat -c %s "$out/gt.gsym" 2>/dev/null || echo 0) / 1024 ))"
     if [[ -s $out/gt.gsym && -s $out/ours.gsym && $OURS_LOOKUP_READY == 1 ]]; then
       local s1 s2
@@ -243,8 +271,9 @@ section_rust_peers() {
         ans="checksums differ; text: $(answers_vs "$out/a1" "$out/a2")"
       fi
     fi
-    md "| $name | $mb | $(awk '{ print $2 }' "$out/ours.m" | spread 3) | $(awk '{ print $2 }' "$out/gt.m" | spread 3) | $(awk '{ print $2 }' "$out/llvm.m" | spread 3) | $(ratio "$gc" "$oc" 1)x | $(ratio "$lc" "$oc" 1)x | $(fmt "$(column "$out/ours.m" 1)" 3) | $(fmt "$(column "$out/gt.m" 1)" 3) | $(fmt "$(column "$out/llvm.m" 1)" 3) | $(fmt "$(column "$out/oursN.m" 1)" 3) | $(fmt "$(column "$out/llvmN.m" 1)" 3) | $rss | $sizes | $ans |"
+    md "| $name | $mb | $(awk '{ print $2 }' "$out/ours.m" | spread 3) | $(awk '{ print $2 }' "$out/gt.m" | spread 3) | $(awk '{ print $2 }' "$out/llvm.m" | spread 3) | $(ratio "$gc" "$oc" 2)x | $(ratio "$lc" "$oc" 2)x | $(fmt "$(column "$out/ours.m" 1)" 3) | $(fmt "$(column "$out/gt.m" 1)" 3) | $(fmt "$(column "$out/llvm.m" 1)" 3) | $(fmt "$(column "$out/oursN.m" 1)" 3) | $(fmt "$(column "$out/llvmN.m" 1)" 3) | $rss | $sizes | $ans |"
     rm -rf "$out"
   done
+  fi
   write_section rust_peers "$SECTION_MD"
 }
