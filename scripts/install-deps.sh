@@ -28,8 +28,9 @@ qemu-system-x86 busybox-static cpio
 # bpfcc-tools: offcputime-bpfcc, the off-CPU peer (tests/bench/sections/offcpu.sh;
 # it needs kprobes and kernel headers, so on a kernel without them the
 # section says so and compares with bpftrace only). stress-ng: the busy
-# workload of the agent section (tests/bench/sections/agent.sh).
-BENCH_PACKAGES="llvm-22-dev linux-perf bpftrace bpfcc-tools dpkg-dev hyperfine time stress-ng"
+# workload of the agent section (tests/bench/sections/agent.sh). graphviz: dot,
+# which go tool pprof -svg needs (tests/bench/sections/diff.sh).
+BENCH_PACKAGES="llvm-22-dev linux-perf bpftrace bpfcc-tools dpkg-dev hyperfine time stress-ng graphviz"
 # The flame-graph browser test (headless Chromium) needs these.
 BROWSER_PACKAGES="chromium"
 

@@ -19,6 +19,14 @@ median() {
     if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# "median (min-max)" of the numbers on stdin, rounded to $1 digits.
+spread() {
+  sort -g | awk -v d="${1:-1}" '{ v[NR] = $1 } END {
+    if (NR == 0) { print "-"; exit }
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    printf("%.*f (%.*f-%.*f)\n", d, m, d, v[1], d, v[NR]) }'
+}
+
 # ratio A B [DIGITS]: A / B, "-" when either is missing or B is zero.
 ratio() {
   awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN {
@@ -44,6 +52,23 @@ measure() {
   t1=$EPOCHREALTIME
   awk -v t0="$t0" -v t1="$t1" -v rc="$rc" '{ printf("%.4f %.3f %d %d\n", t1 - t0, $1 + $2, $3, rc) }' \
     "$TMP/time.out" >> "$out"
+  return $rc
+}
+
+# measure_n N FILE CMD...: as measure, for a command too short for GNU
+# time's 10 ms CPU resolution: CMD runs N times in one timed shell, and the
+# wall and CPU seconds appended are per run (peak RSS: the largest run).
+# MEASURE_STDIN=FILE: each run reads FILE on stdin.
+measure_n() {
+  local n=$1 out=$2
+  shift 2
+  measure "$TMP/measure_n.tmp" bash -c 'n=$1 in=$2; shift 2
+    for ((i = 0; i < n; i++)); do
+      if [[ -n $in ]]; then "$@" < "$in" || exit; else "$@" || exit; fi
+    done' _ "$n" "${MEASURE_STDIN:-}" "$@"
+  local rc=$?
+  awk -v n="$n" '{ printf("%.5f %.5f %d %d\n", $1 / n, $2 / n, $3, $4) }' "$TMP/measure_n.tmp" >> "$out"
+  rm -f "$TMP/measure_n.tmp"
   return $rc
 }
 

@@ -2,7 +2,8 @@
 // the peer of llvm_lookup_bench.cpp (same lists, same timing, same checksum).
 //
 //   lookup_bench GSYM ADDRS [MIN_PASSES MIN_SECONDS]
-// prints one line per path:
+//   lookup_bench --answers GSYM ADDRS
+// The first prints one line per path:
 //   ours find        ns=...                       find_function() alone
 //   ours into-names  ns=...                       lookup_into(), no lines/inlines
 //   ours into-full   ns=... found=N checksum=...  lookup_into(), full answers
@@ -10,9 +11,14 @@
 //   ours alloc-full  ns=... found=N checksum=...  lookup() (allocating), full
 // The checksum folds every frame (name, directory, basename, line, offset)
 // exactly as llvm_lookup_bench does, so equal checksums mean equal answers.
+// --answers prints each address's frames as text, one line per address, as
+// tests/bench/rust_peers prints gsym-rs's and blazesym's: "0xADDR", then per
+// frame, innermost first, a tab and "NAME BASENAME:LINE" ("NAME" when the
+// line is unknown), or a tab and "?" when no function covers the address.
 #include <cinttypes>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench_common.h"
@@ -58,11 +64,44 @@ bench::Checksum checksum_alloc(const gsym::Reader& reader, const std::vector<uin
   return checksum;
 }
 
+int print_answers(const gsym::Reader& reader, const std::vector<uint64_t>& addresses) {
+  std::string out;
+  gsym::LookupScratch scratch;
+  char buf[64];
+  for (uint64_t addr : addresses) {
+    std::snprintf(buf, sizeof buf, "0x%" PRIx64, addr);
+    out += buf;
+    gsym::Expected<bool> hit = reader.lookup_into(addr, kFull, scratch);
+    if (!hit.ok() || !*hit) out += "\t?";
+    else
+      for (const gsym::LookupFrame& f : scratch.frames) {
+        out += '\t';
+        out += f.name;
+        if (f.line == 0) continue;
+        std::snprintf(buf, sizeof buf, ":%" PRIu32, f.line);
+        (out += ' ') += f.basename;
+        out += buf;
+      }
+    out += '\n';
+  }
+  return std::fwrite(out.data(), 1, out.size(), stdout) == out.size() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string_view(argv[1]) == "--answers") {
+    gsym::Expected<gsym::Reader> opened = gsym::Reader::map(argv[2]);
+    if (!opened.ok()) {
+      std::fprintf(stderr, "%s: %s\n", argv[2], opened.error().to_string().c_str());
+      return 1;
+    }
+    std::vector<uint64_t> addresses;
+    if (!bench::read_addresses(argv[3], addresses)) return 1;
+    return print_answers(*opened, addresses);
+  }
   if (argc != 3 && argc != 5) {
-    std::fprintf(stderr, "usage: lookup_bench GSYM ADDRS [MIN_PASSES MIN_SECONDS]\n");
+    std::fprintf(stderr, "usage: lookup_bench GSYM ADDRS [MIN_PASSES MIN_SECONDS] | --answers GSYM ADDRS\n");
     return 2;
   }
   int min_passes = argc == 5 ? std::atoi(argv[3]) : 3;

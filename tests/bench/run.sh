@@ -3,7 +3,7 @@
 # test). Every number is measured side by side with a peer tool in the same
 # run, ours and the peer's runs alternating, and quoted as a median.
 #
-#   tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [deepstacks] [memory] [tail] [offcpu] [agent]   (none: all)
+#   tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [deepstacks] [memory] [tail] [offcpu] [agent] [rust_peers] [syscalls] [diff]   (none: all)
 #
 # Sections (each prints a markdown table and replaces its own block in
 # tests/bench/RESULTS.md; a section whose tool is not ready says so and skips):
@@ -22,6 +22,14 @@
 #   agent    gsymprof agent's CPU (process + BPF) and RSS, whole host at 19/99 Hz
 #            under stress-ng, vs the OpenTelemetry eBPF profiler (to the test
 #            Collector), named-frame share, and an RSS soak (AGENT_SOAK_MINUTES)
+#   rust_peers  our GSYM reader and converter vs gsym-rs (reader, gsymtool) and
+#            blazesym (over GSYM, and over ELF + DWARF, cold and warm), crates
+#            pinned in tests/bench/rust_peers/Cargo.lock, built with cargo into
+#            CARGO_TARGET (default $BENCH_DIR/cargo-target)
+#   syscalls getppid() and dd bs=1 loops alone, under gsymprof profile and perf
+#            record -a -g of every process at 99 Hz (and gsymprof --off-cpu)
+#   diff     gsymprof diff vs go tool pprof -diff_base on two 100k-stack pprof
+#            files: time, RSS, agreement of the top changes
 #
 # Environment: BUILD (build dir, default build), GSYMPROF (default
 # $BUILD/gsymprof), BENCH_DIR (corpus cache, default
@@ -64,7 +72,7 @@ source "$HERE/common.sh"
 # ------------------------------------------------------------------- main --
 
 # Every section, in the order a run without arguments takes them.
-ALL_SECTIONS=(lookup convert profile symbolize perfdata stacks deepstacks memory tail offcpu agent)
+ALL_SECTIONS=(lookup convert profile symbolize perfdata stacks deepstacks memory tail offcpu agent rust_peers syscalls diff)
 is_section() {
   local name
   for name in "${ALL_SECTIONS[@]}"; do [[ $1 == "$name" ]] && return 0; done
