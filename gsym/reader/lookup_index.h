@@ -17,6 +17,13 @@ namespace gsym::detail {
 class LookupIndex {
  public:
   void build(const Layout& layout);
+  // Heap bytes the index holds (its vectors' capacity).
+  size_t memory_bytes() const {
+    return bucket_first_.capacity() * sizeof(uint32_t) + checkpoints_.capacity() * sizeof(LineCheckpoint) +
+           checkpoint_begin_.capacity() * sizeof(uint32_t) + skips_.capacity() * sizeof(InlineSkip) +
+           skip_begin_.capacity() * sizeof(uint32_t) + child_ranges_.capacity() * sizeof(ChildRange) +
+           child_starts_.capacity() * sizeof(uint64_t);
+  }
 
   // The address-table entries [first, first + count) that can hold the
   // greatest start <= base + rel (entries before them are all below rel,

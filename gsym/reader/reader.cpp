@@ -371,6 +371,7 @@ std::span<const uint8_t> Reader::build_id() const {
   return impl_->data.subspan(impl_->uuid_offset, impl_->uuid_size);
 }
 std::span<const uint8_t> Reader::bytes() const { return impl_->data; }
+size_t Reader::memory_bytes() const { return impl_->owned.capacity() + impl_->index.memory_bytes(); }
 void Reader::release_pages() const {
   // The mapping is private and never written: every page is the file's.
   if (impl_->map_base) madvise(impl_->map_base, impl_->map_size, MADV_DONTNEED);

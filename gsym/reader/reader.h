@@ -89,6 +89,9 @@ class Reader {
   // lookups on other threads. Nothing for read or borrowed storage. A
   // long-running process calls it between bursts of lookups.
   void release_pages() const;
+  // Heap bytes this reader holds: its lookup index, and the file when read
+  // (not mapped). A long-running process bounds its open readers by it.
+  size_t memory_bytes() const;
 
   size_t function_count() const;
   uint64_t function_start(size_t index) const;  // index < function_count()

@@ -108,7 +108,9 @@ void AgentExporter::run() {
       continue;
     }
     for (const auto& sink : sinks_) sink->deliver(job.capture, locator_, options_.symbolize, metrics_);
-    if (options_.make_locator && ++windows_since_locator_ >= options_.windows_per_locator) {
+    metrics_.set_locator_bytes(locator_.reader_memory_bytes());
+    if (options_.make_locator && (++windows_since_locator_ >= options_.windows_per_locator ||
+                                  locator_.reader_memory_bytes() > options_.max_locator_bytes)) {
       locator_ = options_.make_locator();
       windows_since_locator_ = 0;
     } else {

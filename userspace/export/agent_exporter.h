@@ -37,6 +37,10 @@ struct AgentExporterOptions {
   // host runs new binaries all day. Opened GSYMs stay in the cache.
   std::function<GsymLocator()> make_locator;
   uint64_t windows_per_locator = 60;
+  // ... and sooner once its readers hold this many heap bytes (their lookup
+  // indexes): a host that rebuilds big programs all day opened 155 MB of
+  // them within ten minutes.
+  size_t max_locator_bytes = size_t{32} << 20;
 };
 
 class AgentExporter {

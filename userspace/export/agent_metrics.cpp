@@ -82,6 +82,11 @@ void AgentMetrics::set_spool_bytes(uint64_t bytes) {
   spool_bytes_ = bytes;
 }
 
+void AgentMetrics::set_locator_bytes(uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  locator_bytes_ = bytes;
+}
+
 std::string AgentMetrics::prometheus_text() const {
   double cpu = 0;
   uint64_t rss = 0;
@@ -111,6 +116,9 @@ std::string AgentMetrics::prometheus_text() const {
   prometheus_sample(out, "gsymprof_pulls_total", "outcome=\"failed\"", number(pulls_failed_));
   prometheus_metric(out, "gsymprof_spool_bytes", "gauge", "Bytes of windows waiting in the spool directory.");
   prometheus_sample(out, "gsymprof_spool_bytes", "", number(spool_bytes_));
+  prometheus_metric(out, "gsymprof_gsym_reader_bytes", "gauge",
+                    "Heap bytes of the open GSYM readers' lookup indexes (a new set past 32 MiB).");
+  prometheus_sample(out, "gsymprof_gsym_reader_bytes", "", number(locator_bytes_));
   prometheus_metric(out, "gsymprof_process_cpu_seconds_total", "counter", "The agent's own user and system CPU time.");
   prometheus_sample(out, "gsymprof_process_cpu_seconds_total", "", std::to_string(cpu));
   prometheus_metric(out, "gsymprof_process_resident_memory_bytes", "gauge", "The agent's resident memory.");

@@ -23,6 +23,7 @@ class AgentMetrics {
   void add_pull(bool served);
   // Bytes of windows waiting in the OTLP spool (a gauge).
   void set_spool_bytes(uint64_t bytes);
+  void set_locator_bytes(uint64_t bytes);
   // The exposition text, read now (own CPU and RSS from /proc/self).
   std::string prometheus_text() const;
 
@@ -31,7 +32,7 @@ class AgentMetrics {
   uint64_t samples_ = 0, ticks_ = 0, off_cpu_ns_ = 0;
   std::map<std::string, uint64_t> lost_, truncated_;
   std::map<std::string, std::array<uint64_t, 3>> windows_;  // by sink: exported, failed, dropped
-  uint64_t spool_bytes_ = 0, pulls_served_ = 0, pulls_failed_ = 0;
+  uint64_t spool_bytes_ = 0, pulls_served_ = 0, pulls_failed_ = 0, locator_bytes_ = 0;
 };
 
 // This process's user + system CPU seconds and resident bytes, from

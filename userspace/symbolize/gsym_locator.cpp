@@ -518,6 +518,12 @@ const gsym::Reader* GsymLocator::locate(const BuildId& build_id,
 
 const std::vector<std::string>& GsymLocator::notes() const { return state_->notes; }
 
+size_t GsymLocator::reader_memory_bytes() const {
+  size_t bytes = 0;
+  for (const auto& entry : state_->loaded) bytes += entry->bytes.capacity() + entry->reader->memory_bytes();
+  return bytes;
+}
+
 void GsymLocator::release_pages() {
   for (const auto& entry : state_->loaded) entry->reader->release_pages();
 }

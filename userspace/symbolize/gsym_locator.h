@@ -177,6 +177,9 @@ class GsymLocator {
   // release_pages): a daemon calls it after each burst of lookups, so its
   // RSS does not hold every file it once read.
   void release_pages();
+  // Heap bytes of the GSYM readers opened so far (gsym::Reader::memory_bytes,
+  // and GSYMs held in memory): a daemon makes a new locator past a budget.
+  size_t reader_memory_bytes() const;
 
   // How many conversions were attempted (for tests of the miss cache).
   uint64_t conversions_attempted() const;
