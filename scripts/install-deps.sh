@@ -14,7 +14,7 @@ libelf-dev libdw-dev zlib1g-dev libzstd-dev liblzma-dev xz-utils libiberty-dev
 libprotobuf-dev protobuf-compiler golang-go
 libgrpc++-dev protobuf-compiler-grpc
 libcpp-httplib-dev libbrotli-dev
-libdebuginfod-dev debuginfod libssl-dev
+libdebuginfod-dev debuginfod libssl-dev openssl curl
 nlohmann-json3-dev doctest-dev libcli11-dev
 llvm-22
 libc6-dbg
