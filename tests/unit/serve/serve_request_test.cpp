@@ -120,6 +120,32 @@ TEST_CASE("serve: mapping addresses to GSYM addresses by PT_LOAD, executable seg
   CHECK(gsym_address(offsets, 0x7000, 0, 0x1000, 0x7010) == 0x1010u);  // limit 0: unknown
 }
 
+// The OTel eBPF profiler does not send process addresses: its mapping's
+// start and limit, and its locations' addresses, are in the ELF file's
+// virtual address space (start = the virtual address of the mapping's file
+// offset), and a caller's frame is already its return address minus one.
+// A PIE's text (p_offset 0x1000, p_vaddr 0x1000) mapped at 0x555555554000 +
+// 0x1000: both views of one frame give one GSYM address, every rule.
+TEST_CASE("serve: the OTel eBPF profiler's file-relative mappings name the same address as process ones") {
+  AddressRule segments;
+  segments.kind = AddressRule::Segments;
+  segments.segments = {{0, 0, 0x800, 0x800, false}, {0x1000, 0x1000, 0x3000, 0x3000, true}};
+  AddressRule text;
+  text.kind = AddressRule::ExecutableSegment;
+  text.text_page = 0x1000;
+  AddressRule offsets;
+  const uint64_t base = 0x555555554000;
+  for (const AddressRule* rule : {&segments, &text, &offsets}) {
+    CAPTURE(static_cast<int>(rule->kind));
+    const auto process = gsym_address(*rule, base + 0x1000, base + 0x4000, 0x1000, base + 0x2345);
+    const auto otel = gsym_address(*rule, 0x1000, 0x4000, 0x1000, 0x2345);
+    REQUIRE(process.has_value());
+    CHECK(*process == 0x2345u);
+    CHECK(otel == process);
+    CHECK(!gsym_address(*rule, 0x1000, 0x4000, 0x1000, 0x4000));  // the OTel limit holds too
+  }
+}
+
 TEST_CASE("serve: OTLP locations named innermost first; other identities and named ones left alone") {
   Store s;
   auto request = otlp_request("AA010203");
