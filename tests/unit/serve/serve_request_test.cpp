@@ -214,6 +214,39 @@ TEST_CASE("serve: OTLP with a build ID the store lacks, past the deadline, hosti
   CHECK(!symbolize_otlp_bytes("\xff\xff\xff", namer).ok());
 }
 
+// Linux allows any bytes in a thread name or a path, and the OTel eBPF
+// profiler and the Collector pass them on as they are: such a request is
+// named like any other and its strings come back byte for byte (with the
+// upstream protos' `string` fields the parse failed and the window was
+// refused; userspace/export/proto/README.md).
+TEST_CASE("serve: OTLP strings that are not UTF-8 are kept, and the request named") {
+  Store s;
+  auto request = otlp_request("aa010203");
+  otlp::ProfilesDictionary& d = *request.mutable_dictionary();
+  const std::string thread("work\xff\xfe" "er", 8), path("/opt/\xc3(/app", 11);
+  d.set_string_table(2, path);  // the mapping's file name
+  d.add_string_table("thread.name");
+  d.add_string_table(thread);
+  otlp::KeyValueAndUnit* name = d.add_attribute_table();
+  name->set_key_strindex(d.string_table_size() - 2);
+  name->mutable_value()->set_string_value(thread);
+  request.add_resource_profiles()->add_scope_profiles()->add_profiles()->add_samples()->add_attribute_indices(
+      d.attribute_table_size() - 1);
+  std::string bytes;
+  REQUIRE(request.SerializeToString(&bytes));
+  FrameNamer namer = s.namer();
+  auto named = symbolize_otlp_bytes(bytes, namer);
+  REQUIRE(named.ok());
+  otlp_collector::ExportProfilesServiceRequest back;
+  REQUIRE(back.ParseFromString(*named));
+  const otlp::ProfilesDictionary& b = back.dictionary();
+  CHECK(b.string_table(2) == path);
+  CHECK(b.attribute_table(b.attribute_table_size() - 1).value().string_value() == thread);
+  REQUIRE(b.location_table(1).lines_size() == 2);
+  CHECK(otlp_name(b, b.location_table(1).lines(0)) == "bar");
+  CHECK(namer.counts()[static_cast<size_t>(FrameOutcome::Named)] == 2);
+}
+
 TEST_CASE("serve: pprof locations named, the mapping flagged; hostile profiles refused") {
   Store s;
   pb::Profile profile;
