@@ -321,3 +321,28 @@ TEST_CASE("serve: pprof locations named, the mapping flagged; hostile profiles r
   CHECK(!symbolize_pprof("\x1f\x8b garbage", 1 << 20, n).ok());
 }
 
+
+TEST_CASE("serve: a GSYM's demangled names are kept for the next request") {
+  DemangleCache cache;
+  const std::string table("_Z3fooi\0main\0", 13);  // as a GSYM's string table holds them
+  const std::string_view mangled(table.data(), 7), plain(table.data() + 8, 4);
+  std::string spare;
+  const std::string_view first = cache.get(mangled, spare);
+  CHECK(first == "foo(int)");
+  CHECK(cache.get(mangled, spare).data() == first.data());  // kept, not demangled again
+  CHECK(cache.get(plain, spare).empty());                    // "" = the symbol itself
+  CHECK(spare.empty());
+
+  // Two requests on one store name foo alike; the second from the kept name.
+  Store s;
+  for (int round = 0; round < 2; ++round) {
+    auto request = otlp_request("aa010203");
+    FrameNamer namer = s.namer();
+    REQUIRE(symbolize_otlp(request, namer).ok());
+    const otlp::ProfilesDictionary& d = request.dictionary();
+    REQUIRE(d.location_table(1).lines_size() == 2);
+    CHECK(otlp_name(d, d.location_table(1).lines(1)) == "foo(int)");
+    CHECK(d.string_table(d.function_table(d.location_table(1).lines(1).function_index()).system_name_strindex()) ==
+          "_Z3fooi");
+  }
+}
