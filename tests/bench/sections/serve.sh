@@ -37,14 +37,18 @@
 SERVE_LOCATIONS=${SERVE_LOCATIONS:-10000}
 SERVE_REQUESTS=${SERVE_REQUESTS:-50}
 SERVE_OTEL_SECONDS=${SERVE_OTEL_SECONDS:-20}
-SERVE_PID="" SERVE_URL="" SERVE_GRPC=""
+SERVE_PID="" SERVE_URL="" SERVE_GRPC="" SERVE_ERR=/dev/null
 
 # serve_start NAME ARGS...: `gsymprof serve --listen 127.0.0.1:0 ARGS...`;
 # sets SERVE_PID, SERVE_URL (http://127.0.0.1:PORT), SERVE_GRPC.
 serve_start() {
   local name=$1 n=0
   shift
-  "$GSYMPROF" serve --listen 127.0.0.1:0 "$@" 2> "$TMP/serve-$name.err" &
+  SERVE_ERR=$TMP/serve-$name.err
+  # Removed first: the address is read from it, and the shell may run the
+  # loop below before the new process has truncated the previous run's.
+  rm -f "$SERVE_ERR"
+  "$GSYMPROF" serve --listen 127.0.0.1:0 "$@" 2> "$SERVE_ERR" &
   SERVE_PID=$! SERVE_URL="" SERVE_GRPC=""
   while ((n < 100)); do
     SERVE_URL=$(grep -so 'http://127.0.0.1:[0-9]*' "$TMP/serve-$name.err" | head -n 1)
@@ -57,10 +61,14 @@ serve_start() {
   return 0
 }
 
+# serve_stop: SIGTERM; a serve that had exited already, or that exits
+# with a status other than 0, is reported with its last lines.
 serve_stop() {
   [[ -n $SERVE_PID ]] || return 0
-  kill -TERM "$SERVE_PID" 2>/dev/null
-  wait "$SERVE_PID" 2>/dev/null
+  local rc=0
+  kill -TERM "$SERVE_PID" 2>/dev/null || log "serve had exited before SIGTERM"
+  wait "$SERVE_PID" 2>/dev/null || rc=$?
+  ((rc == 0)) || log "serve exited with status $rc: $(tail -n 5 "$SERVE_ERR" | tr '\n' ' ')"
   SERVE_PID=""
 }
 
@@ -113,7 +121,8 @@ serve_cold() {
   rm -rf "$store/cache"; find "$store" -maxdepth 1 -name '*.gsym' -delete
   serve_start cold --gsym-dir "$store" || return 1
   python3 "$HERE/serve_request.py" post "$SERVE_URL$path" "$body" --count 5000 --until-all-named \
-    --metrics "$SERVE_URL/metrics" > "$TMP/serve-cold.out"
+    --metrics "$SERVE_URL/metrics" > "$TMP/serve-cold.out" 2> "$TMP/serve-client.err" ||
+    log "serve: cold $kind: the client failed: $(tail -n 1 "$TMP/serve-client.err")"
   serve_stop
   awk '{ printf("%.3f %d %d %d\n", $1, $2, $3, $4) }' "$TMP/serve-cold.out" >> "$result"
 }
@@ -122,13 +131,15 @@ serve_cold() {
 serve_warm() {
   local kind=$1 result=$2 store=$TMP/serve-store
   serve_start warm --gsym-dir "$store" || return 1
-  serve_post "$kind" $((SERVE_REQUESTS + 1)) "$TMP/serve-warm.out"
+  serve_post "$kind" $((SERVE_REQUESTS + 1)) "$TMP/serve-warm.out" 2> "$TMP/serve-client.err" ||
+    { log "serve: warm $kind: the client failed: $(tail -n 1 "$TMP/serve-client.err")"; serve_stop; return 1; }
   serve_stop
   local first stats named total lines
   first=$(awk 'NR == 1 { printf("%.2f", $1 * 1000) }' "$TMP/serve-warm.out")
   tail -n +2 "$TMP/serve-warm.out" > "$TMP/serve-warm.rest"
   stats=$(python3 "$HERE/serve_request.py" stats "$TMP/serve-warm.rest")
-  read -r named total lines < <(awk 'END { print $3, $4, $5 }' "$TMP/serve-warm.rest")
+  # named: the fewest any of the requests named
+  read -r named total lines < <(awk 'NR == 1 || $3 < m { m = $3 } END { print m, $4, $5 }' "$TMP/serve-warm.rest")
   awk '$2 != 200 { bad++ } END { exit bad > 0 }' "$TMP/serve-warm.out" || log "serve: warm $kind: some answers were not 200"
   echo "$stats $first $named $total $lines" >> "$result"
 }
@@ -361,7 +372,8 @@ section_serve() {
   md "every location (serve converts off the request path, one file at a time, and answers meanwhile with what it has): seconds from the first"
   md "POST to that answer. *Warm*: serve restarted on the filled store; $SERVE_REQUESTS requests one after another on one keep-alive connection"
   md "(Python client: latency from sending the request to reading the whole answer); *first*: the request before them (GSYMs opened)."
-  md "*Frames/s*: locations named per request / p50; *lines*: frames with inline ones (from the pprof answer). Medians of $ROUNDS alternating rounds."
+  md "*named*: the fewest locations any warm answer named; *frames/s*: locations named per request / p50; *lines*: frames with inline ones"
+  md "(from the pprof answer). Medians of $ROUNDS alternating rounds."
   md
 
   local r kind
