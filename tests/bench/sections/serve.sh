@@ -151,7 +151,7 @@ serve_throughput() {
 
 # ------------------------------------------------------------ OTel part --
 
-SERVE_OTEL_WHY=""
+SERVE_OTEL_WHY="" SERVE_OTEL_VERSION="" SERVE_OTEL_BIN=""
 
 # serve_named_native FILE FROM TO: "frames named% samples" of the burner's
 # samples in the Collector's records FROM..TO: its user frames (not
@@ -274,8 +274,8 @@ serve_otel() {
   md "### The OpenTelemetry eBPF profiler through serve"
   md
   [[ $(id -u) -eq 0 ]] || { md "Not measured: needs root (BPF)."; return 0; }
-  local version bin
-  version=$("$HERE/build-ebpf-profiler.sh" --version)
+  local bin
+  SERVE_OTEL_VERSION=$("$HERE/build-ebpf-profiler.sh" --version)
   # The stock binary when it starts here; else the variant that tolerates
   # the EPERM of its memlock raise (see build-ebpf-profiler.sh).
   if bin=$("$HERE/build-ebpf-profiler.sh" 2> "$TMP/otel-build.err"); then
@@ -286,9 +286,18 @@ serve_otel() {
   else
     bin=""
   fi
-  [[ -n $bin ]] || { md "Not measured: go.opentelemetry.io/ebpf-profiler $version does not build here: $(tail -n 2 "$TMP/otel-build.err" | tr '\n' ' ')"; return 0; }
+  [[ -n $bin ]] || { md "Not measured: go.opentelemetry.io/ebpf-profiler $SERVE_OTEL_VERSION does not build here: $(tail -n 2 "$TMP/otel-build.err" | tr '\n' ' ')"; return 0; }
   SERVE_OTEL_BIN=$bin
-  [[ -e /sys/kernel/tracing/events/sched ]] || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+  # It attaches to sched:sched_process_free through tracefs (unmounted again below).
+  local tracefs_mounted=""
+  if [[ ! -e /sys/kernel/tracing/events/sched ]] && mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null; then
+    tracefs_mounted=1
+  fi
+  serve_otel_measure
+  [[ -z $tracefs_mounted ]] || umount /sys/kernel/tracing 2>/dev/null
+}
+
+serve_otel_measure() {
   serve_burn_source || { md "Not measured: cannot build the burner."; return 0; }
   # shellcheck source=tests/support/otelcol/otelcol.bash
   source "$ROOT/tests/support/otelcol/otelcol.bash"
@@ -303,13 +312,13 @@ serve_otel() {
   local file id code uploads=0 libc libc_id libc_debug
   id=$(LC_ALL=C readelf -n "$TMP/serve_burn" | awk '/Build ID:/ { print $3 }')
   code=$(curl -s -o "$TMP/serve-put.txt" -w '%{http_code}' -T "$TMP/serve_burn.debug" "$SERVE_URL/buildid/$id/debuginfo")
-  [[ $code == 201 ]] && ((++uploads)) || log "serve: upload of the burner's debug file: $code $(cat "$TMP/serve-put.txt")"
+  if [[ $code == 201 ]]; then ((++uploads)); else log "serve: upload of the burner's debug file: $code $(cat "$TMP/serve-put.txt")"; fi
   libc=$(ldd "$TMP/serve_burn" | awk '$1 == "libc.so.6" { print $3 }')
   libc_id=$(LC_ALL=C readelf -n "$libc" | awk '/Build ID:/ { print $3 }')
   libc_debug=/usr/lib/debug/.build-id/${libc_id:0:2}/${libc_id:2}.debug
   [[ -f $libc_debug ]] || libc_debug=$libc
   code=$(curl -s -o "$TMP/serve-put.txt" -w '%{http_code}' -T "$libc_debug" "$SERVE_URL/buildid/$libc_id/debuginfo")
-  [[ $code == 201 ]] && ((++uploads)) || log "serve: upload of libc: $code $(cat "$TMP/serve-put.txt")"
+  if [[ $code == 201 ]]; then ((++uploads)); else log "serve: upload of libc: $code $(cat "$TMP/serve-put.txt")"; fi
   local n=0
   while ((n < 240)) && [[ $(serve_metric 'gsymprof_serve_conversions_total{outcome="converted"}') != "$uploads" ]]; do sleep 0.5; ((n++)); done
   local direct via
@@ -319,7 +328,7 @@ serve_otel() {
   outcomes=$(curl -sf "$SERVE_URL/metrics" | awk -F'[{}" ]+' '$1 == "gsymprof_serve_frames_total" && $NF > 0 { printf("%s%s %s", sep, $3, $NF); sep = ", " }')
   serve_stop
   otelcol_stop
-  md "\`ebpf-profiler -collection-agent ENDPOINT -disable-tls -samples-per-second 99 -reporter-interval 5s\`, go.opentelemetry.io/ebpf-profiler $version$SERVE_OTEL_WHY,"
+  md "\`ebpf-profiler -collection-agent ENDPOINT -disable-tls -samples-per-second 99 -reporter-interval 5s\`, go.opentelemetry.io/ebpf-profiler $SERVE_OTEL_VERSION$SERVE_OTEL_WHY,"
   md "on \`serve_burn\` (C, \`-O2 -g\` without frame pointers, then \`objcopy --strip-all\`; its debug file and libc's (libc6-dbg) uploaded to serve with"
   md "\`PUT /buildid/ID/debuginfo\`) for $SERVE_OTEL_SECONDS s at 99 Hz: straight to the test Collector, then through \`gsymprof serve --otlp-listen ... --forward COLLECTOR\`."
   md "*Frames*: the burner's user frames in the Collector's output, weighted by samples; *named*: those with a function name"
@@ -328,12 +337,18 @@ serve_otel() {
   md "| path | samples | user frames | named % |"
   md "|---|---:|---:|---:|"
   local f p s
+  read -r f _ _ <<< "$direct"
+  if [[ $f == 0 ]]; then
+    md "The profiler sent no frame of the burner here: $(grep -m 1 -E 'level=(ERROR|FATAL)' "$TMP/serve-otel-direct.err" || tail -n 1 "$TMP/serve-otel-direct.err")"
+    md
+  fi
   read -r f p s <<< "$direct"; md "| OTel profiler -> Collector | $s | $f | $p |"
   read -r f p s <<< "$via"; md "| OTel profiler -> serve -> Collector | $s | $f | $p |"
   md
   md "serve's /metrics over the run, locations by outcome (every process of this shared host): $outcomes."
   local calls
   calls=$(for pat in 'x = burn_outer(x)' 'x = burn_inner(x ^ i)' 'return burn_copy(x)' 'x = burn_step(x, i)'; do
+    # shellcheck disable=SC2016 # backquotes of markdown
     printf '%s`%s`: %s' "$sep" "$pat" "$(grep -nF "$pat" "$TMP/serve_burn.c" | cut -d: -f1)"; sep="; "; done)
   md
   md "Lines of the burner's calling frames as named through serve (FUNCTION:LINE=samples): $(cat "$TMP/serve-otel-serve.lines" 2>/dev/null || echo -);"
