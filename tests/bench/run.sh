@@ -3,7 +3,7 @@
 # test). Every number is measured side by side with a peer tool in the same
 # run, ours and the peer's runs alternating, and quoted as a median.
 #
-#   tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [deepstacks] [memory] [tail] [offcpu] [agent] [rust_peers] [syscalls] [diff]   (none: all)
+#   tests/bench/run.sh [lookup] [convert] [profile] [symbolize] [perfdata] [stacks] [deepstacks] [memory] [tail] [offcpu] [agent] [rust_peers] [syscalls] [diff] [serve]   (none: all)
 #
 # Sections (each prints a markdown table and replaces its own block in
 # tests/bench/RESULTS.md; a section whose tool is not ready says so and skips):
@@ -30,6 +30,9 @@
 #            record -a -g of every process at 99 Hz (and gsymprof --off-cpu)
 #   diff     gsymprof diff vs go tool pprof -diff_base on two 100k-stack pprof
 #            files: time, RSS, agreement of the top changes
+#   serve    gsymprof serve on a 10k-location OTLP / pprof profile: cold (conversions)
+#            and warm latency, frames named per second; the OTel eBPF profiler's
+#            native frames named before and after passing through serve
 #
 # Environment: BUILD (build dir, default build), GSYMPROF (default
 # $BUILD/gsymprof), BENCH_DIR (corpus cache, default
@@ -37,7 +40,9 @@
 # RESULTS (default tests/bench/RESULTS.md), DEEP_HZ (deepstacks rates, default "999 9999"),
 # TAIL_PERF_ROUNDS (rounds with perf in the tail section, default 1),
 # AGENT_HZ / AGENT_RUN_SECONDS / AGENT_SOAK_MINUTES / AGENT_PEERS (the agent
-# section: rates "19 99", 60 s runs, a 5-minute soak; see sections/agent.sh).
+# section: rates "19 99", 60 s runs, a 5-minute soak; see sections/agent.sh),
+# SERVE_LOCATIONS / SERVE_REQUESTS / SERVE_OTEL_SECONDS (the serve section:
+# 10000 locations, 50 warm requests, 20 s OTel runs; see sections/serve.sh).
 #
 # The configuration below is used by the sections (sourced files).
 # shellcheck disable=SC2034
@@ -72,7 +77,7 @@ source "$HERE/common.sh"
 # ------------------------------------------------------------------- main --
 
 # Every section, in the order a run without arguments takes them.
-ALL_SECTIONS=(lookup convert profile symbolize perfdata stacks deepstacks memory tail offcpu agent rust_peers syscalls diff)
+ALL_SECTIONS=(lookup convert profile symbolize perfdata stacks deepstacks memory tail offcpu agent rust_peers syscalls diff serve)
 is_section() {
   local name
   for name in "${ALL_SECTIONS[@]}"; do [[ $1 == "$name" ]] && return 0; done

@@ -1,7 +1,5 @@
 #include "userspace/serve/frame_namer.h"
 
-#include "userspace/symbolize/demangle.h"
-
 namespace gsymprof {
 
 FrameNamer::FrameNamer(SymbolStore& store, std::chrono::steady_clock::time_point deadline)
@@ -24,16 +22,33 @@ FrameOutcome FrameNamer::name(const BuildId& id, const MappingView& mapping, uin
   if (!*found || scratch_.frames.empty()) return FrameOutcome::NoFunction;
   for (const gsym::LookupFrame& frame : scratch_.frames) {  // innermost first
     NamedLine line;
-    auto [d, added] = demangled_.try_emplace(std::string(frame.name));
-    if (added) d->second = demangle(frame.name);
-    line.name = d->second;
-    if (line.name != frame.name) line.system_name = std::string(frame.name);
-    if (!frame.directory.empty() && !frame.basename.empty())
-      line.file = std::string(frame.directory) + "/" + std::string(frame.basename);
-    else
-      line.file = std::string(frame.basename);
+    // The views of a frame point into the reader's mapped GSYM, which
+    // modules_ holds: equal pointers are the same string.
+    auto [d, added] = demangled_.try_emplace(frame.name.data());
+    if (added) {
+      std::string spare;
+      std::string_view plain = module.names->get(frame.name, spare);
+      if (!spare.empty()) {  // the shared cache is full: this request keeps it
+        kept_.push_back(std::move(spare));
+        plain = kept_.back();
+      }
+      d->second = plain;
+    }
+    if (d->second.empty()) {
+      line.name = frame.name;
+    } else {
+      line.name = d->second;
+      line.system_name = frame.name;
+    }
+    if (!frame.directory.empty() && !frame.basename.empty()) {
+      auto [f, new_file] = files_.try_emplace({frame.directory.data(), frame.basename.data()});
+      if (new_file) f->second.append(frame.directory).append("/").append(frame.basename);
+      line.file = f->second;
+    } else {
+      line.file = frame.basename;
+    }
     line.line = frame.line;
-    lines.push_back(std::move(line));
+    lines.push_back(line);
   }
   return FrameOutcome::Named;
 }

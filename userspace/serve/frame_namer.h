@@ -8,8 +8,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "gsym/reader/reader.h"
@@ -19,11 +24,14 @@
 
 namespace gsymprof {
 
+// Views into the namer's caches and the GSYMs it holds: valid as long as
+// the FrameNamer that filled them. A name, system name or file is one view
+// for every line that has it, in one request.
 struct NamedLine {
-  std::string name;         // demangled
-  std::string system_name;  // as the symbol table has it ("" = same as name)
-  std::string file;         // "directory/basename", or ""
-  uint32_t line = 0;        // 0 = unknown
+  std::string_view name;         // demangled
+  std::string_view system_name;  // as the symbol table has it ("" = same as name)
+  std::string_view file;         // "directory/basename", or ""
+  uint32_t line = 0;             // 0 = unknown
 };
 
 struct MappingView {
@@ -42,10 +50,22 @@ class FrameNamer {
   const FrameCounts& counts() const { return counts_; }
 
  private:
+  struct PairHash {
+    size_t operator()(const std::pair<const char*, const char*>& p) const {
+      return std::hash<const char*>()(p.first) * 31 + std::hash<const char*>()(p.second);
+    }
+  };
+
   SymbolStore& store_;
   std::chrono::steady_clock::time_point deadline_;
   std::map<BuildId, StoreLookup> modules_;
-  std::map<std::string, std::string, std::less<>> demangled_;
+  // By where the GSYMs held in modules_ keep the strings (a string of a
+  // GSYM's string table is one address for all its uses): the demangled
+  // name ("" = the same as the symbol; a view into the GSYM's shared
+  // DemangleCache, or into kept_), the file's "directory/basename".
+  std::unordered_map<const char*, std::string_view> demangled_;
+  std::deque<std::string> kept_;
+  std::unordered_map<std::pair<const char*, const char*>, std::string, PairHash> files_;
   gsym::LookupScratch scratch_;
   FrameCounts counts_{};
   uint32_t since_clock_ = 0;

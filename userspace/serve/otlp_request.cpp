@@ -1,9 +1,8 @@
 #include "userspace/serve/otlp_request.h"
 
 #include <climits>
-#include <map>
 #include <optional>
-#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "userspace/serve/string_table.h"
@@ -51,7 +50,7 @@ gsym::Status symbolize_otlp(otlp_collector::ExportProfilesServiceRequest& reques
   if (strings == 0) dictionary.add_string_table("");  // the zero value, for what is added
   StringTable table(*dictionary.mutable_string_table());
   if (dictionary.function_table_size() == 0) dictionary.add_function_table();  // the zero value
-  std::map<std::tuple<std::string, std::string, std::string>, int32_t> functions;  // ours
+  std::unordered_map<FunctionKey, int32_t, FunctionKeyHash> functions;  // ours, by (name, system name, file)
   std::vector<NamedLine> lines;
   // The zero value at index 0 is not a location.
   for (int l = 1; l < dictionary.location_table_size(); ++l) {
@@ -80,7 +79,7 @@ gsym::Status symbolize_otlp(otlp_collector::ExportProfilesServiceRequest& reques
     namer.count(outcome);
     if (outcome != FrameOutcome::Named) continue;
     for (const NamedLine& named : lines) {
-      auto [it, added] = functions.try_emplace({named.name, named.system_name, named.file}, dictionary.function_table_size());
+      auto [it, added] = functions.try_emplace(FunctionKey{named.name, named.system_name, named.file}, dictionary.function_table_size());
       if (added) {
         if (it->second == INT32_MAX) return gsym::Error("otlp: too many functions");
         otlp::Function* function = dictionary.add_function_table();

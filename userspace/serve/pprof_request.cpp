@@ -1,7 +1,7 @@
 #include "userspace/serve/pprof_request.h"
 
 #include <map>
-#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "userspace/output/pprof_input.h"
@@ -61,7 +61,7 @@ gsym::Expected<std::string> symbolize_pprof(std::string_view body, uint64_t max_
   }
 
   StringTable table(*profile.mutable_string_table());
-  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> functions;  // ours, by (name, system name, file)
+  std::unordered_map<FunctionKey, uint64_t, FunctionKeyHash> functions;  // ours, by (name, system name, file)
   std::vector<NamedLine> lines;
   for (pb::Location& location : *profile.mutable_location()) {
     if (location.line_size() > 0) {
@@ -89,7 +89,7 @@ gsym::Expected<std::string> symbolize_pprof(std::string_view body, uint64_t max_
       continue;
     }
     for (const NamedLine& named : lines) {
-      auto [it, added] = functions.try_emplace({named.name, named.system_name, named.file}, next_function);
+      auto [it, added] = functions.try_emplace(FunctionKey{named.name, named.system_name, named.file}, next_function);
       if (added) {
         pb::Function* function = profile.add_function();
         function->set_id(next_function++);

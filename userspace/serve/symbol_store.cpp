@@ -21,6 +21,7 @@
 #include "userspace/base/private_dir.h"
 #include "userspace/process/normalize.h"
 #include "userspace/symbolize/debuginfod_client.h"
+#include "userspace/symbolize/demangle.h"
 #include "userspace/symbolize/gsym_cache.h"
 #include "userspace/symbolize/gsym_locator.h"
 
@@ -81,6 +82,23 @@ std::optional<uint64_t> gsym_address(const AddressRule& rule, uint64_t memory_st
   return std::nullopt;
 }
 
+std::string_view DemangleCache::get(std::string_view symbol, std::string& spare) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = names_.find(symbol.data()); it != names_.end()) return it->second;
+  }
+  std::string plain = demangle(symbol);  // outside the lock: the slow part
+  if (plain == symbol) plain.clear();
+  std::lock_guard lock(mutex_);
+  if (kept_in_all_.load(std::memory_order_relaxed) >= kMaxNamesInAll) {
+    spare = std::move(plain);
+    return spare;
+  }
+  auto [it, added] = names_.try_emplace(symbol.data(), std::move(plain));
+  if (added) kept_in_all_.fetch_add(1, std::memory_order_relaxed);
+  return it->second;
+}
+
 struct SymbolStore::State {
   SymbolStoreOptions options;
   ServeMetrics& metrics;
@@ -97,6 +115,7 @@ struct SymbolStore::State {
     BuildId id;
     std::shared_ptr<const gsym::Reader> reader;
     std::shared_ptr<const AddressRule> rule;
+    std::shared_ptr<DemangleCache> names;
   };
   std::list<Entry> open;  // most recently used first
   std::map<BuildId, std::list<Entry>::iterator> open_by_id;
@@ -361,6 +380,7 @@ StoreLookup SymbolStore::find(const BuildId& id) {
     result.outcome = FrameOutcome::Named;
     result.reader = it->second->reader;
     result.rule = it->second->rule;
+    result.names = it->second->names;
     return result;
   }
   s.metrics.add_cache(false);
@@ -374,7 +394,8 @@ StoreLookup SymbolStore::find(const BuildId& id) {
   ModuleReport report;
   if (const gsym::Reader* reader = s.index->locate(id, "", report)) {
     // The reader shares ownership of its locator (aliasing constructor).
-    State::Entry entry{id, std::shared_ptr<const gsym::Reader>(s.index, reader), s.address_rule(id)};
+    State::Entry entry{id, std::shared_ptr<const gsym::Reader>(s.index, reader), s.address_rule(id),
+                       std::make_shared<DemangleCache>()};
     s.open.push_front(entry);
     s.open_by_id[id] = s.open.begin();
     while (s.open.size() > s.options.open_gsyms) {
@@ -384,6 +405,7 @@ StoreLookup SymbolStore::find(const BuildId& id) {
     result.outcome = FrameOutcome::Named;
     result.reader = std::move(entry.reader);
     result.rule = std::move(entry.rule);
+    result.names = std::move(entry.names);
     return result;
   }
   if (s.waiting.contains(id)) {

@@ -120,6 +120,32 @@ TEST_CASE("serve: mapping addresses to GSYM addresses by PT_LOAD, executable seg
   CHECK(gsym_address(offsets, 0x7000, 0, 0x1000, 0x7010) == 0x1010u);  // limit 0: unknown
 }
 
+// The OTel eBPF profiler does not send process addresses: its mapping's
+// start and limit, and its locations' addresses, are in the ELF file's
+// virtual address space (start = the virtual address of the mapping's file
+// offset), and a caller's frame is already its return address minus one.
+// A PIE's text (p_offset 0x1000, p_vaddr 0x1000) mapped at 0x555555554000 +
+// 0x1000: both views of one frame give one GSYM address, every rule.
+TEST_CASE("serve: the OTel eBPF profiler's file-relative mappings name the same address as process ones") {
+  AddressRule segments;
+  segments.kind = AddressRule::Segments;
+  segments.segments = {{0, 0, 0x800, 0x800, false}, {0x1000, 0x1000, 0x3000, 0x3000, true}};
+  AddressRule text;
+  text.kind = AddressRule::ExecutableSegment;
+  text.text_page = 0x1000;
+  AddressRule offsets;
+  const uint64_t base = 0x555555554000;
+  for (const AddressRule* rule : {&segments, &text, &offsets}) {
+    CAPTURE(static_cast<int>(rule->kind));
+    const auto process = gsym_address(*rule, base + 0x1000, base + 0x4000, 0x1000, base + 0x2345);
+    const auto otel = gsym_address(*rule, 0x1000, 0x4000, 0x1000, 0x2345);
+    REQUIRE(process.has_value());
+    CHECK(*process == 0x2345u);
+    CHECK(otel == process);
+    CHECK(!gsym_address(*rule, 0x1000, 0x4000, 0x1000, 0x4000));  // the OTel limit holds too
+  }
+}
+
 TEST_CASE("serve: OTLP locations named innermost first; other identities and named ones left alone") {
   Store s;
   auto request = otlp_request("AA010203");
@@ -186,6 +212,39 @@ TEST_CASE("serve: OTLP with a build ID the store lacks, past the deadline, hosti
   CHECK(refused([](otlp::ProfilesDictionary& d) { d.mutable_location_table(5)->mutable_lines(0)->set_function_index(7); }));
   FrameNamer namer = s.namer();
   CHECK(!symbolize_otlp_bytes("\xff\xff\xff", namer).ok());
+}
+
+// Linux allows any bytes in a thread name or a path, and the OTel eBPF
+// profiler and the Collector pass them on as they are: such a request is
+// named like any other and its strings come back byte for byte (with the
+// upstream protos' `string` fields the parse failed and the window was
+// refused; userspace/export/proto/README.md).
+TEST_CASE("serve: OTLP strings that are not UTF-8 are kept, and the request named") {
+  Store s;
+  auto request = otlp_request("aa010203");
+  otlp::ProfilesDictionary& d = *request.mutable_dictionary();
+  const std::string thread("work\xff\xfe" "er", 8), path("/opt/\xc3(/app", 11);
+  d.set_string_table(2, path);  // the mapping's file name
+  d.add_string_table("thread.name");
+  d.add_string_table(thread);
+  otlp::KeyValueAndUnit* name = d.add_attribute_table();
+  name->set_key_strindex(d.string_table_size() - 2);
+  name->mutable_value()->set_string_value(thread);
+  request.add_resource_profiles()->add_scope_profiles()->add_profiles()->add_samples()->add_attribute_indices(
+      d.attribute_table_size() - 1);
+  std::string bytes;
+  REQUIRE(request.SerializeToString(&bytes));
+  FrameNamer namer = s.namer();
+  auto named = symbolize_otlp_bytes(bytes, namer);
+  REQUIRE(named.ok());
+  otlp_collector::ExportProfilesServiceRequest back;
+  REQUIRE(back.ParseFromString(*named));
+  const otlp::ProfilesDictionary& b = back.dictionary();
+  CHECK(b.string_table(2) == path);
+  CHECK(b.attribute_table(b.attribute_table_size() - 1).value().string_value() == thread);
+  REQUIRE(b.location_table(1).lines_size() == 2);
+  CHECK(otlp_name(b, b.location_table(1).lines(0)) == "bar");
+  CHECK(namer.counts()[static_cast<size_t>(FrameOutcome::Named)] == 2);
 }
 
 TEST_CASE("serve: pprof locations named, the mapping flagged; hostile profiles refused") {
@@ -262,3 +321,28 @@ TEST_CASE("serve: pprof locations named, the mapping flagged; hostile profiles r
   CHECK(!symbolize_pprof("\x1f\x8b garbage", 1 << 20, n).ok());
 }
 
+
+TEST_CASE("serve: a GSYM's demangled names are kept for the next request") {
+  DemangleCache cache;
+  const std::string table("_Z3fooi\0main\0", 13);  // as a GSYM's string table holds them
+  const std::string_view mangled(table.data(), 7), plain(table.data() + 8, 4);
+  std::string spare;
+  const std::string_view first = cache.get(mangled, spare);
+  CHECK(first == "foo(int)");
+  CHECK(cache.get(mangled, spare).data() == first.data());  // kept, not demangled again
+  CHECK(cache.get(plain, spare).empty());                    // "" = the symbol itself
+  CHECK(spare.empty());
+
+  // Two requests on one store name foo alike; the second from the kept name.
+  Store s;
+  for (int round = 0; round < 2; ++round) {
+    auto request = otlp_request("aa010203");
+    FrameNamer namer = s.namer();
+    REQUIRE(symbolize_otlp(request, namer).ok());
+    const otlp::ProfilesDictionary& d = request.dictionary();
+    REQUIRE(d.location_table(1).lines_size() == 2);
+    CHECK(otlp_name(d, d.location_table(1).lines(1)) == "foo(int)");
+    CHECK(d.string_table(d.function_table(d.location_table(1).lines(1).function_index()).system_name_strindex()) ==
+          "_Z3fooi");
+  }
+}
