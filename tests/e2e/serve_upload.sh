@@ -12,7 +12,10 @@
 #     named with its inline frames, through the debug file's executable
 #     segment (the stripped file itself is not in the store);
 #  4. elfutils' debuginfod-find downloads the debug file from the service,
-#     the same bytes.
+#     the same bytes;
+#  5. a second service with an empty store and --debuginfod-urls pointing at
+#     the first fetches the debug file, stores it by build ID, converts it
+#     and names the same stack.
 set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 source "$(dirname "$0")/fixtures/serve_common.bash"
@@ -85,5 +88,23 @@ cmp -s "$got" "$D/profile_fixture.debug" || fail "debuginfod-find got other byte
 DEBUGINFOD_URLS=$serve_url DEBUGINFOD_CACHE_PATH=$WORK/dcache debuginfod-find debuginfo "$lib_id" > /dev/null 2>&1 &&
   fail "debuginfod-find found a file never uploaded"
 echo "   debuginfod-find debuginfo $id: the uploaded bytes"
+
+echo "a second service with an empty store fetches from the first (--debuginfod-urls)"
+upstream_url=$serve_url upstream_pid=$serve_pid
+mkdir -p "$WORK/store2"
+start_serve serve2 --gsym-dir "$WORK/store2" --debuginfod-urls "$upstream_url"
+named=
+for _ in $(seq 60); do
+  curl -sf --data-binary @"$WORK/bare.pb.gz" -o "$WORK/answer2.pb.gz" "$serve_url/symbolize/pprof" || fail "POST to the second service failed"
+  if pprof_folded "$WORK/answer2.pb.gz" > "$WORK/answer2.folded" && grep -q exec_leaf "$WORK/answer2.folded"; then named=1; break; fi
+  sleep 0.5
+done
+[[ -n $named ]] || { cat "$WORK/serve2.err"; fail "the second service never named the frames from its upstream"; }
+cmp -s "$WORK/answer.folded" "$WORK/answer2.folded" || fail "the second service names the stack otherwise than the first"
+cmp -s "$WORK/store2/debug/$id.debuginfo" "$D/profile_fixture.debug" || fail "the fetched debug file is not stored by its build ID"
+[[ $(serve_metric 'gsymprof_serve_conversions_total{outcome="converted"}') == 1 ]] || fail "the second service counts no conversion"
+echo "   fetched, stored as debug/$id.debuginfo, converted: the same stack"
+stop_serve
+serve_url=$upstream_url serve_pid=$upstream_pid
 stop_serve
 echo "ok"
