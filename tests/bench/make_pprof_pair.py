@@ -17,25 +17,15 @@ import gzip
 import random
 import sys
 
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+from proto_wire import key, varint
 
 
 def field_varint(num, value):
-    return varint(num << 3) + varint(value)
+    return key(num, 0) + varint(value)
 
 
 def field_bytes(num, data):
-    return varint((num << 3) | 2) + varint(len(data)) + data
+    return key(num, 2) + varint(len(data)) + data
 
 
 def packed(num, values):

@@ -35,24 +35,9 @@ import time
 import urllib.parse
 import urllib.request
 
+from proto_wire import key, varint
+
 # ------------------------------------------------------------ wire format --
-
-
-def varint(n):
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def key(field, wire):
-    return varint(field << 3 | wire)
 
 
 def f_varint(field, n):
