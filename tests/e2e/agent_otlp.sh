@@ -20,12 +20,7 @@ ROOT_DIR=$(cd "$(dirname "$0")/../.." && pwd)
 SUPPORT=$ROOT_DIR/tests/support/otelcol
 source "$SUPPORT/otelcol.bash"
 trap 'otelcol_stop; cleanup' EXIT
-otelcol_start "$WORK/profiles.jsonl" "$WORK/otelcol"
-case $? in
-  0) ;;
-  77) skip "no Go >= 1.26 to build the Collector" ;;
-  *) fail "the Collector did not start" ;;
-esac
+otelcol_start_for_test "$WORK/profiles.jsonl" "$WORK/otelcol"
 
 build_fixture pie
 FIX=$WORK/pie/profile_fixture

@@ -27,12 +27,7 @@ openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$WORK/server.
     -days 2 -extfile "$WORK/san.ext" -out "$WORK/server.pem" 2>/dev/null || fail "openssl: cannot sign the server certificate"
 
 export OTELCOL_TLS_CERT=$WORK/server.pem OTELCOL_TLS_KEY=$WORK/server.key
-otelcol_start "$WORK/profiles.jsonl" "$WORK/otelcol"
-case $? in
-  0) ;;
-  77) skip "no Go >= 1.26 to build the Collector" ;;
-  *) fail "the Collector did not start" ;;
-esac
+otelcol_start_for_test "$WORK/profiles.jsonl" "$WORK/otelcol"
 
 build_fixture pie
 FIX=$WORK/pie/profile_fixture

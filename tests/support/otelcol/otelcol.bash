@@ -181,3 +181,16 @@ otelcol_wait_records() {
     sleep 0.1
   done
 }
+
+# otelcol_start_for_test OUT_FILE STATE_DIR: otelcol_start for a
+# tests/e2e script (it uses their skip and fail): skipped without a Go
+# that builds the Collector, failed when it does not start; stopped by the
+# script's EXIT trap (which must call otelcol_stop).
+otelcol_start_for_test() {
+  otelcol_start "$@"
+  case $? in
+    0) ;;
+    77) skip "no Go >= 1.26 to build the Collector" ;;
+    *) fail "the Collector did not start" ;;
+  esac
+}
