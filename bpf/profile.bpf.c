@@ -109,13 +109,16 @@ struct off_cpu_pending {
   __u64 kernel_ips[PROFILE_MAX_KERNEL_FRAMES];
 };
 
+/* A sample's records share one time: a Python stack record is matched with
+ * the sample that follows it by (tid, time_ns). */
 static __always_inline void fill_header(struct profile_event_header* header, __u32 kind,
-                                        __u32 size, __u64 pid_tgid, struct off_cpu_wait wait) {
+                                        __u32 size, __u64 pid_tgid, __u64 time_ns,
+                                        struct off_cpu_wait wait) {
   header->kind = kind;
   header->size = size;
   header->tgid = pid_tgid >> 32;
   header->tid = (__u32)pid_tgid;
-  header->time_ns = bpf_ktime_get_ns();
+  header->time_ns = time_ns;
   bpf_get_current_comm(header->comm, sizeof(header->comm));
   header->off_cpu_ns = wait.ns;
   header->off_cpu_state = wait.state;
@@ -271,7 +274,7 @@ static __always_inline __u32 copy_user_stack(struct bpf_dynptr* record, __u32 fi
  * task's user registers (bpf_task_pt_regs), also when the sample interrupted
  * a system call. */
 static __always_inline int send_stack_copy(void* ctx, bool in_kernel, const struct off_cpu_pending* pending,
-                                           struct task_struct* task, __u64 pid_tgid,
+                                           struct task_struct* task, __u64 pid_tgid, __u64 time_ns,
                                            struct off_cpu_wait wait) {
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
   if (!regs) {
@@ -298,7 +301,7 @@ static __always_inline int send_stack_copy(void* ctx, bool in_kernel, const stru
     count(PROFILE_COUNTER_RINGBUF_FULL);
     return 0;
   }
-  fill_header(&event->header, PROFILE_EVENT_STACK_COPY, fixed + size, pid_tgid, wait);
+  fill_header(&event->header, PROFILE_EVENT_STACK_COPY, fixed + size, pid_tgid, time_ns, wait);
   event->ip = regs->ip;
   event->sp = sp;
   event->bp = regs->bp;
@@ -315,6 +318,165 @@ static __always_inline int send_stack_copy(void* ctx, bool in_kernel, const stru
   return 0;
 }
 
+/* ---- CPython frames ----
+ * For a process in python_processes (user space adds it once it has seen
+ * its CPython runtime and knows that version's layout), each sample also
+ * sends the thread's chain of interpreter frames: per frame its code object,
+ * its instruction offset and whether the eval loop was entered there. User
+ * space names the code objects from the process's memory and puts each run
+ * of frames in place of the native _PyEval_EvalFrameDefault that ran it.
+ * Everything is read with bpf_probe_read_user: a process's memory is
+ * untrusted, a bad pointer only ends the walk. */
+
+const volatile bool python_frames = true;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32); /* tgid */
+  __type(value, struct profile_python_process);
+} python_processes SEC(".maps");
+
+/* tid -> its PyThreadState, found once by walking the interpreter's list and
+ * checked on every use (native_thread_id must still be the tid). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32);
+  __type(value, __u64);
+} python_threads SEC(".maps");
+
+/* One interpreter frame's first bytes, read at once; the layout's offsets
+ * index into it (a map value: the verifier bounds variable offsets there). */
+struct python_frame_bytes {
+  __u8 bytes[128 + 8]; /* room for any offset masked to 7 bits, plus a word */
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct python_frame_bytes);
+} python_scratch SEC(".maps");
+
+static __always_inline __u64 read_user_word(__u64 address) {
+  __u64 value = 0;
+  if (bpf_probe_read_user(&value, sizeof(value), (const void*)address)) return 0;
+  return value;
+}
+
+static __always_inline __u64 frame_word(const struct python_frame_bytes* frame, __u32 offset) {
+  if (offset > PROFILE_PYTHON_FRAME_BYTES - 8) return 0;
+  __u64 value;
+  __builtin_memcpy(&value, &frame->bytes[offset & 0x7f], sizeof(value));
+  return value;
+}
+
+/* bpf_loop (Linux 5.17) callbacks: the verifier checks a callback once,
+ * not once per iteration as it does an unrolled or bounded loop. */
+struct python_thread_search {
+  const struct profile_python_process* py;
+  __u64 state; /* the thread state looked at; 0 when the list ended */
+  __u32 tid;
+  bool found;
+};
+
+static long python_thread_step(__u64 index, void* data) {
+  struct python_thread_search* search = data;
+  if (!search->state) return 1;
+  if (read_user_word(search->state + search->py->tstate_native_thread_id) == search->tid) {
+    search->found = true;
+    return 1;
+  }
+  search->state = read_user_word(search->state + search->py->tstate_next);
+  return 0;
+}
+
+static __always_inline __u64 python_thread_state(const struct profile_python_process* py, __u32 tid) {
+  __u64* known = bpf_map_lookup_elem(&python_threads, &tid);
+  if (known && *known && read_user_word(*known + py->tstate_native_thread_id) == tid) return *known;
+  /* The GIL holder is the thread most samples are of. */
+  __u64 state = read_user_word(py->runtime + py->runtime_tstate_current);
+  if (!state || read_user_word(state + py->tstate_native_thread_id) != tid) {
+    __u64 interp = read_user_word(py->runtime + py->runtime_interpreters_head);
+    struct python_thread_search search = {py, interp ? read_user_word(interp + py->interp_threads_head) : 0,
+                                          tid, false};
+    bpf_loop(PROFILE_MAX_PYTHON_THREADS, python_thread_step, &search, 0);
+    state = search.found ? search.state : 0;
+  }
+  if (state) bpf_map_update_elem(&python_threads, &tid, &state, BPF_ANY);
+  return state;
+}
+
+/* The Python stack is built here, then copied into the ring buffer whole. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct profile_python_stack_event);
+} python_stack_scratch SEC(".maps");
+
+struct python_frame_walk {
+  const struct profile_python_process* py;
+  struct python_frame_bytes* bytes;
+  struct profile_python_stack_event* event;
+  __u64 frame; /* the next frame to read; 0 after the outermost */
+};
+
+static long python_frame_step(__u64 index, void* data) {
+  struct python_frame_walk* walk = data;
+  if (!walk->frame) return 1;
+  const struct profile_python_process* py = walk->py;
+  struct python_frame_bytes* bytes = walk->bytes;
+  if (bpf_probe_read_user(bytes->bytes, PROFILE_PYTHON_FRAME_BYTES, (const void*)walk->frame)) {
+    walk->event->flags |= PROFILE_PYTHON_UNREADABLE;
+    return 1;
+  }
+  const __u64 code = frame_word(bytes, py->frame_code);
+  const __u64 instr = frame_word(bytes, py->frame_prev_instr);
+  const __u32 entry_at = py->frame_is_entry;
+  bool entry = false;
+  if (entry_at < PROFILE_PYTHON_FRAME_BYTES) entry = bytes->bytes[entry_at & 0x7f] != 0;
+  struct profile_python_frame* out = &walk->event->frames[index & (PROFILE_MAX_PYTHON_FRAMES - 1)];
+  out->code = code;
+  out->instr_offset = (__s32)(__s64)(instr - (code + py->code_adaptive));
+  out->flags = entry ? PROFILE_PYTHON_ENTRY : 0;
+  walk->event->frame_count = index + 1;
+  walk->frame = frame_word(bytes, py->frame_previous);
+  return 0;
+}
+
+/* A global function: the verifier checks it once, on its own, so the
+ * sample's stack copy after it is not checked again for each of its paths. */
+__noinline int send_python_stack(__u64 pid_tgid, __u64 time_ns) {
+  if (!python_frames) return 0;
+  __u32 tgid = pid_tgid >> 32;
+  const struct profile_python_process* py = bpf_map_lookup_elem(&python_processes, &tgid);
+  if (!py) return 0;
+  __u64 state = python_thread_state(py, (__u32)pid_tgid);
+  if (!state) {
+    count(PROFILE_COUNTER_PYTHON_NO_THREAD);
+    return 0;
+  }
+  __u64 cframe = read_user_word(state + py->tstate_cframe);
+  __u64 frame = cframe ? read_user_word(cframe + py->cframe_current_frame) : 0;
+  if (!frame) return 0; /* the thread runs no Python code now */
+  __u32 zero = 0;
+  struct python_frame_bytes* bytes = bpf_map_lookup_elem(&python_scratch, &zero);
+  struct profile_python_stack_event* event = bpf_map_lookup_elem(&python_stack_scratch, &zero);
+  if (!bytes || !event) return 0;
+  struct off_cpu_wait none = {0, 0};
+  fill_header(&event->header, PROFILE_EVENT_PYTHON_STACK, sizeof(*event), pid_tgid, time_ns, none);
+  event->frame_count = 0;
+  event->flags = 0;
+  struct python_frame_walk walk = {py, bytes, event, frame};
+  bpf_loop(PROFILE_MAX_PYTHON_FRAMES, python_frame_step, &walk, 0);
+  if (walk.frame && event->frame_count == PROFILE_MAX_PYTHON_FRAMES) event->flags |= PROFILE_PYTHON_TRUNCATED;
+  /* No wakeup: the sample right after it decides. */
+  if (bpf_ringbuf_output(&events, event, sizeof(*event), BPF_RB_NO_WAKEUP))
+    count(PROFILE_COUNTER_PYTHON_LOST);
+  return 0;
+}
+
 /* Sends the current task's stack: a CPU sample (`in_kernel`: it interrupted
  * the kernel), or a wait that ended (`pending`: its kernel stack; without
  * `user_side`, no user frames: the thread is no longer where it blocked). */
@@ -328,8 +490,10 @@ static __always_inline int send_sample(void* ctx, bool in_kernel, const struct o
     count(PROFILE_COUNTER_NO_USER_STACK);
     return 0;
   }
+  const __u64 time_ns = bpf_ktime_get_ns();
+  if (!kernel_thread && user_side) send_python_stack(pid_tgid, time_ns);
   if (sample_mode == PROFILE_MODE_STACK_COPY && !kernel_thread && user_side)
-    return send_stack_copy(ctx, in_kernel, pending, task, pid_tgid, wait);
+    return send_stack_copy(ctx, in_kernel, pending, task, pid_tgid, time_ns, wait);
 
   struct profile_fp_stack_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {
@@ -354,7 +518,7 @@ static __always_inline int send_sample(void* ctx, bool in_kernel, const struct o
     return 0;
   }
   if (kernel_thread) count(PROFILE_COUNTER_KERNEL_THREAD);
-  fill_header(&event->header, PROFILE_EVENT_FP_STACK, sizeof(*event), pid_tgid, wait);
+  fill_header(&event->header, PROFILE_EVENT_FP_STACK, sizeof(*event), pid_tgid, time_ns, wait);
   event->frame_count = bytes / sizeof(__u64);
   /* A full buffer means the walk may have been cut at the depth limit. */
   if (bytes >= (long)sizeof(event->ips)) {

@@ -34,6 +34,8 @@ enum profile_mode {
 enum profile_event_kind {
   PROFILE_EVENT_FP_STACK = 1,   /* struct profile_fp_stack_event */
   PROFILE_EVENT_STACK_COPY = 3, /* struct profile_stack_copy_event */
+  PROFILE_EVENT_PYTHON_STACK = 4, /* struct profile_python_stack_event, just before
+                                     the sample it belongs to (same tid and time_ns) */
   /* 2 and 16-18 were the BPF side-band's exec, mmap, fork and exit records:
    * the kernel's own side-band records (perf's MMAP2, COMM, FORK, EXIT on a
    * dummy event) carry them now (userspace/sample/perf_sideband.h). */
@@ -64,6 +66,12 @@ enum profile_counter {
                                          summed in short_waits, not sent */
   PROFILE_COUNTER_SHORT_WAITS_LOST,   /* lost: a short wait not summed (the
                                          short_waits map was full) */
+  PROFILE_COUNTER_PYTHON_NO_THREAD,   /* kept without Python frames: a sample of
+                                         a CPython process whose thread state was
+                                         not found (not a Python thread, or past
+                                         PROFILE_MAX_PYTHON_THREADS) */
+  PROFILE_COUNTER_PYTHON_LOST,        /* kept without Python frames: the ring
+                                         buffer had no room for them */
   PROFILE_COUNTER_COUNT,
 };
 
@@ -130,6 +138,54 @@ struct profile_stack_copy_event {
   __u32 reserved;
   __u64 kernel_ips[PROFILE_MAX_KERNEL_FRAMES];
   __u8 stack[];
+};
+
+/* ---- CPython frames ----
+ * The interpreter's frames live in its own memory, not on the C stack, so
+ * they are read at sample time. User space puts one entry per CPython
+ * process in the python_processes map (tgid -> this struct): where
+ * _PyRuntime is and the layout of the version it runs (offsets from a
+ * table per CPython version, userspace/process/python_runtime.h). */
+struct profile_python_process {
+  __u64 runtime; /* address of _PyRuntime in the process */
+  __u32 runtime_tstate_current;    /* _PyRuntimeState.gilstate.tstate_current */
+  __u32 runtime_interpreters_head; /* _PyRuntimeState.interpreters.head */
+  __u32 interp_threads_head;       /* PyInterpreterState.threads.head */
+  __u32 tstate_next;               /* PyThreadState.next */
+  __u32 tstate_native_thread_id;   /* PyThreadState.native_thread_id */
+  __u32 tstate_cframe;             /* PyThreadState.cframe */
+  __u32 cframe_current_frame;      /* _PyCFrame.current_frame */
+  __u32 frame_code;                /* _PyInterpreterFrame.f_code */
+  __u32 frame_previous;            /* _PyInterpreterFrame.previous */
+  __u32 frame_prev_instr;          /* _PyInterpreterFrame.prev_instr */
+  __u32 frame_is_entry;            /* _PyInterpreterFrame.is_entry (a byte) */
+  __u32 code_adaptive;             /* PyCodeObject.co_code_adaptive */
+};
+/* Every frame offset above must lie within this many bytes (one read per frame). */
+#define PROFILE_PYTHON_FRAME_BYTES 80
+/* Frames kept per sample, leaf first; a deeper stack keeps its leafmost
+ * frames and is flagged PROFILE_PYTHON_TRUNCATED. */
+#define PROFILE_MAX_PYTHON_FRAMES 64
+/* Threads of the interpreter's list walked to find the sampled one (found
+ * once per thread, then kept in the python_threads map). */
+#define PROFILE_MAX_PYTHON_THREADS 128
+
+#define PROFILE_PYTHON_ENTRY 1u     /* frame flag: the eval loop was entered here
+                                       (is_entry): the last frame of its run */
+#define PROFILE_PYTHON_TRUNCATED 1u /* stack flag: more frames than were kept */
+#define PROFILE_PYTHON_UNREADABLE 2u /* stack flag: a frame could not be read */
+
+struct profile_python_frame {
+  __u64 code;         /* the PyCodeObject */
+  __s32 instr_offset; /* prev_instr - co_code_adaptive, bytes */
+  __u32 flags;        /* PROFILE_PYTHON_ENTRY */
+};
+
+struct profile_python_stack_event {
+  struct profile_event_header header;
+  __u32 frame_count; /* valid entries of frames, leaf first */
+  __u32 flags;       /* PROFILE_PYTHON_TRUNCATED, PROFILE_PYTHON_UNREADABLE */
+  struct profile_python_frame frames[PROFILE_MAX_PYTHON_FRAMES];
 };
 
 #endif /* GSYMPROF_BPF_PROFILE_H */

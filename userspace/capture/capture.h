@@ -89,6 +89,9 @@ struct CaptureFrame {
   UnresolvedReason reason = UnresolvedReason::None;
   bool kernel = false;
   int32_t jit = -1;
+  // python >= 0: a CPython function (module -1, address 0), named by
+  // Capture::python_frames[python] from the process's memory when recorded.
+  int32_t python = -1;
   bool operator==(const CaptureFrame&) const = default;
   auto operator<=>(const CaptureFrame&) const = default;
 };
@@ -144,6 +147,17 @@ struct JitSymbol {
   auto operator<=>(const JitSymbol&) const = default;
 };
 
+// A CPython frame: the code object's qualified name and file, and the line
+// its instruction was on, read from the process while it ran
+// (python_runtime.h); a code object lives only in the recording process.
+struct PythonFrame {
+  std::string qualname;  // co_qualname: "Worker.run", "<module>", "<lambda>"
+  std::string file;      // co_filename as the code object holds it
+  uint32_t line = 0;     // 0: unknown
+  bool operator==(const PythonFrame&) const = default;
+  auto operator<=>(const PythonFrame&) const = default;
+};
+
 struct CaptureProcess {
   uint32_t pid = 0;
   std::string comm;
@@ -172,6 +186,9 @@ struct Capture {
   // What names JIT frames (CaptureFrame::jit): only the perf-map entries some
   // frame needs; a perf map lives in the recording machine's /tmp.
   std::vector<JitSymbol> jit_symbols;
+  // What names Python frames (CaptureFrame::python): only those some frame
+  // uses, sorted, no repeats (canonicalize).
+  std::vector<PythonFrame> python_frames;
 };
 
 // What a stack weighs in `capture`'s unit: samples (clock Cpu), else

@@ -41,6 +41,8 @@ constexpr CounterInfo counter_info(enum profile_counter counter) {
     case PROFILE_COUNTER_OFF_CPU_UNTRACKED: return {"off_cpu_untracked", CounterKind::Lost};
     case PROFILE_COUNTER_SHORT_WAITS: return {"short_waits", CounterKind::Info};
     case PROFILE_COUNTER_SHORT_WAITS_LOST: return {"short_waits_lost", CounterKind::Lost};
+    case PROFILE_COUNTER_PYTHON_NO_THREAD: return {"python_no_thread_state", CounterKind::Kept};
+    case PROFILE_COUNTER_PYTHON_LOST: return {"python_frames_lost", CounterKind::Kept};
     case PROFILE_COUNTER_COUNT: break;
   }
   return {"?", CounterKind::Kept};

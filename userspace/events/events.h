@@ -19,6 +19,38 @@
 
 namespace gsymprof {
 
+// One CPython interpreter frame as the sampler read it at sample time: its
+// code object and instruction (bytes past co_code_adaptive) in the
+// process's memory, named later from there (python_runtime.h).
+struct PythonFrameRef {
+  uint64_t code = 0;
+  int32_t instr_offset = 0;
+  // The eval loop was entered at this frame: the last (outermost) frame of
+  // the run one native _PyEval_EvalFrameDefault call executed.
+  bool entry = false;
+  bool operator==(const PythonFrameRef&) const = default;
+};
+
+// What a source needs to read a CPython process's frames at sample time
+// (bpf/profile.h's profile_python_process): where _PyRuntime is and the
+// offsets of the version it runs. The assembler finds them; the live source
+// walks with them.
+struct PythonWalk {
+  uint64_t runtime = 0;
+  uint32_t runtime_tstate_current = 0, runtime_interpreters_head = 0, interp_threads_head = 0,
+           tstate_next = 0, tstate_native_thread_id = 0, tstate_cframe = 0,
+           cframe_current_frame = 0, frame_code = 0, frame_previous = 0, frame_prev_instr = 0,
+           frame_is_entry = 0, code_adaptive = 0;
+  bool operator==(const PythonWalk&) const = default;
+};
+
+// The Python frames of a sample, leaf first (empty: none read).
+struct PythonStackRef {
+  std::span<const PythonFrameRef> frames;
+  bool truncated = false;  // deeper than the sampler keeps: outermost frames missing
+  bool unreadable = false;  // the walk stopped at a frame it could not read
+};
+
 // One sample as the sampler delivers it (views valid during the call).
 struct RawSample {
   uint32_t pid = 0, tid = 0;
@@ -41,6 +73,8 @@ struct RawSample {
   // bpf_ktime_get_ns); perf.data, the sample's time in perf's clock
   // (CLOCK_MONOTONIC with perf record -k mono); 0: not told.
   uint64_t time_ns = 0;
+  // A CPython process's interpreter frames at that moment (live only).
+  PythonStackRef python{};
 };
 
 using SampleCallback = std::function<void(const RawSample&)>;
@@ -73,6 +107,7 @@ struct RawStackCopy {
   std::span<const uint64_t> kernel_ips;  // kernel frames, leaf first
   OffCpuWait off_cpu{};                  // as RawSample::off_cpu
   uint64_t time_ns = 0;                  // as RawSample::time_ns
+  PythonStackRef python{};               // as RawSample::python
 };
 
 // Off-CPU waits too short for a stack of their own, summed by the kernel

@@ -107,6 +107,9 @@ KernelFeatures probe_kernel_features() {
        "stack copies of threads that are neither a main thread nor a glibc thread (Go, other "
        "runtimes) may stop at the copy size instead of the stack's top",
        helper_present(BPF_FUNC_find_vma)},
+      {"bpf_loop", "bpf_loop", "5.17",
+       "CPython processes show their native frames (_PyEval_EvalFrameDefault), not their Python functions",
+       helper_present(BPF_FUNC_loop)},
       {"raw_tracepoint", "raw tracepoint programs", "4.17",
        "children of -p/-- CMD targets are not followed: they are sampled only once /proc shows them",
        libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_RAW_TRACEPOINT, nullptr) == 1},

@@ -22,6 +22,51 @@ std::span<const uint64_t> copy_ips(const uint8_t* source, uint32_t count, uint64
   return std::span<const uint64_t>(target, count);
 }
 
+// The Python stack recorded for this sample, if one waits in `scratch`.
+PythonStackRef take_python(const profile_event_header& header, RingRecordScratch& scratch) {
+  auto it = scratch.python.find(header.tid);
+  if (it == scratch.python.end()) return {};
+  PythonStackRef stack;
+  if (it->second.time_ns == header.time_ns) {
+    scratch.python_frames.swap(it->second.frames);
+    stack.frames = scratch.python_frames;
+    stack.truncated = it->second.truncated;
+    stack.unreadable = it->second.unreadable;
+  } else {
+    ++scratch.python_unmatched;
+  }
+  scratch.python.erase(it);
+  return stack;
+}
+
+RingRecordKind decode_python_stack(std::span<const uint8_t> record, const profile_event_header& header,
+                                   RingRecordScratch& scratch) {
+  if (header.size < sizeof(profile_python_stack_event)) return RingRecordKind::Bad;
+  const size_t counts = offsetof(profile_python_stack_event, frame_count);
+  uint32_t frame_count, flags;
+  std::memcpy(&frame_count, record.data() + counts, 4);
+  std::memcpy(&flags, record.data() + counts + 4, 4);
+  if (frame_count > PROFILE_MAX_PYTHON_FRAMES) return RingRecordKind::Bad;
+  if (scratch.python.size() >= RingRecordScratch::kMaxPendingPython &&
+      !scratch.python.contains(header.tid)) {
+    scratch.python_unmatched += scratch.python.size();
+    scratch.python.clear();
+  }
+  RingRecordScratch::PendingPython& pending = scratch.python[header.tid];
+  if (!pending.frames.empty() || pending.time_ns) ++scratch.python_unmatched;
+  pending.time_ns = header.time_ns;
+  pending.truncated = (flags & PROFILE_PYTHON_TRUNCATED) != 0;
+  pending.unreadable = (flags & PROFILE_PYTHON_UNREADABLE) != 0;
+  pending.frames.clear();
+  const uint8_t* at = record.data() + offsetof(profile_python_stack_event, frames);
+  for (uint32_t i = 0; i < frame_count; ++i, at += sizeof(profile_python_frame)) {
+    profile_python_frame frame;
+    std::memcpy(&frame, at, sizeof(frame));
+    pending.frames.push_back({frame.code, frame.instr_offset, (frame.flags & PROFILE_PYTHON_ENTRY) != 0});
+  }
+  return RingRecordKind::PythonStack;
+}
+
 RingRecordKind decode_fp_stack(std::span<const uint8_t> record, const profile_event_header& header,
                                RingRecordScratch& scratch, EventSink& sink) {
   if (header.size < sizeof(profile_fp_stack_event)) return RingRecordKind::Bad;
@@ -43,6 +88,7 @@ RingRecordKind decode_fp_stack(std::span<const uint8_t> record, const profile_ev
                                kernel_frame_count, scratch.kernel_ips.data());
   sample.off_cpu = off_cpu_of(header);
   sample.time_ns = header.time_ns;
+  sample.python = take_python(header, scratch);
   sink.on_sample(sample);
   return RingRecordKind::Sample;
 }
@@ -67,6 +113,7 @@ RingRecordKind decode_stack_copy(std::span<const uint8_t> record, const profile_
                              event.kernel_frame_count, scratch.kernel_ips.data());
   copy.off_cpu = off_cpu_of(header);
   copy.time_ns = header.time_ns;
+  copy.python = take_python(header, scratch);
   sink.on_stack_copy(copy);
   return RingRecordKind::Sample;
 }
@@ -108,6 +155,8 @@ RingRecordKind decode_ring_record(std::span<const uint8_t> record, RingRecordScr
       return decode_fp_stack(record, header, scratch, sink);
     case PROFILE_EVENT_STACK_COPY:
       return decode_stack_copy(record, header, scratch, sink);
+    case PROFILE_EVENT_PYTHON_STACK:
+      return decode_python_stack(record, header, scratch);
     default:
       return RingRecordKind::Bad;
   }

@@ -163,11 +163,13 @@ struct Sampler::State {
     const std::span<const uint8_t> record(data, size);
     // Side-band events older than the sample go before it.
     if (auto time = ring_record_time(record)) sideband_before(*time);
-    if (decode_ring_record(record, scratch, *sink) == RingRecordKind::Bad) {
+    const RingRecordKind kind = decode_ring_record(record, scratch, *sink);
+    if (kind == RingRecordKind::Bad) {
       ++bad_records;
       return;
     }
-    ++sample_records;
+    // A Python stack is part of its sample's cost, not a sample.
+    if (kind == RingRecordKind::Sample) ++sample_records;
     sample_record_bytes += size;
   }
 };
@@ -210,6 +212,10 @@ gsym::Status configure(profile_bpf* skel, const SamplerOptions& options, const K
   skel->rodata->self_tgid = static_cast<uint32_t>(::getpid());
   skel->rodata->off_cpu_min_ns = options.off_cpu_min_ns;
   skel->rodata->off_cpu_runqueue = options.off_cpu_runqueue;
+  skel->rodata->python_frames = options.python_frames && kernel.has("bpf_loop");
+  if (options.python_frames && !kernel.has("bpf_loop"))
+    notices.push_back(std::string("Python frames off: this kernel lacks bpf_loop (Linux 5.17): ") +
+                      kernel.feature("bpf_loop").without);
   const bool off_cpu = options.off_cpu && kernel.has("off_cpu");
   if (options.off_cpu && !off_cpu) {
     if (!options.cpu_samples)
@@ -420,6 +426,33 @@ gsym::Status Sampler::add_target(uint32_t tgid) {
   state_->targets->add(tgid, monotonic_ns());
   return {};
 }
+
+gsym::Status Sampler::set_python_process(uint32_t tgid, const PythonWalk& walk) {
+  profile_python_process layout{};
+  layout.runtime = walk.runtime;
+  layout.runtime_tstate_current = walk.runtime_tstate_current;
+  layout.runtime_interpreters_head = walk.runtime_interpreters_head;
+  layout.interp_threads_head = walk.interp_threads_head;
+  layout.tstate_next = walk.tstate_next;
+  layout.tstate_native_thread_id = walk.tstate_native_thread_id;
+  layout.tstate_cframe = walk.tstate_cframe;
+  layout.cframe_current_frame = walk.cframe_current_frame;
+  layout.frame_code = walk.frame_code;
+  layout.frame_previous = walk.frame_previous;
+  layout.frame_prev_instr = walk.frame_prev_instr;
+  layout.frame_is_entry = walk.frame_is_entry;
+  layout.code_adaptive = walk.code_adaptive;
+  if (bpf_map__update_elem(state_->skel->maps.python_processes, &tgid, sizeof(tgid), &layout,
+                           sizeof(layout), BPF_ANY))
+    return bpf_error("cannot add the Python process " + std::to_string(tgid), errno);
+  return {};
+}
+
+void Sampler::forget_python_process(uint32_t tgid) {
+  bpf_map__delete_elem(state_->skel->maps.python_processes, &tgid, sizeof(tgid), 0);
+}
+
+uint64_t Sampler::python_unmatched() const { return state_->scratch.python_unmatched; }
 
 gsym::Expected<int> Sampler::poll(int timeout_ms) {
   epoll_event events[8];

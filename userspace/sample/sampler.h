@@ -56,6 +56,9 @@ struct SamplerOptions {
   bool off_cpu = false;
   bool off_cpu_runqueue = false;
   uint64_t off_cpu_min_ns = 1000000;
+  // Read CPython processes' interpreter frames with their samples (for the
+  // processes set_python_process names).
+  bool python_frames = true;
 };
 
 class Sampler {
@@ -72,6 +75,12 @@ class Sampler {
   // The target processes now: those added and (following forks) their
   // descendants, including ones reparented when their parent exited.
   std::vector<uint32_t> targets() const;
+  // Samples of `tgid` carry its Python frames, read as `walk` says;
+  // forget_python_process stops that (exec, exit).
+  gsym::Status set_python_process(uint32_t tgid, const PythonWalk& walk);
+  void forget_python_process(uint32_t tgid);
+  // Python stacks whose sample never came (lost), dropped.
+  uint64_t python_unmatched() const;
   // Delivers pending records, waiting up to timeout_ms for the first one.
   // Returns the number of records delivered; EINTR counts as 0.
   gsym::Expected<int> poll(int timeout_ms);
