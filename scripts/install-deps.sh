@@ -6,6 +6,7 @@ set -eu
 # qemu-system-x86 (without recommends: seabios and ipxe-qemu are hard
 # dependencies), busybox-static and cpio: the kernel matrix (tests/kernels/).
 # cppcheck: the dead-function check (tests/checks/unused_functions.sh).
+# python3-venv: the venv py-spy is installed into (tests/e2e/profile_python.sh).
 PACKAGES="
 build-essential make pkg-config git
 clang llvm lld libclang-rt-14-dev cppcheck
@@ -21,7 +22,7 @@ libc6-dbg
 procps linux-perf
 nodejs
 dwz
-zstd python3
+zstd python3 python3-venv
 qemu-system-x86 busybox-static cpio
 "
 # Extra packages only the benchmarks need (make bench passes --bench).
