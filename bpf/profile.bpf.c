@@ -394,8 +394,10 @@ static long python_thread_step(__u64 index, void* data) {
 static __always_inline __u64 python_thread_state(const struct profile_python_process* py, __u32 tid) {
   __u64* known = bpf_map_lookup_elem(&python_threads, &tid);
   if (known && *known && read_user_word(*known + py->tstate_native_thread_id) == tid) return *known;
-  /* The GIL holder is the thread most samples are of. */
-  __u64 state = read_user_word(py->runtime + py->runtime_tstate_current);
+  /* The GIL holder is the thread most samples are of (3.11 says which). */
+  __u64 state = 0;
+  if (py->runtime_tstate_current != PROFILE_PYTHON_ABSENT)
+    state = read_user_word(py->runtime + py->runtime_tstate_current);
   if (!state || read_user_word(state + py->tstate_native_thread_id) != tid) {
     __u64 interp = read_user_word(py->runtime + py->runtime_interpreters_head);
     struct python_thread_search search = {py, interp ? read_user_word(interp + py->interp_threads_head) : 0,
@@ -424,24 +426,34 @@ struct python_frame_walk {
 
 static long python_frame_step(__u64 index, void* data) {
   struct python_frame_walk* walk = data;
-  if (!walk->frame) return 1;
+  struct profile_python_stack_event* event = walk->event;
+  if (!walk->frame || event->frame_count >= PROFILE_MAX_PYTHON_FRAMES) return 1;
   const struct profile_python_process* py = walk->py;
   struct python_frame_bytes* bytes = walk->bytes;
   if (bpf_probe_read_user(bytes->bytes, PROFILE_PYTHON_FRAME_BYTES, (const void*)walk->frame)) {
-    walk->event->flags |= PROFILE_PYTHON_UNREADABLE;
+    event->flags |= PROFILE_PYTHON_UNREADABLE;
     return 1;
+  }
+  walk->frame = frame_word(bytes, py->frame_previous);
+  const __u32 owner_at = py->frame_owner;
+  if (py->owned_by_cstack != PROFILE_PYTHON_ABSENT && owner_at < PROFILE_PYTHON_FRAME_BYTES &&
+      bytes->bytes[owner_at & 0x7f] == py->owned_by_cstack) {
+    /* 3.12: the frame an eval call pushes before running any: the frame
+     * kept before it is where that call's run ends. Not a function. */
+    if (event->frame_count > 0)
+      event->frames[(event->frame_count - 1) & (PROFILE_MAX_PYTHON_FRAMES - 1)].flags |= PROFILE_PYTHON_ENTRY;
+    return 0;
   }
   const __u64 code = frame_word(bytes, py->frame_code);
   const __u64 instr = frame_word(bytes, py->frame_prev_instr);
   const __u32 entry_at = py->frame_is_entry;
   bool entry = false;
   if (entry_at < PROFILE_PYTHON_FRAME_BYTES) entry = bytes->bytes[entry_at & 0x7f] != 0;
-  struct profile_python_frame* out = &walk->event->frames[index & (PROFILE_MAX_PYTHON_FRAMES - 1)];
+  struct profile_python_frame* out = &event->frames[event->frame_count & (PROFILE_MAX_PYTHON_FRAMES - 1)];
   out->code = code;
   out->instr_offset = (__s32)(__s64)(instr - (code + py->code_adaptive));
   out->flags = entry ? PROFILE_PYTHON_ENTRY : 0;
-  walk->event->frame_count = index + 1;
-  walk->frame = frame_word(bytes, py->frame_previous);
+  event->frame_count++;
   return 0;
 }
 
@@ -469,7 +481,8 @@ __noinline int send_python_stack(__u64 pid_tgid, __u64 time_ns) {
   event->frame_count = 0;
   event->flags = 0;
   struct python_frame_walk walk = {py, bytes, event, frame};
-  bpf_loop(PROFILE_MAX_PYTHON_FRAMES, python_frame_step, &walk, 0);
+  /* Twice the frames kept: 3.12 has a C-stack frame per eval call. */
+  bpf_loop(2 * PROFILE_MAX_PYTHON_FRAMES, python_frame_step, &walk, 0);
   if (walk.frame && event->frame_count == PROFILE_MAX_PYTHON_FRAMES) event->flags |= PROFILE_PYTHON_TRUNCATED;
   /* No wakeup: the sample right after it decides. */
   if (bpf_ringbuf_output(&events, event, sizeof(*event), BPF_RB_NO_WAKEUP))

@@ -158,9 +158,15 @@ struct profile_python_process {
   __u32 frame_code;                /* _PyInterpreterFrame.f_code */
   __u32 frame_previous;            /* _PyInterpreterFrame.previous */
   __u32 frame_prev_instr;          /* _PyInterpreterFrame.prev_instr */
-  __u32 frame_is_entry;            /* _PyInterpreterFrame.is_entry (a byte) */
+  __u32 frame_is_entry;            /* _PyInterpreterFrame.is_entry (a byte; 3.11) */
+  __u32 frame_owner;               /* _PyInterpreterFrame.owner (a byte) */
+  __u32 owned_by_cstack;           /* owner of the frame each eval call pushes
+                                      first (3.12: FRAME_OWNED_BY_CSTACK) */
   __u32 code_adaptive;             /* PyCodeObject.co_code_adaptive */
 };
+/* An offset or value the version does not have (3.12: no tstate_current,
+ * no is_entry; 3.11: no C-stack frames). */
+#define PROFILE_PYTHON_ABSENT 0xffffffffu
 /* Every frame offset above must lie within this many bytes (one read per frame). */
 #define PROFILE_PYTHON_FRAME_BYTES 80
 /* Frames kept per sample, leaf first; a deeper stack keeps its leafmost

@@ -36,12 +36,20 @@ class CaptureAssembler final : public EventSink {
   // Unwound now, while the process's modules are known.
   void on_stack_copy(const RawStackCopy& copy) override;
   void on_short_waits(const RawShortWaits& waits) override { aggregator_.add(waits); }
-  void on_exec(uint32_t tgid, uint64_t mm) override { aggregator_.note_exec(tgid, mm); }
+  void on_exec(uint32_t tgid, uint64_t mm) override {
+    python_.forget(tgid);
+    aggregator_.note_exec(tgid, mm);
+  }
   void on_mapping(const RawMapping& mapping) override;
   void on_fork(uint32_t parent_tgid, uint32_t child_tgid, uint64_t child_mm) override {
     processes_.note_fork(parent_tgid, child_tgid, child_mm);
+    // A CPython's child runs the same interpreter: read its frames from its first sample.
+    if (python_.found(parent_tgid)) python_.note_image(processes_.current_image(child_tgid));
   }
-  void on_exit(uint32_t tgid) override { processes_.note_exit(tgid); }
+  void on_exit(uint32_t tgid) override {
+    python_.forget(tgid);
+    processes_.note_exit(tgid);
+  }
   void on_lost(std::string_view reason, uint64_t count) override;
 
   // The side-band keeps images complete: /proc is read again only once
@@ -72,10 +80,13 @@ class CaptureAssembler final : public EventSink {
   }
   const StackCopyUnwinder& unwinder() const { return unwinder_; }
   PerfMaps& perf_maps() { return perf_maps_; }
+  PythonStacks& python() { return python_; }
+  const PythonStacks& python() const { return python_; }
 
  private:
   ProcessTable processes_;
   PerfMaps perf_maps_;
+  PythonStacks python_{processes_};
   StackAggregator aggregator_;
   StackCopyUnwinder unwinder_;
   std::map<std::string, uint64_t, std::less<>> lost_;

@@ -159,6 +159,14 @@ void StackAggregator::add(const RawSample& sample) {
   std::memcpy(view.comm.data(), sample.comm.data(), std::min(sample.comm.size(), view.comm.size()));
   view.kernel_ips = sample.kernel_ips;
   view.user_ips = sample.ips;
+  if (python_) {
+    python_->note_image(view.image);
+    bool cut_short = false;
+    if (std::span<const uint64_t> merged = python_->merge(sample, view.image, &cut_short); !merged.empty()) {
+      view.user_ips = merged;
+      view.truncated = view.truncated || cut_short;
+    }
+  }
   auto it = stacks_.find(view);
   if (it != stacks_.end()) {
     ++it->second.count;
@@ -168,22 +176,23 @@ void StackAggregator::add(const RawSample& sample) {
   }
   // First sight of this stack: make sure the process image covers it.
   lookup_scratch_.clear();
-  for (size_t i = 0; i < sample.ips.size(); ++i)
-    lookup_scratch_.push_back(lookup_address(sample.ips[i], i));
+  for (size_t i = 0; i < view.user_ips.size(); ++i)
+    if (!PythonStacks::is_frame(view.user_ips[i]))
+      lookup_scratch_.push_back(lookup_address(view.user_ips[i], i));
   if (!lookup_scratch_.empty()) processes_.cover(view.image, lookup_scratch_);
   const ProcessImage& image = processes_.image(view.image);
   // JIT code: read the perf map now, while the process is alive and the
   // code is where the map says (the runtime may free it later).
   if (perf_maps_) {
-    for (size_t i = 0; i < sample.ips.size(); ++i)
-      if (in_anonymous_code(image, sample.ips[i], i))
-        perf_maps_->find(sample.pid, lookup_address(sample.ips[i], i));
+    for (size_t i = 0; i < view.user_ips.size(); ++i)
+      if (in_anonymous_code(image, view.user_ips[i], i))
+        perf_maps_->find(sample.pid, lookup_address(view.user_ips[i], i));
   }
   note_module_uses(view.image, image);
   Key key{static_cast<const KeyHeader&>(view), {}};
-  key.ips.reserve(sample.kernel_ips.size() + sample.ips.size());
+  key.ips.reserve(sample.kernel_ips.size() + view.user_ips.size());
   key.ips.assign(sample.kernel_ips.begin(), sample.kernel_ips.end());
-  key.ips.insert(key.ips.end(), sample.ips.begin(), sample.ips.end());
+  key.ips.insert(key.ips.end(), view.user_ips.begin(), view.user_ips.end());
   Weight weight{1, sample.off_cpu.ns, {}};
   if (keep_times_) weight.times_ns.push_back(sample.time_ns);
   stacks_.emplace(std::move(key), std::move(weight));
@@ -192,6 +201,10 @@ void StackAggregator::add(const RawSample& sample) {
 void StackAggregator::clear(bool images_renumbered) {
   stacks_.clear();
   samples_ = 0;
+  if (python_) {
+    python_->clear_names();
+    if (images_renumbered) python_->clear_images();
+  }
   if (images_renumbered) {
     used_modules_.clear();
     new_module_uses_.clear();
@@ -224,6 +237,7 @@ void StackAggregator::note_module_uses(uint32_t image_id, const ProcessImage& im
 }
 
 bool StackAggregator::in_anonymous_code(const ProcessImage& image, uint64_t ip, size_t index) {
+  if (PythonStacks::is_frame(ip)) return false;
   const int32_t map = image.find_map(lookup_address(ip, index));
   return map >= 0 && image.map_module[static_cast<size_t>(map)] < 0 &&
          image.maps[static_cast<size_t>(map)].executable();
@@ -234,8 +248,10 @@ void StackAggregator::build(Capture& capture, JitReport* jit) const {
   capture.processes.clear();
   capture.stacks.clear();
   capture.jit_symbols.clear();
+  capture.python_frames.clear();
   capture.samples = 0;
   std::map<JitSymbol, int32_t> jit_index;
+  std::map<uint32_t, int32_t> python_index;  // PythonStacks frame id -> capture.python_frames
   JitReport report;
 
   CaptureModules modules(processes_, capture);
@@ -268,8 +284,16 @@ void StackAggregator::build(Capture& capture, JitReport* jit) const {
         std::span<const uint64_t>(key.ips).subspan(key.kernel_count);
     bool jit_named = false, jit_unnamed = false;
     for (size_t i = 0; i < user_ips.size(); ++i) {
-      NormalizedFrame nf = normalize_frame(image, user_ips[i], i);
       CaptureFrame frame;
+      if (python_ && PythonStacks::is_frame(user_ips[i])) {
+        const uint32_t id = PythonStacks::frame_id(user_ips[i]);
+        auto [at, added] = python_index.try_emplace(id, static_cast<int32_t>(capture.python_frames.size()));
+        if (added) capture.python_frames.push_back(python_->frame(id));
+        frame.python = at->second;
+        stack.frames.push_back(frame);
+        continue;
+      }
+      NormalizedFrame nf = normalize_frame(image, user_ips[i], i);
       if (nf.module >= 0) {
         frame.module = modules.index(key.image, nf.module);
         frame.address = nf.address;

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "userspace/assemble/python_stacks.h"
 #include "userspace/capture/capture.h"
 #include "userspace/events/events.h"
 #include "userspace/process/perf_map.h"
@@ -38,9 +39,11 @@ struct JitReport {
 class StackAggregator {
  public:
   // `perf_maps` (optional): names frames in anonymous executable memory
-  // (JIT code) from the processes' perf maps (perf_map.h).
-  explicit StackAggregator(ProcessTable& processes, PerfMaps* perf_maps = nullptr)
-      : processes_(processes), perf_maps_(perf_maps) {}
+  // (JIT code) from the processes' perf maps (perf_map.h). `python`
+  // (optional): puts CPython processes' Python frames in their stacks.
+  explicit StackAggregator(ProcessTable& processes, PerfMaps* perf_maps = nullptr,
+                           PythonStacks* python = nullptr)
+      : processes_(processes), perf_maps_(perf_maps), python_(python) {}
 
   void add(const RawSample& sample);
   // Off-CPU waits summed by the kernel: one frameless stack per thread and reason.
@@ -125,6 +128,7 @@ class StackAggregator {
 
   ProcessTable& processes_;
   PerfMaps* perf_maps_ = nullptr;
+  PythonStacks* python_ = nullptr;
   // What a unique stack adds up to: its samples (or waits) and, off the
   // CPU, their time.
   struct Weight {

@@ -33,14 +33,14 @@ struct PythonFrameRef {
 
 // What a source needs to read a CPython process's frames at sample time
 // (bpf/profile.h's profile_python_process): where _PyRuntime is and the
-// offsets of the version it runs. The assembler finds them; the live source
+// offsets of the version it runs (UINT32_MAX: a member it does not have). The assembler finds them; the live source
 // walks with them.
 struct PythonWalk {
   uint64_t runtime = 0;
   uint32_t runtime_tstate_current = 0, runtime_interpreters_head = 0, interp_threads_head = 0,
            tstate_next = 0, tstate_native_thread_id = 0, tstate_cframe = 0,
            cframe_current_frame = 0, frame_code = 0, frame_previous = 0, frame_prev_instr = 0,
-           frame_is_entry = 0, code_adaptive = 0;
+           frame_is_entry = 0, frame_owner = 0, owned_by_cstack = 0, code_adaptive = 0;
   bool operator==(const PythonWalk&) const = default;
 };
 

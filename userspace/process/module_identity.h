@@ -6,11 +6,13 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "gsym/base/expected.h"
+#include "userspace/process/python_runtime.h"
 #include "userspace/base/build_id.h"
 #include "userspace/base/file_stamp.h"
 #include "userspace/capture/capture.h"
@@ -39,6 +41,9 @@ struct ModuleIdentity {
   // "/proc/self/fd/N": the very file, kept open for symbolization after the
   // process is gone (live profiles only; "" = not kept).
   std::string local_file;
+  // A CPython runtime (the python executable or libpython): where its
+  // _PyRuntime and eval loop are, and its version (python_runtime.h).
+  std::optional<PythonSymbols> python;
 };
 
 // Reads the identity from ELF bytes in memory (tests, fuzzing).

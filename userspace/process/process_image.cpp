@@ -211,16 +211,26 @@ ProcSource ProcSource::live(const std::string& proc_root) {
   return source;
 }
 
-size_t ProcessTable::read_code(uint32_t id, uint64_t addr, std::span<uint8_t> out) const {
-  if (!source_.read_memory || id >= images_.size()) return 0;
+bool ProcessTable::runs_image(uint32_t id) const {
+  if (!source_.read_memory || id >= images_.size()) return false;
   const Entry& entry = images_[id];
-  if (entry.exited) return 0;
+  if (entry.exited) return false;
   // The pid must still run this image, or a later version of the same
   // address space (a dlopen), not a program exec'd or a process at a reused pid.
   auto current = current_.find(entry.image.pid);
-  if (current == current_.end()) return 0;
+  if (current == current_.end()) return false;
   const ProcessImage& now = images_[current->second].image;
-  if (current->second != id && (entry.image.mm == 0 || now.mm != entry.image.mm)) return 0;
+  return current->second == id || (entry.image.mm != 0 && now.mm == entry.image.mm);
+}
+
+size_t ProcessTable::read_memory(uint32_t id, uint64_t addr, std::span<uint8_t> out) const {
+  if (!runs_image(id)) return 0;
+  return source_.read_memory(images_[id].image.pid, addr, out);
+}
+
+size_t ProcessTable::read_code(uint32_t id, uint64_t addr, std::span<uint8_t> out) const {
+  if (!runs_image(id)) return 0;
+  const Entry& entry = images_[id];
   const int32_t map = entry.image.find_map(addr);
   if (map < 0 || !entry.image.maps[map].executable()) return 0;
   const size_t size = std::min<uint64_t>(out.size(), entry.image.maps[map].end - addr);

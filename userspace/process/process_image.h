@@ -146,6 +146,9 @@ class ProcessTable {
   // the process exited, exec'd, its pid was reused, or the source reads no
   // memory. Never past the mapping's end.
   size_t read_code(uint32_t id, uint64_t addr, std::span<uint8_t> out) const;
+  // Copies any memory of image `id`'s process (an interpreter's objects on
+  // its heap) under the same rule: only while it runs that image.
+  size_t read_memory(uint32_t id, uint64_t addr, std::span<uint8_t> out) const;
   // Between the agent's windows, when nothing refers to an image id: keeps
   // only the current images of processes that have not exited (ids are
   // renumbered), and forgets the side-band's file identities once there are
@@ -167,6 +170,8 @@ class ProcessTable {
     bool exited = false;  // the side-band said the process exited
   };
   void read_into(Entry& entry);
+  // Whether image `id`'s process still runs it and its memory can be read.
+  bool runs_image(uint32_t id) const;
   uint32_t add_image(Entry entry);
   // The current image of `pid` for a side-band event (not pinned): read
   // from /proc if the process predates what the side-band told.

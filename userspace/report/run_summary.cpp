@@ -110,6 +110,31 @@ void print_jit_summary(size_t jit_symbols, const JitReport& jit) {
     std::fprintf(stderr, "gsymprof:   perf map covers not all of it, pid (samples): %s\n", partial.c_str());
 }
 
+// CPython processes: how many samples got their Python frames, why others
+// kept native ones, and versions without a layout table.
+void print_python_summary(const PythonReport& python) {
+  for (const auto& [version, processes] : python.unsupported_versions)
+    std::fprintf(stderr,
+                 "gsymprof: python %s: frames left native in %" PRIu64
+                 " process%s (gsymprof has no layout of CPython %s's frames)\n",
+                 version.c_str(), processes, processes == 1 ? "" : "es", version.c_str());
+  if (!python.samples_with_python) return;
+  std::string native;
+  auto add = [&](uint64_t count, const char* why) {
+    if (!count) return;
+    native += (native.empty() ? "" : ", ") + std::to_string(count) + " " + why;
+  };
+  add(python.samples_unpaired, "inside the eval loop's entry or exit");
+  add(python.samples_unnamed, "with a code object that could not be read");
+  std::fprintf(stderr, "gsymprof: Python frames: %" PRIu64 " of %" PRIu64 " samples of %" PRIu64
+               " CPython process%s%s%s%s\n",
+               python.samples_merged, python.samples_with_python, python.processes,
+               python.processes == 1 ? "" : "es", native.empty() ? "" : "; kept native: ", native.c_str(),
+               python.samples_cut ? ("; " + std::to_string(python.samples_cut) +
+                                     " deeper than 64 Python frames (cut there, [truncated])").c_str()
+                                  : "");
+}
+
 void print_session_lines(const RunSummary& summary, const SessionStats& stats, bool verbose) {
   if (stats.frame_pointer_stacks)
     std::fprintf(stderr,
@@ -122,6 +147,7 @@ void print_session_lines(const RunSummary& summary, const SessionStats& stats, b
                  " frames stepped over by reading how they return (CPython's -X perf trampolines)\n",
                  stats.epilogue_steps);
   print_jit_summary(summary.jit_symbols, stats.jit);
+  print_python_summary(stats.python);
   print_kernel_stack_counters(stats.counters);
   if (verbose && stats.counters.sample_records)
     std::fprintf(stderr, "gsymprof: ring buffer: %zu KiB, %" PRIu64 " bytes per sample record\n",
@@ -187,12 +213,14 @@ std::string runtime_of(const Capture& capture, const CaptureProcess& process) {
 
 // The processes whose runtime would name their code with a flag they were
 // not given: JIT frames no perf map named (node, a JVM), or CPython 3.12+
-// without a perf map (its Python functions are all _PyEval_EvalFrameDefault).
+// with neither a perf map nor Python frames read from the interpreter (its
+// Python functions are all _PyEval_EvalFrameDefault).
 std::map<std::string, std::vector<uint32_t>> runtimes_to_flag(const Capture& capture) {
   std::map<uint32_t, bool> unnamed_jit, named_jit;
   for (const CaptureStack& stack : capture.stacks)
     for (const CaptureFrame& frame : stack.frames) {
-      if (frame.jit >= 0) named_jit[stack.pid] = true;
+      // Python frames read from the interpreter name its functions as well.
+      if (frame.jit >= 0 || frame.python >= 0) named_jit[stack.pid] = true;
       else if (!frame.kernel && frame.module < 0 && frame.reason == UnresolvedReason::AnonymousMapping)
         unnamed_jit[stack.pid] = true;
     }

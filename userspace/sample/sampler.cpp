@@ -427,6 +427,8 @@ gsym::Status Sampler::add_target(uint32_t tgid) {
   return {};
 }
 
+static_assert(PROFILE_PYTHON_ABSENT == UINT32_MAX, "PythonWalk says absent with UINT32_MAX");
+
 gsym::Status Sampler::set_python_process(uint32_t tgid, const PythonWalk& walk) {
   profile_python_process layout{};
   layout.runtime = walk.runtime;
@@ -441,6 +443,8 @@ gsym::Status Sampler::set_python_process(uint32_t tgid, const PythonWalk& walk) 
   layout.frame_previous = walk.frame_previous;
   layout.frame_prev_instr = walk.frame_prev_instr;
   layout.frame_is_entry = walk.frame_is_entry;
+  layout.frame_owner = walk.frame_owner;
+  layout.owned_by_cstack = walk.owned_by_cstack;
   layout.code_adaptive = walk.code_adaptive;
   if (bpf_map__update_elem(state_->skel->maps.python_processes, &tgid, sizeof(tgid), &layout,
                            sizeof(layout), BPF_ANY))

@@ -119,7 +119,8 @@ gsym::Status run_agent_session(const AgentSessionOptions& options, AgentSessionS
   if (options.on_started) options.on_started((*sampler)->notices());
   Sampler* sampler_ptr = sampler->get();
   if ((*sampler)->sideband_on()) assembler.use_sideband([sampler_ptr] { return sampler_ptr->sideband_lost(); });
-  for (uint32_t pid : targets.pids) assembler.processes().current_image(pid);
+  read_python_frames(assembler, sampler_ptr);
+  snapshot_processes(assembler, targets.pids);
 
   const auto tick = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(options.tick_s));

@@ -71,4 +71,21 @@ void report_losses(const SamplerCounters& counters, EventSink& sink, const Sampl
   sink.on_lost(kLostBadRecords, counters.bad_records - before.bad_records);
 }
 
+void read_python_frames(CaptureAssembler& assembler, Sampler* sampler) {
+  PythonStacks& python = assembler.python();
+  if (!sampler) {
+    python.on_found = nullptr;
+    python.on_gone = nullptr;
+    return;
+  }
+  // A process the sampler cannot take stays native; its stacks say so
+  // (no Python frames), nothing is misnamed.
+  python.on_found = [sampler](uint32_t pid, const PythonWalk& walk) { (void)sampler->set_python_process(pid, walk); };
+  python.on_gone = [sampler](uint32_t pid) { sampler->forget_python_process(pid); };
+}
+
+void snapshot_processes(CaptureAssembler& assembler, const std::vector<uint32_t>& pids) {
+  for (uint32_t pid : pids) assembler.python().note_image(assembler.processes().current_image(pid));
+}
+
 }  // namespace gsymprof

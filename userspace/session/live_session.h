@@ -8,7 +8,9 @@
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
+#include "userspace/assemble/capture_assembler.h"
 #include "userspace/capture/capture.h"
 #include "userspace/events/counters.h"
 #include "userspace/events/events.h"
@@ -43,5 +45,13 @@ Capture new_capture(const TargetOptions& targets);
 // (a window's share of counters that only grow); the CFI unwinder's cut
 // stacks go to Capture::truncations (CaptureAssembler::build).
 void report_losses(const SamplerCounters& counters, EventSink& sink, const SamplerCounters& before = {});
+
+// CPython processes' frames: the assembler finds which processes run a
+// CPython it knows the layout of, and the sampler reads their frames from
+// then on; with `sampler` nullptr (it is gone), that stops.
+void read_python_frames(CaptureAssembler& assembler, Sampler* sampler);
+// The images of processes that exist before sampling: read now (they may
+// exit first), and their CPython runtimes found before their first sample.
+void snapshot_processes(CaptureAssembler& assembler, const std::vector<uint32_t>& pids);
 
 }  // namespace gsymprof

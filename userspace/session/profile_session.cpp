@@ -320,9 +320,10 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   Sampler* sampler_ptr = sampler->get();
   if ((*sampler)->sideband_on())
     assembler.use_sideband([sampler_ptr] { return sampler_ptr->sideband_lost(); });
+  read_python_frames(assembler, sampler_ptr);
 
   // Snapshot the named processes now, in case they exit before sampling.
-  for (uint32_t pid : targets.pids) processes.current_image(pid);
+  snapshot_processes(assembler, targets.pids);
   std::unique_ptr<LaunchedCommand> command;
   if (!targets.command.empty()) {
     auto launched = launch_command(targets.command, **sampler, processes, sink);
@@ -369,6 +370,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   // orphaned), stopped with it when sampling ends first.
   std::vector<uint32_t> command_tree;
   if (command) command_tree = (*sampler)->targets();
+  read_python_frames(assembler, nullptr);
   sampler->reset();  // detach: stop sampling before the user-space work
   if (sideband_on)
     assembler.use_sideband([lost = counters[PROFILE_COUNTER_SIDEBAND_LOST]] { return lost; });
@@ -391,6 +393,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
     stats->command_stopped = command_stopped;
     if (command) stats->command_name = targets.command.front();
     stats->jit = std::move(jit);
+    stats->python = assembler.python().report();
     stats->frame_pointer_steps = assembler.unwinder().frame_pointer_steps();
     stats->frame_pointer_stacks = assembler.unwinder().frame_pointer_stacks();
     stats->epilogue_steps = assembler.unwinder().epilogue_steps();

@@ -43,6 +43,7 @@ struct SessionStats {
   bool command_stopped = false;       // gsymprof ended it (-d elapsed, Ctrl-C): SIGTERM, then SIGKILL
   std::string command_name;           // the launched command's argv[0]
   JitReport jit;                      // JIT frames named from perf maps, and not
+  PythonReport python;                // CPython processes' frames: merged, kept native
   uint64_t frame_pointer_steps = 0;   // dwarf: frames the CFI unwinder reached by frame pointer
   uint64_t frame_pointer_stacks = 0;  // dwarf: stacks with such frames
   uint64_t epilogue_steps = 0;        // dwarf: frames reached by decoding how code without CFI returns

@@ -94,6 +94,7 @@ void StackCopyUnwinder::emit_result(const Origin& origin, const SampleCallback& 
   // A held walk is emitted later: keep the image and time it was taken in.
   sample.image = origin.image;
   sample.time_ns = origin.time_ns;
+  sample.python = origin.python;
   emit(sample);
 }
 
@@ -109,7 +110,9 @@ void StackCopyUnwinder::retry_held(const SampleCallback& emit, bool final) {
       held_.push_back(std::move(h));  // still unmapped: wait for the next re-read
       continue;
     }
-    emit_result({h.image, h.pid, h.tid, h.comm, h.kernel_ips, h.off_cpu, h.time_ns}, emit);
+    emit_result({h.image, h.pid, h.tid, h.comm, h.kernel_ips, h.off_cpu, h.time_ns,
+                 {h.python, h.python_truncated, h.python_unreadable}},
+                emit);
   }
   maps_reads_at_hold_ = processes_.map_reads();
 }
@@ -126,10 +129,13 @@ void StackCopyUnwinder::unwind(const RawStackCopy& copy, const SampleCallback& e
                      copy.stack.stack_start,
                      std::vector<uint8_t>(copy.stack.stack.begin(), copy.stack.stack.end()),
                      std::vector<uint64_t>(copy.kernel_ips.begin(), copy.kernel_ips.end()),
-                     copy.copy_short, copy.off_cpu, copy.time_ns});
+                     copy.copy_short, copy.off_cpu, copy.time_ns,
+                     std::vector<PythonFrameRef>(copy.python.frames.begin(), copy.python.frames.end()),
+                     copy.python.truncated, copy.python.unreadable});
     return;
   }
-  emit_result({image_id, copy.pid, copy.tid, copy.comm, copy.kernel_ips, copy.off_cpu, copy.time_ns}, emit);
+  emit_result({image_id, copy.pid, copy.tid, copy.comm, copy.kernel_ips, copy.off_cpu, copy.time_ns, copy.python},
+              emit);
 }
 
 void StackCopyUnwinder::flush(const SampleCallback& emit) { retry_held(emit, true); }

@@ -80,6 +80,8 @@ class StackCopyUnwinder {
     bool copy_short = false;
     OffCpuWait off_cpu;
     uint64_t time_ns = 0;  // when it was taken: a held walk is emitted later
+    std::vector<PythonFrameRef> python;
+    bool python_truncated = false, python_unreadable = false;
   };
   // Unwinds into result_; returns whether it stopped at an address outside
   // every mapping of the image (worth another try after a maps re-read).
@@ -91,6 +93,7 @@ class StackCopyUnwinder {
     std::span<const uint64_t> kernel_ips;
     OffCpuWait off_cpu;
     uint64_t time_ns = 0;
+    PythonStackRef python{};
   };
   void emit_result(const Origin& origin, const SampleCallback& emit);
   void retry_held(const SampleCallback& emit, bool final);
