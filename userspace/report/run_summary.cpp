@@ -187,12 +187,13 @@ std::string runtime_of(const Capture& capture, const CaptureProcess& process) {
 
 // The processes whose runtime would name their code with a flag they were
 // not given: JIT frames no perf map named (node, a JVM), or CPython 3.12+
-// without a perf map (its Python functions are all _PyEval_EvalFrameDefault).
+// without a perf map (its Python functions are all _PyEval_EvalFrameDefault)
+// and without Python frames read from the interpreter (which name them).
 std::map<std::string, std::vector<uint32_t>> runtimes_to_flag(const Capture& capture) {
   std::map<uint32_t, bool> unnamed_jit, named_jit;
   for (const CaptureStack& stack : capture.stacks)
     for (const CaptureFrame& frame : stack.frames) {
-      if (frame.jit >= 0) named_jit[stack.pid] = true;
+      if (frame.jit >= 0 || frame.python >= 0) named_jit[stack.pid] = true;
       else if (!frame.kernel && frame.module < 0 && frame.reason == UnresolvedReason::AnonymousMapping)
         unnamed_jit[stack.pid] = true;
     }
