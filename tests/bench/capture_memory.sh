@@ -17,7 +17,9 @@
 # Shapes: recorded (many stacks of 20-60 frames over 64 modules, the default),
 # and hostile ones: tiny-stacks, tiny-modules, tiny-processes, long-string,
 # repeated-indexes (one process listing module 0 over and over), junk (a huge
-# unknown field), reordered (stacks before processes before modules: passes).
+# unknown field), reordered (stacks before processes before modules: passes),
+# python-stack (two stacks of nothing but Python frames, the densest frame:
+# 13 bytes of text, 32 in memory).
 #
 # Environment: BUILD (default build), GSYMPROF (default $BUILD/gsymprof),
 # SIZE_MB (default 200), SHAPES, WORK (default a temporary directory, removed),
@@ -51,10 +53,10 @@ import random, sys
 shape, target, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rnd = random.Random(1)
 f = open(out, "w")
-def header(samples, host='"bench"'):
-    f.write('{\n"format": "gsymprof-capture",\n"version": 1,\n"host": %s,\n"kernel_release": "6.1.0",\n'
+def header(samples, host='"bench"', version=1):
+    f.write('{\n"format": "gsymprof-capture",\n"version": %d,\n"host": %s,\n"kernel_release": "6.1.0",\n'
             '"frequency_hz": 999,\n"start_time_unix_ns": 1,\n"duration_ns": 2,\n"call_graph": "fp",\n'
-            '"samples": %d,\n"lost": {"ringbuf_full":0},\n' % (host, samples))
+            '"samples": %d,\n"lost": {"ringbuf_full":0},\n' % (version, host, samples))
 EMPTY_MODULE = '{"path":"","build_id":"","load_bias":"0x0","mappings":[],"error":""}'
 if shape in ("recorded", "reordered"):
     nmod, nproc = 64, 16
@@ -110,6 +112,15 @@ elif shape == "repeated-indexes":
     header(0)
     f.write('"modules": [%s],\n"processes": [{"pid":1,"comm":"","modules":[%s]}],\n"stacks": []\n}\n'
             % (EMPTY_MODULE, ",".join(["0"] * (target // 2))))
+elif shape == "python-stack":
+    n = target // 26
+    header(2, version=5)
+    f.write('"python_frames": [{"qualname":"f","file":"f.py","line":1}],\n"modules": [],\n'
+            '"processes": [{"pid":1,"comm":"","modules":[]}],\n"stacks": [')
+    for i, frames in enumerate((n, n - 1)):
+        f.write((',' if i else '') + '{"pid":1,"comm":"","count":1,"truncated":false,"frames":[' +
+                ",".join(['{"python":0}'] * frames) + ']}')
+    f.write("]\n}\n")
 elif shape == "junk":
     header(0)
     f.write('"future": [' + ",".join(["[0]"] * (target // 4)) + '],\n"modules": [],\n"processes": [],\n"stacks": []\n}\n')

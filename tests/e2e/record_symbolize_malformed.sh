@@ -74,7 +74,7 @@ bad empty '' "not valid JSON: parse error at line 1, column 1: syntax error whil
 bad text 'hello' "not valid JSON: parse error at line 1, column 1: syntax error while parsing value - invalid literal; last read: 'h'"
 bad array '[1,2]' "capture: expected a JSON object at top level"
 bad perf '{"format":"perf-script"}' 'format: not a gsymprof capture (format is "perf-script")'
-bad v5 "${good/\"version\":1/\"version\":5}" "version: unsupported capture version 5 (this gsymprof reads versions 1 to 4)"
+bad v6 "${good/\"version\":1/\"version\":6}" "version: unsupported capture version 6 (this gsymprof reads versions 1 to 5)"
 bad type "${good/\"frequency_hz\":99/\"frequency_hz\":\"99\"}" "frequency_hz: expected an unsigned integer, got a string"
 bad index "${good/\"module\":0,\"address\":\"0x1010\"/\"module\":3,\"address\":\"0x1010\"}" \
   "stacks[1].frames[0].module: module index 3 out of range (1 modules)"

@@ -42,6 +42,7 @@ cmp -s "$WORK/live.svg" "$WORK/live-again.svg" || fail "profile --svg differs fr
 grep -q '<title>exec_leaf (' "$WORK/live.svg" || fail "profile --svg lacks exec_leaf"
 head -c 300 "$WORK/capture.json" | grep -q '^{$' || fail "capture does not start with {"
 grep -q '^"format": "gsymprof-capture",$' "$WORK/capture.json" || fail "capture has no format line"
+grep -q '^"version": 5,$' "$WORK/capture.json" || fail "capture is not format version 5"
 grep -q "/pie/libhot.so\",\"build_id\":\"[0-9a-f]\{40\}\"" "$WORK/capture.json" || fail "capture lacks libhot.so with its build ID"
 
 echo "symbolize with the binaries present (auto-conversion)"

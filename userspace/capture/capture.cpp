@@ -88,6 +88,32 @@ bool module_equal(const CaptureModule& a, const CaptureModule& b) {
   return !module_less(a, b) && !module_less(b, a);
 }
 
+// Sorts `entries` (jit_symbols, python_frames: what frames name by index),
+// merging equal ones and dropping those no frame's `field` refers to.
+// Returns each old index's new one (-1: dropped); frames are not touched.
+template <class Entry>
+std::vector<int32_t> sort_used_entries(std::vector<Entry>& entries, const std::vector<CaptureStack>& stacks,
+                                       int32_t CaptureFrame::*field) {
+  std::vector<bool> used(entries.size(), false);
+  for (const CaptureStack& s : stacks)
+    for (const CaptureFrame& f : s.frames) {
+      const int32_t index = f.*field;
+      if (index >= 0 && static_cast<size_t>(index) < used.size()) used[static_cast<size_t>(index)] = true;
+    }
+  std::vector<uint32_t> order(entries.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return entries[a] < entries[b]; });
+  std::vector<Entry> kept;
+  std::vector<int32_t> new_index(entries.size(), -1);
+  for (uint32_t old : order) {
+    if (!used[old]) continue;
+    if (kept.empty() || kept.back() != entries[old]) kept.push_back(std::move(entries[old]));
+    new_index[old] = static_cast<int32_t>(kept.size() - 1);
+  }
+  entries = std::move(kept);
+  return new_index;
+}
+
 }  // namespace
 
 const char* to_string(UnresolvedReason reason) { return unresolved_reason_name(reason); }
@@ -160,31 +186,19 @@ void canonicalize(Capture& capture) {
                      return std::tie(a.pid, a.comm) < std::tie(b.pid, b.comm);
                    });
 
-  // JIT symbols: sorted, merged, only those a frame uses.
-  std::vector<uint32_t> jit_order(capture.jit_symbols.size());
-  for (uint32_t i = 0; i < jit_order.size(); ++i) jit_order[i] = i;
-  std::vector<bool> jit_used(capture.jit_symbols.size(), false);
-  for (const CaptureStack& s : capture.stacks)
-    for (const CaptureFrame& f : s.frames)
-      if (f.jit >= 0 && static_cast<size_t>(f.jit) < jit_used.size()) jit_used[static_cast<size_t>(f.jit)] = true;
-  std::stable_sort(jit_order.begin(), jit_order.end(), [&](uint32_t a, uint32_t b) {
-    return capture.jit_symbols[a] < capture.jit_symbols[b];
-  });
-  std::vector<JitSymbol> jit_symbols;
-  std::vector<int32_t> jit_index(capture.jit_symbols.size(), -1);
-  for (uint32_t old : jit_order) {
-    if (!jit_used[old]) continue;
-    if (jit_symbols.empty() || jit_symbols.back() != capture.jit_symbols[old])
-      jit_symbols.push_back(std::move(capture.jit_symbols[old]));
-    jit_index[old] = static_cast<int32_t>(jit_symbols.size() - 1);
-  }
-  capture.jit_symbols = std::move(jit_symbols);
+  // JIT symbols and Python frames: sorted, merged, only those a frame uses.
+  const std::vector<int32_t> jit_index = sort_used_entries(capture.jit_symbols, capture.stacks, &CaptureFrame::jit);
+  const std::vector<int32_t> python_index =
+      sort_used_entries(capture.python_frames, capture.stacks, &CaptureFrame::python);
+  auto remap_entry = [](int32_t old, const std::vector<int32_t>& index) -> int32_t {
+    return old >= 0 && static_cast<size_t>(old) < index.size() ? index[static_cast<size_t>(old)] : -1;
+  };
 
   for (CaptureStack& s : capture.stacks)
     for (CaptureFrame& f : s.frames) {
       if (f.module >= 0) f.module = remap(f.module);
-      if (f.jit >= 0)
-        f.jit = static_cast<size_t>(f.jit) < jit_index.size() ? jit_index[static_cast<size_t>(f.jit)] : -1;
+      if (f.jit >= 0) f.jit = remap_entry(f.jit, jit_index);
+      if (f.python >= 0) f.python = remap_entry(f.python, python_index);
     }
   for (CaptureStack& s : capture.stacks) {
     if (s.times_us.size() != s.count) s.times_us.clear();
@@ -245,8 +259,10 @@ void merge_capture(Capture& into, Capture from) {
 
   const int32_t module_base = static_cast<int32_t>(into.modules.size());
   const int32_t jit_base = static_cast<int32_t>(into.jit_symbols.size());
+  const int32_t python_base = static_cast<int32_t>(into.python_frames.size());
   for (CaptureModule& m : from.modules) into.modules.push_back(std::move(m));
   for (JitSymbol& j : from.jit_symbols) into.jit_symbols.push_back(std::move(j));
+  for (PythonFrame& p : from.python_frames) into.python_frames.push_back(std::move(p));
   for (CaptureProcess& p : from.processes) {
     for (uint32_t& m : p.modules) m += static_cast<uint32_t>(module_base);
     auto same = std::find_if(into.processes.begin(), into.processes.end(),
@@ -267,6 +283,7 @@ void merge_capture(Capture& into, Capture from) {
     for (CaptureFrame& f : s.frames) {
       if (f.module >= 0) f.module += module_base;
       if (f.jit >= 0) f.jit += jit_base;
+      if (f.python >= 0) f.python += python_base;
     }
     into.stacks.push_back(std::move(s));
   }

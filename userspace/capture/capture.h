@@ -198,7 +198,7 @@ uint64_t stack_weight(const Capture& capture, const CaptureStack& stack);
 const char* weight_unit(const Capture& capture);
 
 // Adds `from` to `into`: its modules, processes, stacks, JIT symbols,
-// kernel symbols, samples, losses and truncations (frames' indexes
+// Python frames, kernel symbols, samples, losses and truncations (frames' indexes
 // remapped), and the time it covers; then canonicalizes, which merges equal
 // modules and stacks. Sample times move to `into`'s start (a time before
 // it becomes 0). Both must measure the same clock. `into` empty: it
@@ -245,8 +245,9 @@ const KernelSymbol* find_kernel_symbol(const CaptureKernel& kernel, uint64_t add
 // else dropped) and stacks sorted by (pid, tid, comm, frames, truncated,
 // off-CPU reason, short waits); each stack's times sorted, dropped unless
 // there are `count` of them;
-// kernel symbols sorted by start, duplicates dropped; JIT symbols sorted,
-// duplicates merged, unused ones dropped (frames' jit indexes remapped).
+// kernel symbols sorted by start, duplicates dropped; JIT symbols and
+// Python frames sorted, duplicates merged, unused ones dropped (frames' jit
+// and python indexes remapped).
 void canonicalize(Capture& capture);
 
 // The stable names used for UnresolvedReason in capture files and reports

@@ -1,5 +1,5 @@
 // userspace/capture/capture_file.h - Capture <-> JSON capture file (format
-// "gsymprof-capture", version 4, reads versions 1 to 3 too; see
+// "gsymprof-capture", version 5, reads versions 1 to 4 too; see
 // capture-format.md).
 //
 // Input: a Capture (from the sampling session) or capture-file bytes.

@@ -14,9 +14,10 @@
 // the value; one about a whole object (a missing field, start not below end,
 // a frame's kinds) at the object's end; a check that needs something later
 // in the document (a frame's module before its stack's pid, a JIT frame
-// before jit_symbols) where that is read, and at the end for what the whole
-// capture decides (samples against the stack counts). A section deferred to
-// a later pass is checked after the rest of the document.
+// before jit_symbols, a Python frame before python_frames) where that is
+// read, and at the end for what the whole capture decides (samples against
+// the stack counts). A section deferred to a later pass is checked after
+// the rest of the document.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -160,6 +161,7 @@ class CaptureBuilder {
   bool end_frame(const Level& level);
   bool end_processes();
   bool end_jit_symbols();
+  bool end_python_frames();
   bool read_section(Section section) const;
   bool lost_key(std::string& name, Node counters);
   static bool is_counters(Node node) { return node == Node::Lost || node == Node::Truncations; }
@@ -180,7 +182,8 @@ class CaptureBuilder {
   void add_process_module(uint32_t index);
   bool check_frame_module(uint32_t index, const std::string& where);
   bool check_jit(const CaptureFrame& frame, const std::string& where);
-  bool check_jit_frames();
+  bool check_python(const CaptureFrame& frame, const std::string& where);
+  bool check_named_frames(Field kind);
 
   Capture c_;
   const SectionCounter& counts_;
@@ -192,12 +195,13 @@ class CaptureBuilder {
   std::string error_;
   bool built_[kSectionCount] = {};
   bool jit_symbols_read_ = false;
+  bool python_frames_read_ = false;
   uint64_t total_ = 0;                                    // sum of stack counts
   std::vector<std::pair<uint32_t, uint32_t>> pid_index_;  // (pid, process index), sorted once read
   std::string lost_key_;                                  // the `lost` entry being read
   // The stack being read: its process (once its pid is read) and its frames
   // so far (a reused buffer, so each stack's vector is allocated once at its
-  // size).
+  // size; a big stack's is reserved at its size and becomes the stack's).
   const CaptureProcess* stack_process_ = nullptr;
   std::vector<CaptureFrame> frames_;
   // The stack's sample times so far, decoded (a reused buffer, as frames_).
@@ -301,11 +305,19 @@ void CaptureBuilder::begin(Node node) {
       c_.stacks.emplace_back();
       stack_process_ = nullptr;
       break;
-    case Node::Frames: frames_.clear(); break;
+    case Node::Frames:
+      frames_.clear();
+      // A big stack's frames are allocated once, at their number.
+      if (const uint64_t big = counts_.big_stack_frames(c_.stacks.size() - 1); big > frames_.capacity()) {
+        frames_ = {};
+        frames_.reserve(big);
+      }
+      break;
     case Node::Times: times_.clear(); break;
     case Node::Frame: frames_.emplace_back(); break;
     case Node::KernelSymbol: c_.kernel.symbols.emplace_back(); break;
     case Node::JitSymbol: c_.jit_symbols.emplace_back(); break;
+    case Node::PythonFrame: c_.python_frames.emplace_back(); break;
     default: break;
   }
 }
@@ -352,7 +364,18 @@ bool CaptureBuilder::end(const Level& level) {
       return true;
     }
     case Node::Frame: return end_frame(level);
-    case Node::Frames: c_.stacks.back().frames.assign(frames_.begin(), frames_.end()); return true;
+    case Node::Frames: {
+      // A big stack takes the buffer itself (a copy would double it); the
+      // next stacks grow a new one. Others are copied: the buffer stays.
+      std::vector<CaptureFrame>& frames = c_.stacks.back().frames;
+      if (frames_.size() >= kBigStackFrames) {
+        frames = std::move(frames_);
+        frames_ = {};
+      } else {
+        frames.assign(frames_.begin(), frames_.end());
+      }
+      return true;
+    }
     case Node::Times: c_.stacks.back().times_us.assign(times_.begin(), times_.end()); return true;
     case Node::KernelSymbol: {
       // Sorted and disjoint, so a lookup finds the one symbol holding an
@@ -372,6 +395,14 @@ bool CaptureBuilder::end(const Level& level) {
       return true;
     }
     case Node::JitSymbols: return end_jit_symbols();
+    case Node::PythonFrame: {
+      // Canonical: sorted by (qualname, file, line), each once.
+      const std::vector<PythonFrame>& frames = c_.python_frames;
+      if (frames.size() > 1 && !(frames[frames.size() - 2] < frames.back()))
+        return fail(container_path(), "not after the frame before it (sorted by qualname, file, line; no repeats)");
+      return true;
+    }
+    case Node::PythonFrames: return end_python_frames();
     case Node::Modules:
       if (c_.modules.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
         return fail("modules", "too many modules");
@@ -392,6 +423,15 @@ bool CaptureBuilder::check_required(const Level& level) {
 }
 
 bool CaptureBuilder::end_frame(const Level& level) {
+  if (level.seen & bit(kPython)) {
+    // Named by its python_frames entry alone: nothing of native code.
+    const uint64_t native = bit(kModule) | bit(kUnresolved) | bit(kKernel) | bit(kJit) | bit(kAddress);
+    if (level.seen & native)
+      return fail(join(container_path(), kPython),
+                  "a Python frame has no \"module\", \"unresolved\", \"kernel\", \"jit\" or \"address\"");
+    return !python_frames_read_ || check_python(frames_.back(), join(container_path(), kPython));
+  }
+  if (!(level.seen & bit(kAddress))) return fail(join(container_path(), kAddress), "missing field");
   const int kinds = ((level.seen & bit(kModule)) != 0) + ((level.seen & bit(kUnresolved)) != 0) +
                     ((level.seen & bit(kKernel)) != 0);
   if (kinds != 1)
@@ -413,7 +453,13 @@ bool CaptureBuilder::end_processes() {
 // at their end.
 bool CaptureBuilder::end_jit_symbols() {
   jit_symbols_read_ = true;
-  return check_jit_frames();
+  return check_named_frames(kJit);
+}
+
+// Python frames of the stacks read before python_frames, as for JIT frames.
+bool CaptureBuilder::end_python_frames() {
+  python_frames_read_ = true;
+  return check_named_frames(kPython);
 }
 
 // Whether a section's value is read in this pass; false defers it to the
@@ -506,6 +552,7 @@ bool CaptureBuilder::number_unsigned(json::number_unsigned_t value) {
       return true;
     case Node::Stack: return store_stack_number(slot.field, value);
     case Node::Frame: return store_frame_number(slot.field, value);
+    case Node::PythonFrame: c_.python_frames.back().line = static_cast<uint32_t>(value); return true;
     case Node::Times: return store_time_delta(value);
     default: return true;
   }
@@ -531,6 +578,10 @@ bool CaptureBuilder::string(std::string& value) {
           std::move(value);
       return true;
     case Node::JitSymbol: c_.jit_symbols.back().name = std::move(value); return true;
+    case Node::PythonFrame:
+      (slot.field == kQualname ? c_.python_frames.back().qualname : c_.python_frames.back().file) =
+          std::move(value);
+      return true;
     case Node::Stack:
       if (slot.field == kOffCpu) {
         CaptureStack& stack = c_.stacks.back();
@@ -684,6 +735,11 @@ bool CaptureBuilder::store_frame_number(Field field, uint64_t value) {
     frames_.back().jit = static_cast<int32_t>(std::min<uint64_t>(value, INT32_MAX));
     return true;
   }
+  if (field == kPython) {
+    // Likewise against python_frames.
+    frames_.back().python = static_cast<int32_t>(std::min<uint64_t>(value, INT32_MAX));
+    return true;
+  }
   if (value >= c_.modules.size())
     return fail(value_path(), "module index " + std::to_string(value) + " out of range (" +
                                   std::to_string(c_.modules.size()) + " modules)");
@@ -737,14 +793,21 @@ bool CaptureBuilder::check_jit(const CaptureFrame& frame, const std::string& whe
   return true;
 }
 
-// Every JIT frame of the stacks read so far.
-bool CaptureBuilder::check_jit_frames() {
+bool CaptureBuilder::check_python(const CaptureFrame& frame, const std::string& where) {
+  if (static_cast<size_t>(frame.python) < c_.python_frames.size()) return true;
+  return fail(where, "Python frame index " + std::to_string(frame.python) + " out of range (" +
+                         std::to_string(c_.python_frames.size()) + " Python frames)");
+}
+
+// Every frame of `kind` (kJit or kPython) of the stacks read so far.
+bool CaptureBuilder::check_named_frames(Field kind) {
   for (size_t s = 0; s < c_.stacks.size(); ++s)
     for (size_t f = 0; f < c_.stacks[s].frames.size(); ++f) {
       const CaptureFrame& frame = c_.stacks[s].frames[f];
-      if (frame.jit >= 0 &&
-          !check_jit(frame, "stacks[" + std::to_string(s) + "].frames[" + std::to_string(f) + "].jit"))
-        return false;
+      if ((kind == kJit ? frame.jit : frame.python) < 0) continue;
+      const std::string where =
+          "stacks[" + std::to_string(s) + "].frames[" + std::to_string(f) + "]." + field_name(kind);
+      if (!(kind == kJit ? check_jit(frame, where) : check_python(frame, where))) return false;
     }
   return true;
 }
@@ -766,8 +829,9 @@ bool CaptureBuilder::finish() {
       }
     }
   }
-  // Without jit_symbols, any JIT frame's index is out of range.
-  return jit_symbols_read_ || check_jit_frames();
+  // Without jit_symbols (python_frames), any JIT (Python) frame's index is
+  // out of range.
+  return (jit_symbols_read_ || check_named_frames(kJit)) && (python_frames_read_ || check_named_frames(kPython));
 }
 
 // ----------------------------------------------------------------- passes --

@@ -14,7 +14,7 @@ constexpr const char* kFieldNames[kFieldCount] = {
     "pid", "comm", "count", "truncated", "frames",
     "module", "unresolved", "address", "kernel", "symbols", "name", "tid", "jit_symbols", "jit",
     "build_id_kind", "clock", "truncations", "error_kind", "off_cpu", "off_cpu_ns", "short_waits",
-    "times", "", ""};
+    "times", "python_frames", "qualname", "file", "line", "python", "", ""};
 static_assert(kFieldCount <= 65, "the reader's seen bits are a uint64_t indexed by Field - 1");
 
 constexpr bool kOptional = false;
@@ -37,6 +37,7 @@ constexpr Slot kSchema[] = {
     {Node::Root, kTruncations, Want::Object, Node::Truncations, kOptional},  // version 4
     {Node::Root, kKernel, Want::Object, Node::Kernel, kOptional},            // version 2
     {Node::Root, kJitSymbols, Want::Array, Node::JitSymbols, kOptional},     // version 2
+    {Node::Root, kPythonFrames, Want::Array, Node::PythonFrames, kOptional},  // version 5
     {Node::Root, kModules, Want::Array, Node::Modules},
     {Node::Root, kProcesses, Want::Array, Node::Processes},
     {Node::Root, kStacks, Want::Array, Node::Stacks},
@@ -56,6 +57,11 @@ constexpr Slot kSchema[] = {
     {Node::JitSymbol, kStart, Want::Hex},
     {Node::JitSymbol, kEnd, Want::Hex},
     {Node::JitSymbol, kName, Want::String},
+    // Python frame (version 5)
+    {Node::PythonFrames, kElement, Want::Object, Node::PythonFrame},
+    {Node::PythonFrame, kQualname, Want::String},
+    {Node::PythonFrame, kFile, Want::String},
+    {Node::PythonFrame, kLine, Want::U32},
     // module
     {Node::Modules, kElement, Want::Object, Node::Module},
     {Node::Module, kPath, Want::String},
@@ -89,13 +95,15 @@ constexpr Slot kSchema[] = {
     {Node::Stack, kFrames, Want::Array, Node::Frames},
     {Node::Stack, kTimes, Want::Array, Node::Times, kOptional},  // version 4: sample times, delta-encoded
     {Node::Times, kElement, Want::Unsigned},
-    // frame: exactly one of kernel, module, unresolved (the reader checks)
+    // frame: exactly one of kernel, module, unresolved, with an address; or
+    // python alone (the reader checks)
     {Node::Frames, kElement, Want::Object, Node::Frame},
     {Node::Frame, kKernel, Want::Bool, Node::Skip, kOptional},  // version 2
     {Node::Frame, kModule, Want::U32, Node::Skip, kOptional},
     {Node::Frame, kUnresolved, Want::String, Node::Skip, kOptional},
-    {Node::Frame, kAddress, Want::Hex},
-    {Node::Frame, kJit, Want::U32, Node::Skip, kOptional},  // version 2
+    {Node::Frame, kAddress, Want::Hex, Node::Skip, kOptional},  // required but on a Python frame
+    {Node::Frame, kJit, Want::U32, Node::Skip, kOptional},      // version 2
+    {Node::Frame, kPython, Want::U32, Node::Skip, kOptional},   // version 5
 };
 constexpr size_t kRows = std::size(kSchema);
 static_assert(kRows < 255, "row numbers are a uint8_t");

@@ -15,7 +15,7 @@
 namespace gsymprof::capture_schema {
 
 inline constexpr const char* kFormatName = "gsymprof-capture";
-inline constexpr int kFormatVersion = 4;        // the version this code writes
+inline constexpr int kFormatVersion = 5;        // the version this code writes
 inline constexpr int kOldestFormatVersion = 1;  // the oldest it reads
 
 // Longest module identity a capture holds (a Go build ID is about 83 bytes),
@@ -33,7 +33,7 @@ inline constexpr size_t kMaxLostReasons = 1024;
 // The JSON objects and arrays of a capture.
 enum class Node : uint8_t {
   Root, Lost, Truncations, Kernel, KernelSymbols, KernelSymbol, JitSymbols, JitSymbol,
-  Modules, Module, Mappings, Mapping, Processes, Process, ProcessModules,
+  PythonFrames, PythonFrame, Modules, Module, Mappings, Mapping, Processes, Process, ProcessModules,
   Stacks, Stack, Frames, Frame, Times,
   Skip,  // not interpreted (an unknown field, a value the reader passes over)
 };
@@ -52,6 +52,7 @@ enum Field : uint8_t {
   kBuildIdKind,                    // version 3
   kClock, kTruncations, kErrorKind, kOffCpu, kOffCpuNs, kShortWaits,  // version 4
   kTimes,                                                              // version 4, optional
+  kPythonFrames, kQualname, kFile, kLine, kPython,                     // version 5, Python frames
   kElement,    // an array element
   kLostEntry,  // a value in `lost` or `truncations`
   kFieldCount
@@ -76,7 +77,8 @@ struct Slot {
   Want want = Want::Skip;
   Node child = Node::Skip;
   // Optional fields are the ones a version-1 capture (or an early version-2
-  // writer, for jit_symbols) does not have, and a frame's kinds.
+  // writer, for jit_symbols) does not have, a frame's kinds, and a frame's
+  // address (which a Python frame has not: the reader checks the rest).
   bool required = true;
 };
 

@@ -14,6 +14,7 @@ namespace {
 // The fewest bytes an element of each section takes in valid JSON (a minimal
 // module, process, stack), which bounds how many there can be.
 constexpr uint64_t kMinElementBytes[kSectionCount] = {68, 32, 58};
+constexpr uint64_t kMinFrameBytes = 12;  // {"python":0}
 
 int section_named(const std::string& key) {
   using namespace capture_schema;
@@ -72,30 +73,50 @@ uint64_t SectionCounter::count(Section section, uint64_t total_bytes) const {
   return std::min(counts_[section], total_bytes / kMinElementBytes[section] + 1);
 }
 
+uint64_t SectionCounter::big_stack_frames(uint64_t index) const {
+  auto it = std::lower_bound(big_stacks_.begin(), big_stacks_.end(), std::make_pair(index, uint64_t{0}));
+  return it != big_stacks_.end() && it->first == index ? it->second : 0;
+}
+
 void SectionCounter::feed(const char* p, const char* end) {
-  for (; p != end; ++p) {
+  for (; p != end; ++p, ++position_) {
     const char c = *p;
     if (in_string_) {
       if (escaped_) escaped_ = false;
       else if (c == '\\') escaped_ = true;
       else if (c == '"') in_string_ = false;
-      else if (depth_ == 1 && key_.size() < 16) key_ += c;
+      else if (keyed_depth() && key_.size() < 16) key_ += c;
       continue;
     }
     switch (c) {
       case '"':
         in_string_ = true;
-        if (depth_ == 1) key_.clear();
+        if (keyed_depth()) key_.clear();
         break;
       case '{':
       case '[':
-        if (depth_ == 1) section_ = c == '[' ? section_named(key_) : -1;
-        else if (depth_ == 2 && c == '{' && section_ >= 0) ++counts_[section_];
+        if (depth_ == 1) {
+          section_ = c == '[' ? section_named(key_) : -1;
+        } else if (depth_ == 2 && c == '{' && section_ >= 0) {
+          ++counts_[section_];
+        } else if (depth_ == 3 && c == '[' && section_ == kStacksSection &&
+                   key_ == capture_schema::field_name(capture_schema::kFrames)) {
+          in_frames_ = true;
+          frames_start_ = position_;
+          frames_ = 0;
+        } else if (depth_ == 4 && c == '{' && in_frames_) {
+          ++frames_;
+        }
         ++depth_;
         break;
       case '}':
       case ']':
         if (depth_ > 0) --depth_;
+        if (depth_ == 3 && in_frames_) {
+          in_frames_ = false;
+          const uint64_t frames = std::min(frames_, (position_ - frames_start_) / kMinFrameBytes + 1);
+          if (frames >= kBigStackFrames) big_stacks_.emplace_back(counts_[kStacksSection] - 1, frames);
+        }
         break;
       default: break;
     }

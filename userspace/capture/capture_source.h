@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace gsymprof::capture_source {
 
@@ -92,25 +94,45 @@ class SourceIterator {
 // refer to modules, stacks to processes (and modules).
 enum Section : uint8_t { kModulesSection, kProcessesSection, kStacksSection, kSectionCount };
 
+// A stack with this many frames or more is a big stack: SectionCounter
+// counts its frames, so that the reader allocates them once.
+inline constexpr uint64_t kBigStackFrames = 4096;
+
 // Counts the objects in each section array in one quick pass over the bytes
 // (strings and escapes tracked, nothing else), so that each section's vector
 // is allocated once at its size: growing it by doubling would briefly hold
-// both copies, up to twice the memory the capture needs. Only a hint:
-// invalid JSON gives some count, capped by the fewest bytes an element takes.
+// both copies, up to twice the memory the capture needs. Likewise the frames
+// of big stacks: a Python frame ({"python":0}) is 13 bytes of text and 32
+// in memory, so growing one huge stack's frames by doubling would cost 7
+// times its text. Only a hint: invalid JSON gives some count, capped by the
+// fewest bytes an element takes.
 class SectionCounter {
  public:
   // Reads `source` to its end; returns the bytes read.
   uint64_t scan(Source& source);
   // How many elements to reserve for `section` of a `total_bytes` input.
   uint64_t count(Section section, uint64_t total_bytes) const;
+  // How many frames to reserve for the stack at `index` of `stacks`: a big
+  // stack's count, else 0.
+  uint64_t big_stack_frames(uint64_t index) const;
 
  private:
   void feed(const char* p, const char* end);
+  bool keyed_depth() const { return depth_ == 1 || (depth_ == 3 && section_ == kStacksSection); }
   bool in_string_ = false, escaped_ = false;
   uint64_t depth_ = 0;
-  std::string key_;  // the last string at depth 1 (a key, when a value follows)
+  uint64_t position_ = 0;  // bytes fed
+  // The last string at depth 1, or at depth 3 in `stacks` (a key, when a
+  // value follows).
+  std::string key_;
   int section_ = -1;
   uint64_t counts_[kSectionCount] = {};
+  // The `frames` array being counted: where it started, its frames so far.
+  bool in_frames_ = false;
+  uint64_t frames_start_ = 0, frames_ = 0;
+  // (index in `stacks`, frames) of big stacks, by index: a few, since each
+  // takes at least kBigStackFrames * 12 bytes.
+  std::vector<std::pair<uint64_t, uint64_t>> big_stacks_;
 };
 
 }  // namespace gsymprof::capture_source

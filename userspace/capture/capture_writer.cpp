@@ -177,6 +177,11 @@ void put_process(std::string& out, const CaptureProcess& p) {
 
 void put_frame(std::string& out, const CaptureFrame& f) {
   ObjectWriter o(out);
+  if (f.python >= 0) {  // named by its python_frames entry alone: no address
+    put_u64(o[kPython], static_cast<uint64_t>(f.python));
+    o.close();
+    return;
+  }
   if (f.kernel) {
     o[kKernel] += "true";
   } else if (f.module >= 0) {
@@ -227,6 +232,14 @@ void put_jit_symbol(std::string& out, const JitSymbol& j) {
   o.close();
 }
 
+void put_python_frame(std::string& out, const PythonFrame& p) {
+  ObjectWriter o(out);
+  put_string(o[kQualname], p.qualname);
+  put_string(o[kFile], p.file);
+  put_u64(o[kLine], p.line);
+  o.close();
+}
+
 void put_kernel_symbol(std::string& out, const KernelSymbol& k) {
   ObjectWriter o(out);
   put_address(o[kStart], k.start);
@@ -263,6 +276,7 @@ std::string capture_to_json(const Capture& input) {
   put_header(out, c);
   put_kernel(out, c.kernel);
   put_section(out, kJitSymbols, c.jit_symbols, false, put_jit_symbol);
+  put_section(out, kPythonFrames, c.python_frames, false, put_python_frame);
   put_section(out, kModules, c.modules, false, put_module);
   put_section(out, kProcesses, c.processes, false, put_process);
   put_section(out, kStacks, c.stacks, true, put_stack);

@@ -161,16 +161,17 @@ class RequestBuilder {
   int32_t add_location(const CaptureFrame& frame, const std::vector<uint32_t>& chain, const SymbolizeResult& result) {
     const int32_t index = dictionary_.location_table_size();
     otlp::Location* location = dictionary_.add_location_table();
-    // No mapping for JIT and unknown frames: no file holds their code.
+    // No mapping for JIT, Python and unknown frames: no file holds their code.
     const uint64_t address = runtime_address(capture_, frame);
     const int32_t mapping = frame.kernel ? kernel_mapping_index() : frame.module >= 0 ? mapping_index(frame.module, address) : 0;
     location->set_mapping_index(mapping);
     location->set_address(address);
     // profile.frame.type (semantic conventions): native code from a file,
-    // or the kernel. JIT frames have none: which runtime wrote the perf
-    // map is not known, and the convention has no generic JIT type.
-    if (frame.kernel) location->add_attribute_indices(attribute_index("profile.frame.type", {false, 0, "kernel"}));
-    else if (frame.module >= 0) location->add_attribute_indices(attribute_index("profile.frame.type", {false, 0, "native"}));
+    // the kernel, or CPython's interpreter. JIT frames have none: which
+    // runtime wrote the perf map is not known, and the convention has no
+    // generic JIT type.
+    const char* frame_type = frame.kernel ? "kernel" : frame.python >= 0 ? "cpython" : frame.module >= 0 ? "native" : nullptr;
+    if (frame_type) location->add_attribute_indices(attribute_index("profile.frame.type", {false, 0, frame_type}));
     // A frame of a known mapping without a name gets no lines: the address
     // and the mapping's build ID are what a backend symbolizer needs, and a
     // made-up name would stop it from trying (--symbolize none).

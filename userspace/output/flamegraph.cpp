@@ -22,7 +22,7 @@ constexpr double kBottomPad = 30;  // details / matched line
 constexpr double kFontSize = 12;
 constexpr double kCharWidth = kFontSize * 0.59;  // average Verdana advance
 
-constexpr std::string_view kSuffixes[] = {"_[i]", "_[k]", "_[j]", "_[w]"};
+constexpr std::string_view kSuffixes[] = {"_[i]", "_[k]", "_[j]", "_[p]", "_[w]"};
 
 std::string_view strip_suffix(std::string_view name) {
   for (std::string_view suffix : kSuffixes)
@@ -129,6 +129,10 @@ std::string frame_color(std::string_view name, FlameFrameKind kind, bool is_root
         r = 50 + static_cast<int>(60 * v1), g = 200 + static_cast<int>(55 * v1),
         b = 50 + static_cast<int>(60 * v1);
         break;
+      case FlameFrameKind::Python:  // yellow: apart from red native code and orange kernel
+        r = 215 + static_cast<int>(40 * v1), g = 195 + static_cast<int>(45 * v1),
+        b = 40 + static_cast<int>(50 * v2);
+        break;
       case FlameFrameKind::Unresolved: {  // grey
         int grey = 150 + static_cast<int>(40 * v1);
         r = g = b = grey;
@@ -195,7 +199,7 @@ constexpr const char* kScript = R"JS(<script type="text/ecmascript"><![CDATA[
     g.setAttribute("data-index", String(i));
     frames.push({
       g: g, rect: rect, text: g.getElementsByTagName("text")[0], tip: tip, name: name,
-      label: name.replace(/_\[[ikjw]\]$/, ""), fill: rect.getAttribute("fill"),
+      label: name.replace(/_\[[ikjpw]\]$/, ""), fill: rect.getAttribute("fill"),
       s: +g.getAttribute("data-s"), n: +g.getAttribute("data-n"), d: +g.getAttribute("data-d")
     });
   }
@@ -364,6 +368,7 @@ void put_svg_head(std::string& svg, const Geometry& g, uint64_t total, const Fla
         {"inlined _[i]", "inlined", FlameFrameKind::Inlined},
         {"kernel _[k]", "kernel", FlameFrameKind::Kernel},
         {"JIT _[j]", "jit", FlameFrameKind::Jit},
+        {"Python _[p]", "python", FlameFrameKind::Python},
         {"unresolved", "[unknown]", FlameFrameKind::Unresolved},
     };
     for (const KindEntry& entry : kKinds)
@@ -479,6 +484,7 @@ FlameFrameKind classify_flame_frame(std::string_view name) {
   if (name.ends_with("_[i]")) return FlameFrameKind::Inlined;
   if (name.ends_with("_[k]")) return FlameFrameKind::Kernel;
   if (name.ends_with("_[j]")) return FlameFrameKind::Jit;
+  if (name.ends_with("_[p]")) return FlameFrameKind::Python;
   if (name == "[unknown]" || name == "[truncated]") return FlameFrameKind::Unresolved;
   // "module+0xOFFSET": a module known, the address not named.
   size_t plus = name.rfind("+0x");

@@ -8,9 +8,10 @@
 // samples, P%)"), an inline script for click-to-zoom, a search box that
 // highlights matches and reports the matched share, and colours by frame
 // kind: functions red, inlined ("_[i]") aqua, kernel ("_[k]") orange,
-// unresolved ("[unknown]", "[truncated]", "module+0x...") grey, unless the
-// caller colours and describes each frame itself (FlamegraphOptions::
-// frame_style: the differential graph of profile_diff.h).
+// JIT ("_[j]") green, Python ("_[p]") yellow, unresolved ("[unknown]",
+// "[truncated]", "module+0x...") grey, unless the caller colours and
+// describes each frame itself (FlamegraphOptions::frame_style: the
+// differential graph of profile_diff.h).
 // Deterministic: the same input gives the same bytes (colours are a hash of
 // the name, never random). Text is XML-escaped; bytes that are not valid
 // UTF-8 or not allowed in XML become U+FFFD.
@@ -65,7 +66,7 @@ struct FlamegraphOptions {
 // "line N: ..." for a line without a valid count or an empty stack.
 gsym::Expected<std::vector<FoldedLine>> parse_folded(std::string_view text);
 
-enum class FlameFrameKind : uint8_t { Function, Inlined, Kernel, Unresolved, Jit };
+enum class FlameFrameKind : uint8_t { Function, Inlined, Kernel, Unresolved, Jit, Python };
 
 // By the FlameGraph suffix conventions and gsymprof's unresolved names.
 FlameFrameKind classify_flame_frame(std::string_view name);

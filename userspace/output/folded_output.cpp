@@ -25,6 +25,7 @@ void append_frame(std::string& out, const SymbolizedFrame& frame) {
   if (frame.inlined) out += "_[i]";
   if (frame.kind == FrameKind::Kernel) out += "_[k]";
   if (frame.kind == FrameKind::Jit) out += "_[j]";
+  if (frame.kind == FrameKind::Python) out += "_[p]";
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // stack, "comm;root;...;leaf COUNT\n", sorted bytewise by the part before
 // the count, counts of stacks with equal text summed. Deterministic.
 //
-// Frame names: inlined frames get the suffix "_[i]". Inside comm and names,
+// Frame names: inlined frames get the suffix "_[i]", kernel frames "_[k]",
+// JIT frames "_[j]", Python frames "_[p]". Inside comm and names,
 // control characters (C0 including tab and newline, DEL, C1) and invalid
 // UTF-8 bytes become \xHH (escape_control, text_escape.h) and ';' becomes
 // ':', so a name can never split a frame or a line nor drive a terminal. Spaces are kept (flamegraph.pl splits the count off at
@@ -24,7 +25,8 @@ namespace gsymprof {
 // `name` escaped (escape_control) with ';' -> ':'.
 std::string sanitize_folded_name(std::string_view name);
 
-// A frame as it appears in a folded line: sanitized name, "_[i]" if inlined.
+// A frame as it appears in a folded line: sanitized name and its suffix
+// ("_[i]" if inlined, "_[k]", "_[j]", "_[p]" by kind).
 std::string folded_frame(const SymbolizedFrame& frame);
 
 struct FoldedLine {

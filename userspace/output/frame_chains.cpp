@@ -36,6 +36,7 @@ gsym::Expected<FrameChains> symbolize_frames(const Capture& capture, GsymLocator
     per_frame.stacks.push_back({0, index_name(i), {out.frames[i]}, false, 1});
   per_frame.kernel = capture.kernel;
   per_frame.jit_symbols = capture.jit_symbols;
+  per_frame.python_frames = capture.python_frames;
   SymbolizeOptions per_frame_options = options;
   per_frame_options.pid_in_comm = false;
   auto symbolized = symbolize(per_frame, locator, per_frame_options);

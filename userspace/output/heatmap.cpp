@@ -203,6 +203,7 @@ function kindColour(name) {  // as the SVG flame graphs colour kinds
   if (/_\[i\]$/.test(name)) return "rgb(80," + (190 + hash(name) % 50) + ",210)";
   if (/_\[k\]$/.test(name)) return "rgb(230," + (140 + hash(name) % 60) + ",40)";
   if (/_\[j\]$/.test(name)) return "rgb(60," + (180 + hash(name) % 60) + ",60)";
+  if (/_\[p\]$/.test(name)) return "rgb(" + (215 + hash(name) % 40) + "," + (195 + hash(name) % 45) + ",60)";
   if (/^\[|\+0x[0-9a-f]+$/.test(name)) return "rgb(190,190,190)";
   var h = hash(name);
   return "rgb(" + (205 + h % 50) + "," + ((h >>> 8) % 230) + "," + ((h >>> 16) % 55) + ")";

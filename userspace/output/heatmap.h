@@ -13,7 +13,7 @@
 //    "lanes":[[pid,tid,"comm"],...],          // threads, sorted by (pid, tid)
 //    "stacks":[[lane,[frame,...],[cell,count,cell,count,...]],...]}
 // - a stack's frames are root first, its comm first, named exactly as the
-//   folded output names them (folded_frame: "_[i]", "_[k]", "_[j]";
+//   folded output names them (folded_frame: "_[i]", "_[k]", "_[j]", "_[p]";
 //   "[truncated]" root; off-CPU reason leaf), so a range's flame graph is
 //   the folded output of that range;
 // - a cell is second * rows + slice within the second (slice_us long; the

@@ -25,6 +25,7 @@ const char* frame_kind_name(FrameKind kind) {
     case FrameKind::Kernel: return "kernel";
     case FrameKind::Jit: return "jit";
     case FrameKind::OffCpu: return "off-cpu";
+    case FrameKind::Python: return "python";
   }
   return "unknown";
 }

@@ -19,7 +19,8 @@
 
 namespace gsymprof {
 
-// "function", "module-offset", "unknown", "truncated".
+// "function", "module-offset", "unknown", "truncated", "kernel", "jit",
+// "off-cpu", "python".
 const char* frame_kind_name(FrameKind kind);
 
 std::string symbolized_json(const SymbolizeResult& result);

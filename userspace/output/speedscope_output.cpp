@@ -39,18 +39,27 @@ gsym::Expected<SpeedscopeProfile> speedscope_profile(const Capture& capture, Gsy
   // speedscope's frames: one per distinct folded name (as the folded output
   // and flame graphs merge them), numbered in name order, with the source
   // file its occurrences agree on ("" when they differ: the concrete
-  // function's line at an address can be in a header).
+  // function's line at an address can be in a header). A Python frame is
+  // named without its "_[p]" (its name says what it is: "fib.fib
+  // (fib.py:3)") and keeps its line, which its name holds anyway.
   struct Frame {
     uint32_t number = 0;
     std::string file;
     bool files_differ = false;
+    uint32_t python_line = 0;  // 0: none, or not a Python frame
   };
   std::map<std::string, Frame> frame_numbers;
   std::vector<Frame*> frame_of(named.size(), nullptr);
   for (size_t id = 0; id < named.size(); ++id) {
-    auto [it, added] = frame_numbers.try_emplace(folded_frame(named[id]));
-    if (added) it->second.file = named[id].file;
-    else if (it->second.file != named[id].file) it->second.files_differ = true;
+    const bool python = named[id].kind == FrameKind::Python;
+    auto [it, added] =
+        frame_numbers.try_emplace(python ? sanitize_folded_name(named[id].name) : folded_frame(named[id]));
+    if (added) {
+      it->second.file = named[id].file;
+      if (python) it->second.python_line = named[id].line;
+    } else if (it->second.file != named[id].file) {
+      it->second.files_differ = true;
+    }
     frame_of[id] = &it->second;
   }
   const bool any_truncated = std::any_of(capture.stacks.begin(), capture.stacks.end(),
@@ -94,6 +103,7 @@ gsym::Expected<SpeedscopeProfile> speedscope_profile(const Capture& capture, Gsy
     if (!frame.file.empty() && !frame.files_differ) {
       json += ",\"file\":";
       append_string(json, frame.file);
+      if (frame.python_line != 0) json += ",\"line\":" + std::to_string(frame.python_line);
     }
     json += '}';
   }

@@ -5,15 +5,17 @@
 // Output: one document,
 //   {"$schema":"https://www.speedscope.app/file-format-schema.json",
 //    "exporter":"gsymprof","name":...,"activeProfileIndex":0,
-//    "shared":{"frames":[{"name":...,"file":...},...]},
+//    "shared":{"frames":[{"name":...,"file":...[,"line":N]},...]},
 //    "profiles":[{"type":"sampled","name":"COMM pid P tid T","unit":"none",
 //                 "startValue":0,"endValue":SAMPLES,
 //                 "samples":[[frame,...],...],"weights":[count,...]},...]}
 // - frames are named as the folded output names them (folded_frame:
 //   inlined "_[i]", kernel "_[k]", JIT "_[j]", "[truncated]" as the root
-//   where the unwinder stopped); one frame per distinct name (the folded
-//   output and flame graphs merge by name too), sorted by name, with the
-//   source file when every occurrence of the name has the same one;
+//   where the unwinder stopped), but Python frames without their "_[p]";
+//   one frame per distinct name (the folded output and flame graphs merge
+//   by name too), sorted by name, with the source file when every
+//   occurrence of the name has the same one, and a Python frame's line
+//   (not 0) with its file;
 // - one sampled profile per thread (pid, tid of the capture's stacks; per
 //   process for version-1 captures, which hold no threads), sorted by (pid,
 //   tid), named by the comm with most samples in it;

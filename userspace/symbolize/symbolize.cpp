@@ -105,6 +105,10 @@ class Symbolizer {
           return gsym::Error("stack " + std::to_string(s) + " frame " + std::to_string(f) +
                              ": JIT symbol index " + std::to_string(frames[f].jit) + " out of range (" +
                              std::to_string(capture_.jit_symbols.size()) + " JIT symbols)");
+        if (frames[f].python >= 0 && static_cast<size_t>(frames[f].python) >= capture_.python_frames.size())
+          return gsym::Error("stack " + std::to_string(s) + " frame " + std::to_string(f) +
+                             ": Python frame index " + std::to_string(frames[f].python) + " out of range (" +
+                             std::to_string(capture_.python_frames.size()) + " Python frames)");
       }
     }
     return gsym::Status::success();
@@ -375,6 +379,22 @@ class Symbolizer {
     return slot->second;
   }
 
+  // A Python frame: named by its python_frames entry.
+  uint32_t python_frame_id(uint32_t index) {
+    ++result_.stats.python_frames;
+    auto [slot, inserted] = python_ids_.try_emplace(index, 0);
+    if (inserted) {
+      const PythonFrame& python = capture_.python_frames[index];
+      SymbolizedFrame frame;
+      frame.kind = FrameKind::Python;
+      frame.name = python_frame_name(python);
+      frame.file = python.file;
+      frame.line = python.line;
+      slot->second = add_frame(std::move(frame));
+    }
+    return slot->second;
+  }
+
   // Every unique sequence's frame ids, root first, into one pool.
   void symbolize_sequences() {
     size_t frames = 0;
@@ -531,6 +551,10 @@ class Symbolizer {
         out.push_back(kernel_frame_id(frame.address));
         continue;
       }
+      if (frame.python >= 0) {
+        out.push_back(python_frame_id(static_cast<uint32_t>(frame.python)));
+        continue;
+      }
       if (frame.module < 0 && frame.jit >= 0) {
         out.push_back(jit_frame_id(static_cast<uint32_t>(frame.jit)));
         continue;
@@ -627,6 +651,7 @@ class Symbolizer {
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> offset_ids_;  // (identity, file offset) -> id
   std::unordered_map<size_t, uint32_t> kernel_ids_;  // kernel symbol index (SIZE_MAX: none) -> id
   std::unordered_map<uint32_t, uint32_t> jit_ids_;     // JIT symbol index -> id
+  std::unordered_map<uint32_t, uint32_t> python_ids_;  // Python frame index -> id
   uint32_t unknown_id_ = kNone, truncated_id_ = kNone;
   std::vector<uint32_t> rank_;     // id -> rank
   std::vector<uint32_t> by_rank_;  // rank -> an id with that content
@@ -643,6 +668,28 @@ class Symbolizer {
 };
 
 }  // namespace
+
+std::string python_frame_name(const PythonFrame& frame) {
+  // "<frozen importlib._bootstrap>" and "<string>" have no directory: the
+  // whole file is the basename.
+  std::string_view basename = frame.file;
+  if (const size_t slash = basename.rfind('/'); slash != std::string_view::npos && slash + 1 < basename.size())
+    basename.remove_prefix(slash + 1);
+  std::string_view stem = basename;
+  if (stem.size() > 3 && stem.ends_with(".py")) stem.remove_suffix(3);
+  std::string name;
+  if (!stem.empty()) {
+    name += stem;
+    name += '.';
+  }
+  name += frame.qualname;
+  if (basename.empty() && frame.line == 0) return name;
+  name += " (";
+  name += basename;
+  if (frame.line != 0) name += ":" + std::to_string(frame.line);
+  name += ')';
+  return name;
+}
 
 std::string local_elf_path_for(const CaptureModule& module, const SymbolizeOptions& options) {
   if (options.local_elf_path) return options.local_elf_path(module);

@@ -31,6 +31,13 @@
 //   module is "[kernel.kallsyms]" with the recording kernel's build ID.
 // - JIT frames (CaptureFrame::jit) are named by their perf-map entry as
 //   written, no module.
+// - Python frames (CaptureFrame::python) are named "STEM.QUALNAME
+//   (BASENAME:LINE)" from their Capture::python_frames entry: BASENAME the
+//   file's last path component (the whole file when it has none), STEM the
+//   basename without a ".py" suffix, ":LINE" left out when the line is 0
+//   ("fib.fib (fib.py:3)", "<frozen importlib._bootstrap>._find_and_load
+//   (<frozen importlib._bootstrap>:1360)"); file and line as recorded, no
+//   module.
 // - Stacks that are equal after symbolization (comm, every frame field) are
 //   merged and their counts summed; stacks with count 0 are dropped.
 // - Cost: distinct frames are built once; unique sequences are found by
@@ -62,6 +69,7 @@ enum class FrameKind : uint8_t {
   Jit,           // JIT code named by the process's perf map (Capture::jit_symbols)
   OffCpu,        // why a thread was off the CPU ("[off-cpu S]", "[runqueue]"), and
                  // "[short waits]" for waits summed without a stack (leaf only)
+  Python,        // a CPython function (Capture::python_frames)
 };
 
 struct SymbolizedFrame {
@@ -119,6 +127,7 @@ struct SymbolizeStats {
   uint64_t kernel_frames = 0;        // kernel frames
   uint64_t unnamed_kernel_frames = 0;  // kernel frames emitted as [kernel]
   uint64_t jit_frames = 0;           // frames named from a perf map
+  uint64_t python_frames = 0;        // CPython frames
 };
 
 
@@ -143,7 +152,10 @@ struct SymbolizeResult {
 // SymbolizeOptions::local_elf_path describes.
 std::string local_elf_path_for(const CaptureModule& module, const SymbolizeOptions& options);
 
-// Errors (bad capture): a frame's module index >= capture.modules.size().
+// "STEM.QUALNAME (BASENAME:LINE)": a Python frame's name (see above).
+std::string python_frame_name(const PythonFrame& frame);
+
+// Errors (bad capture): a frame's module, JIT or Python index out of range.
 // Missing symbols are never errors: they show in frames and reports.
 gsym::Expected<SymbolizeResult> symbolize(const Capture& capture, GsymLocator& locator,
                                           const SymbolizeOptions& options = {});

@@ -46,7 +46,8 @@ Output, default mode: tab-separated lines, the first field says what:
   A Location without lines prints `BASENAME+0xADDRESS` (basename of its
   mapping's file name, the Location.address as sent), or `0xADDRESS` with no
   mapping, `[unknown]` when the address is 0 too. A Location whose attribute
-  profile.frame.type is "kernel" gets `_[k]` on each of its frames.
+  profile.frame.type is "kernel" gets `_[k]` on each of its frames, one
+  whose type is "cpython" `_[p]` (gsymprof's folded suffixes).
   With --loc-attrs, a location's attributes follow each of its frames as
   `{k=v,k=v}`. In names ';' becomes ':' and control characters print as
   \\xHH (gsymprof's folded rules); in VALUEs of attributes a backslash, tab
@@ -251,6 +252,7 @@ class Record:
             return ["[unknown]"]
         attrs = self.indexed_attributes(field(loc, "attributeIndices"), "location")
         kernel = any(k == "profile.frame.type" and v == "kernel" for k, v in attrs)
+        python = any(k == "profile.frame.type" and v == "cpython" for k, v in attrs)
         lines = field(loc, "lines", []) or []
         if lines:
             frames = []
@@ -273,6 +275,8 @@ class Record:
                 frames = ["[unknown]"]
         if kernel:
             frames = [f + "_[k]" for f in frames]
+        if python:
+            frames = [f + "_[p]" for f in frames]
         if loc_attrs and attrs:
             suffix = "{" + ",".join("%s=%s" % (k, escape_name(v)) for k, v in attrs) + "}"
             frames = [f + suffix for f in frames]

@@ -69,7 +69,7 @@ Capture sample_capture() {
 const char* kSampleJson =
     "{\n"
     "\"format\": \"gsymprof-capture\",\n"
-    "\"version\": 4,\n"
+    "\"version\": 5,\n"
     "\"host\": \"box\",\n"
     "\"kernel_release\": \"6.18.0\",\n"
     "\"frequency_hz\": 999,\n"
@@ -88,6 +88,7 @@ const char* kSampleJson =
     "  {\"start\":\"0x7e0000000000\",\"end\":\"0x7e0000000100\",\"name\":\"JS:^main /x.js:5\"},\n"
     "  {\"start\":\"0x7e0000002000\",\"end\":\"0x7e0000002100\",\"name\":\"JS:*fib /x.js:1\"}\n"
     "],\n"
+    "\"python_frames\": [],\n"
     "\"modules\": [\n"
     "  {\"path\":\"/bin/app\",\"build_id\":\"aaaa\",\"build_id_kind\":\"gnu\",\"load_bias\":\"0x555500000000\",\"mappings\":["
     "{\"start\":\"0x555500000000\",\"end\":\"0x555500001000\",\"file_offset\":\"0x0\",\"perms\":\"r--p\"},"
@@ -245,8 +246,8 @@ TEST_CASE("capture JSON: strict parser, one-line errors naming the field") {
   CHECK(error_of(edited([](json& d) { d["format"] = "perf"; })) ==
         "format: not a gsymprof capture (format is \"perf\")");
   CHECK(error_of(edited([](json& d) { d.erase("format"); })) == "format: missing field");
-  CHECK(error_of(edited([](json& d) { d["version"] = 5; })) ==
-        "version: unsupported capture version 5 (this gsymprof reads versions 1 to 4)");
+  CHECK(error_of(edited([](json& d) { d["version"] = 6; })) ==
+        "version: unsupported capture version 6 (this gsymprof reads versions 1 to 5)");
   CHECK(error_of(edited([](json& d) { d["clock"] = "gpu"; })) ==
         "clock: unknown clock \"gpu\" (known: cpu, off-cpu, wall)");
   CHECK(error_of(edited([](json& d) { d["call_graph"] = "lbr"; })) ==
@@ -383,6 +384,7 @@ TEST_CASE("capture JSON: strict parser, one-line errors naming the field") {
     doc.erase("kernel");
     doc["stacks"][2]["frames"].erase(0);
     doc.erase("jit_symbols");
+    doc.erase("python_frames");
     doc["stacks"].erase(3);
     doc["samples"] = 14;
     for (json& stack : doc["stacks"]) stack.erase("tid");
@@ -466,7 +468,7 @@ TEST_CASE("capture files: atomic write, read back, errors name the file") {
   }
   auto bad = read_capture_file(path);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.error().message == path + ": version: unsupported capture version 9 (this gsymprof reads versions 1 to 4)");
+  CHECK(bad.error().message == path + ": version: unsupported capture version 9 (this gsymprof reads versions 1 to 5)");
 
   auto unwritable = write_capture_file(sample_capture(), (dir / "no/such/dir.json").string());
   CHECK_FALSE(unwritable.ok());
@@ -491,10 +493,10 @@ struct TempDir {
   }
 };
 
-// The sample with every object's keys in reverse order, sections last to
-// first (stacks before the processes and modules they refer to).
-std::string reversed_sample() {
-  json doc = json::parse(kSampleJson);
+// The sample (or `text`) with every object's keys in reverse order, sections
+// last to first (stacks before the processes and modules they refer to).
+std::string reversed_sample(const std::string& text = kSampleJson) {
+  json doc = json::parse(text);
   std::function<std::string(const json&)> dump = [&](const json& v) -> std::string {
     if (v.is_object()) {
       std::string out = "{";
@@ -616,13 +618,13 @@ TEST_CASE("capture JSON: duplicate fields are rejected") {
     text.replace(text.find(from), from.size(), to);
     return text;
   };
-  CHECK(error_of(with("\"version\": 4,", "\"version\": 4, \"version\": 4,")) == "version: duplicate field");
+  CHECK(error_of(with("\"version\": 5,", "\"version\": 5, \"version\": 5,")) == "version: duplicate field");
   CHECK(error_of(with("\"count\":1,", "\"count\":1,\"count\":1,")) == "stacks[0].count: duplicate field");
   CHECK(error_of(with("{\"ringbuf_full\":0,", "{\"ringbuf_full\":0,\"ringbuf_full\":0,")) ==
         "lost.\"ringbuf_full\": duplicate field");
   CHECK(error_of(with("\"stacks\": [", "\"stacks\": [], \"stacks\": [")) == "stacks: duplicate field");
   // Unknown fields are not interpreted, so they may repeat.
-  CHECK(error_of(with("\"version\": 4,", "\"version\": 4, \"x\": 1, \"x\": [],")) == "");
+  CHECK(error_of(with("\"version\": 5,", "\"version\": 5, \"x\": 1, \"x\": [],")) == "");
 }
 
 TEST_CASE("capture JSON: bounded memory for hostile shapes") {
@@ -963,4 +965,258 @@ TEST_CASE("canonicalize and merge_capture keep sample times only where every sam
   merge_capture(merged, earlier);
   CHECK(merged.stacks[1].times_us.front() == 0);
   CHECK(merged.stacks[1].times_us.size() == 20);
+}
+
+namespace {
+
+// The sample capture with Python frames: python_frames out of order, with
+// a duplicate (indexes 0 and 3) and an unused entry (2), used by two stacks
+// of one thread whose frames differ only in which of the equal entries
+// they name, so canonicalize merges the entries and then the stacks.
+Capture python_capture() {
+  Capture c = sample_capture();
+  c.python_frames = {{"fib", "/app/fib.py", 3},
+                     {"<module>", "/app/fib.py", 9},
+                     {"unused", "/app/other.py", 1},
+                     {"fib", "/app/fib.py", 3}};
+  auto python = [](int32_t index) {
+    CaptureFrame frame;
+    frame.python = index;
+    return frame;
+  };
+  const CaptureFrame native{2, 0x401000, UnresolvedReason::None};
+  c.stacks.push_back({20, "other", {python(0), python(3), python(1), native}, false, 4, 22});
+  c.stacks.push_back({20, "other", {python(3), python(0), python(1), native}, false, 2, 22});
+  c.samples += 4 + 2;
+  return c;
+}
+
+// The text of python_capture: kSampleJson with its Python frames and the
+// one stack they merge into.
+std::string python_json() {
+  std::string text = kSampleJson;
+  const std::string empty = "\"python_frames\": [],\n";
+  text.replace(text.find(empty), empty.size(),
+               "\"python_frames\": [\n"
+               "  {\"qualname\":\"<module>\",\"file\":\"/app/fib.py\",\"line\":9},\n"
+               "  {\"qualname\":\"fib\",\"file\":\"/app/fib.py\",\"line\":3}\n"
+               "],\n");
+  const std::string samples = "\"samples\": 16,";
+  text.replace(text.find(samples), samples.size(), "\"samples\": 22,");
+  const std::string end = "\n]\n}\n";
+  text.replace(text.rfind(end), end.size(),
+               ",\n  {\"pid\":20,\"tid\":22,\"comm\":\"other\",\"count\":6,\"truncated\":false,\"frames\":["
+               "{\"python\":1},{\"python\":1},{\"python\":0},{\"module\":1,\"address\":\"0x401000\"}]}" +
+                   end);
+  return text;
+}
+
+// python_capture's JSON with one edit applied.
+template <class Edit>
+std::string python_edited(Edit edit) {
+  json doc = json::parse(capture_to_json(python_capture()));
+  edit(doc);
+  return doc.dump();
+}
+
+}  // namespace
+
+TEST_CASE("capture JSON: Python frames round trip; equal ones merge, unused ones go") {
+  const std::string text = capture_to_json(python_capture());
+  CHECK(text == python_json());
+  auto back = capture_from_json(text);
+  REQUIRE_MESSAGE(back, back.error().message);
+  CHECK(back->python_frames == std::vector<PythonFrame>{{"<module>", "/app/fib.py", 9}, {"fib", "/app/fib.py", 3}});
+  const CaptureStack& stack = back->stacks.back();
+  CHECK(stack.tid == 22);
+  CHECK(stack.count == 6);
+  REQUIRE(stack.frames.size() == 4);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(stack.frames[i].module == -1);
+    CHECK(stack.frames[i].address == 0);
+    CHECK(stack.frames[i].reason == UnresolvedReason::None);
+    CHECK_FALSE(stack.frames[i].kernel);
+    CHECK(stack.frames[i].jit == -1);
+  }
+  CHECK(stack.frames[0].python == 1);
+  CHECK(stack.frames[1].python == 1);
+  CHECK(stack.frames[2].python == 0);
+  CHECK(stack.frames[3].python == -1);
+  CHECK(capture_to_json(*back) == text);
+  // Any order of the entries gives the same bytes.
+  Capture shuffled = python_capture();
+  std::swap(shuffled.python_frames[0], shuffled.python_frames[1]);
+  for (CaptureStack& s : shuffled.stacks)
+    for (CaptureFrame& f : s.frames)
+      if (f.python == 0 || f.python == 1) f.python = 1 - f.python;
+  CHECK(capture_to_json(shuffled) == text);
+  // Files are whatever bytes the process had: written as nlohmann writes
+  // them (invalid UTF-8 as U+FFFD), read back as written.
+  Capture odd = python_capture();
+  odd.python_frames[1].file = "/app/caf\xc3\xa9 \"q\"\n\xff.py";
+  const std::string odd_text = capture_to_json(odd);
+  CHECK(odd_text.find("\"file\":\"/app/caf\xc3\xa9 \\\"q\\\"\\n\xef\xbf\xbd.py\"") != std::string::npos);
+  auto odd_back = capture_from_json(odd_text);
+  REQUIRE_MESSAGE(odd_back, odd_back.error().message);
+  CHECK(capture_to_json(*odd_back) == odd_text);
+  // Without Python frames, python_frames is written empty and may be left out.
+  CHECK(error_of(edited([](json& d) { d.erase("python_frames"); })) == "");
+}
+
+TEST_CASE("capture JSON: python_frames may come anywhere; every truncation is an error") {
+  const std::string text = python_json();
+  json doc = json::parse(text);
+  const json frames = doc["python_frames"];
+  doc.erase("python_frames");
+  std::string after = doc.dump();
+  after.insert(after.size() - 1, ",\"python_frames\":" + frames.dump());  // after the stacks
+  auto parsed = capture_from_json(after);
+  REQUIRE_MESSAGE(parsed, parsed.error().message);
+  CHECK(capture_to_json(*parsed) == text);
+  // An index out of range is found once python_frames is read, wherever.
+  json bad = json::parse(after);
+  bad["stacks"][4]["frames"][2]["python"] = 2;
+  CHECK(error_of(bad.dump()) == "stacks[4].frames[2].python: Python frame index 2 out of range (2 Python frames)");
+  std::string bad_after = bad.dump();
+  const std::string section = ",\"python_frames\":" + frames.dump();
+  bad_after.erase(bad_after.find(section), section.size());
+  bad_after.insert(bad_after.size() - 1, section);
+  CHECK(error_of(bad_after) == "stacks[4].frames[2].python: Python frame index 2 out of range (2 Python frames)");
+  // Before `samples` is checked against the counts (the end of the document).
+  json early = json::parse(text);
+  early["stacks"][4]["frames"][0]["python"] = 7;
+  early["samples"] = 1;
+  CHECK(error_of(early.dump()) == "stacks[4].frames[0].python: Python frame index 7 out of range (2 Python frames)");
+  // The reversed document (stacks first, python_frames after them) reads the same.
+  const std::string reversed_text = reversed_sample(text);
+  REQUIRE(reversed_text.find("\"stacks\"") < reversed_text.find("\"python_frames\""));
+  auto reversed = capture_from_json(reversed_text);
+  REQUIRE_MESSAGE(reversed, reversed.error().message);
+  CHECK(capture_to_json(*reversed) == text);
+  for (size_t n = text.find("\"python_frames\""); n + 1 < text.size(); n += 3)
+    CHECK_MESSAGE(!capture_from_json(std::string_view(text).substr(0, n)).ok(), "prefix of " << n << " bytes parsed");
+}
+
+TEST_CASE("capture JSON: Python frames are checked, one-line errors naming the field") {
+  CHECK(error_of(python_json()) == "");
+  auto frame_error = [](const json& frame) {
+    return error_of(python_edited([&](json& d) { d["stacks"][4]["frames"][1] = frame; }));
+  };
+  const std::string where = "stacks[4].frames[1].python: ";
+  const std::string not_native =
+      where + "a Python frame has no \"module\", \"unresolved\", \"kernel\", \"jit\" or \"address\"";
+  CHECK(frame_error({{"python", 0}}) == "");
+  CHECK(frame_error({{"python", 0}, {"module", 1}}) == not_native);
+  CHECK(frame_error({{"python", 0}, {"unresolved", "anonymous-mapping"}}) == not_native);
+  CHECK(frame_error({{"python", 0}, {"kernel", true}}) == not_native);
+  CHECK(frame_error({{"python", 0}, {"jit", 0}}) == not_native);
+  CHECK(frame_error({{"python", 0}, {"address", "0x0"}}) == not_native);
+  CHECK(frame_error({{"python", 2}}) == where + "Python frame index 2 out of range (2 Python frames)");
+  CHECK(frame_error({{"python", 4294967296ull}}) == where + "value 4294967296 does not fit in 32 bits");
+  CHECK(frame_error({{"python", -1}}) == where + "expected an unsigned integer, got a negative one");
+  CHECK(frame_error({{"python", "0"}}) == where + "expected an unsigned integer, got a string");
+  // Every other frame still needs its address and exactly one kind.
+  CHECK(frame_error({{"module", 1}}) == "stacks[4].frames[1].address: missing field");
+  CHECK(frame_error(json::object()) == "stacks[4].frames[1].address: missing field");
+  CHECK(frame_error({{"address", "0x1"}}) ==
+        "stacks[4].frames[1]: a frame needs exactly one of \"module\", \"unresolved\" and \"kernel\"");
+  // The entries.
+  CHECK(error_of(python_edited([](json& d) { d["python_frames"][0].erase("line"); })) ==
+        "python_frames[0].line: missing field");
+  CHECK(error_of(python_edited([](json& d) { d["python_frames"][1].erase("qualname"); })) ==
+        "python_frames[1].qualname: missing field");
+  CHECK(error_of(python_edited([](json& d) { d["python_frames"][1].erase("file"); })) ==
+        "python_frames[1].file: missing field");
+  CHECK(error_of(python_edited([](json& d) { d["python_frames"][0]["line"] = 4294967296ull; })) ==
+        "python_frames[0].line: value 4294967296 does not fit in 32 bits");
+  CHECK(error_of(python_edited([](json& d) { d["python_frames"][0]["line"] = -3; })) ==
+        "python_frames[0].line: expected an unsigned integer, got a negative one");
+  CHECK(error_of(python_edited([](json& d) { d["python_frames"][0]["qualname"] = 5; })) ==
+        "python_frames[0].qualname: expected a string, got an integer");
+  CHECK(error_of(python_edited([](json& d) { d["python_frames"][0]["file"] = nullptr; })) ==
+        "python_frames[0].file: expected a string, got null");
+  CHECK(error_of(python_edited([](json& d) { d["python_frames"] = json::object(); })) ==
+        "python_frames: expected an array, got an object");
+  CHECK(error_of(python_edited([](json& d) { d["python_frames"][0] = 1; })) ==
+        "python_frames[0]: expected an object, got an integer");
+  CHECK(error_of(python_edited([](json& d) { d["python_frames"][1] = d["python_frames"][0]; })) ==
+        "python_frames[1]: not after the frame before it (sorted by qualname, file, line; no repeats)");
+  CHECK(error_of(python_edited([](json& d) { std::swap(d["python_frames"][0], d["python_frames"][1]); })) ==
+        "python_frames[1]: not after the frame before it (sorted by qualname, file, line; no repeats)");
+  // Without python_frames, a Python frame's index is out of range.
+  CHECK(error_of(python_edited([](json& d) { d.erase("python_frames"); })) ==
+        "stacks[4].frames[0].python: Python frame index 1 out of range (0 Python frames)");
+  // Strings only count toward the capture's size: a long file is fine.
+  CHECK(error_of(python_edited([](json& d) {
+          d["python_frames"][1]["file"] = "/" + std::string(100000, 'd') + "/fib.py";
+        })) == "");
+}
+
+TEST_CASE("merge_capture: Python frames are appended and the frames' indexes follow") {
+  Capture window;
+  merge_capture(window, python_capture());
+  CHECK(capture_to_json(window) == python_json());
+  // A window whose Python frames differ: its entries join after the
+  // window's, its frames name them.
+  Capture later = sample_capture();
+  later.stacks.clear();
+  later.samples = 3;
+  later.python_frames = {{"work", "/app/w.py", 0}, {"fib", "/app/fib.py", 3}};
+  CaptureFrame work, fib;
+  work.python = 0;
+  fib.python = 1;
+  later.stacks.push_back({20, "other", {work, fib}, false, 3, 23});
+  merge_capture(window, later);
+  CHECK(window.python_frames ==
+        std::vector<PythonFrame>{{"<module>", "/app/fib.py", 9}, {"fib", "/app/fib.py", 3}, {"work", "/app/w.py", 0}});
+  const CaptureStack& stack = window.stacks.back();
+  REQUIRE(stack.tid == 23);
+  REQUIRE(stack.frames.size() == 2);
+  CHECK(window.python_frames[static_cast<size_t>(stack.frames[0].python)].qualname == "work");
+  CHECK(window.python_frames[static_cast<size_t>(stack.frames[1].python)].qualname == "fib");
+  CHECK(window.samples == 22 + 3);
+  auto back = capture_from_json(capture_to_json(window));
+  REQUIRE_MESSAGE(back, back.error().message);
+  CHECK(capture_to_json(*back) == capture_to_json(window));
+}
+
+TEST_CASE("capture JSON: big stacks (Python frames, 13 bytes each) read back whole, streamed or not") {
+  // Stacks of kBigStackFrames (4096) frames or more get their frames
+  // allocated once, at their number, from the reader's pre-scan.
+  Capture c = python_capture();
+  CaptureFrame fib;
+  fib.python = 0;
+  for (uint32_t length : {10000u, 4096u, 4095u}) {
+    CaptureStack big{20, "other", std::vector<CaptureFrame>(length, fib), false, 1, 30 + length % 7};
+    big.frames.push_back({2, 0x401000, UnresolvedReason::None});
+    c.stacks.push_back(big);
+    ++c.samples;
+  }
+  const std::string text = capture_to_json(c);
+  auto back = capture_from_json(text);
+  REQUIRE_MESSAGE(back, back.error().message);
+  CHECK(capture_to_json(*back) == text);
+  size_t big_stacks = 0;
+  for (const CaptureStack& stack : back->stacks)
+    if (stack.frames.size() > 4000) {
+      ++big_stacks;
+      CHECK(stack.frames.front().python >= 0);
+      CHECK(stack.frames.back().module == 1);
+    }
+  CHECK(big_stacks == 3);
+  TempDir dir;
+  auto from_file = read_capture_file(dir.write("big.json", text));
+  REQUIRE_MESSAGE(from_file, from_file.error().message);
+  CHECK(capture_to_json(*from_file) == text);
+  // Stacks first (read by a later pass), frames before each stack's pid.
+  auto reversed = capture_from_json(reversed_sample(text));
+  REQUIRE_MESSAGE(reversed, reversed.error().message);
+  CHECK(capture_to_json(*reversed) == text);
+  // An error in a big stack names its place.
+  json doc = json::parse(text);
+  size_t index = 0;
+  while (doc["stacks"][index]["frames"].size() != 10001) ++index;
+  doc["stacks"][index]["frames"][9999]["python"] = 5;
+  CHECK(error_of(doc.dump()) == "stacks[" + std::to_string(index) +
+                                    "].frames[9999].python: Python frame index 5 out of range (2 Python frames)");
 }

@@ -100,18 +100,19 @@ struct Reader {
       out.push_back(str(dictionary.function_table(line.function_index()).name_strindex()));
     return out;
   }
-  // "thread.name;root;...;leaf", inlined frames "_[i]", kernel ones "_[k]"
-  // (decode.py --folded --comm-attr thread.name).
+  // "thread.name;root;...;leaf", inlined frames "_[i]", kernel ones "_[k]",
+  // Python ones "_[p]" (decode.py --folded --comm-attr thread.name).
   std::string folded(const otlp::Sample& sample) const {
     const otlp::Stack& stack = dictionary.stack_table(sample.stack_index());
     std::string out = attributes(sample.attribute_indices()).at("thread.name");
     for (int i = stack.location_indices_size() - 1; i >= 0; --i) {
       const otlp::Location& at = location(stack.location_indices(i));
-      const bool kernel = attributes(at.attribute_indices()).count("profile.frame.type") &&
-                          attributes(at.attribute_indices()).at("profile.frame.type") == "kernel";
+      const auto types = attributes(at.attribute_indices());
+      const std::string type = types.count("profile.frame.type") ? types.at("profile.frame.type") : "";
+      const char* kind_suffix = type == "kernel" ? "_[k]" : type == "cpython" ? "_[p]" : "";
       const std::vector<std::string> chain = names(stack.location_indices(i));
       for (size_t n = chain.size(); n-- > 0;)
-        out += ";" + chain[n] + (n + 1 < chain.size() ? "_[i]" : "") + (kernel ? "_[k]" : "");
+        out += ";" + chain[n] + (n + 1 < chain.size() ? "_[i]" : "") + kind_suffix;
     }
     return out;
   }
@@ -320,6 +321,40 @@ TEST_CASE("otlp: off-CPU, wall-clock and JIT frames; invalid UTF-8") {
   const ExportProfilesServiceRequest off = encode(capture, locator);
   CHECK(folded_text_of(off, "off_cpu") == "app;main;[off-cpu S] 7000\n");
   CHECK(folded_text_of(off, "waits") == "app;main;[off-cpu S] 2\n");
+}
+
+TEST_CASE("otlp: Python frames: frame type cpython, the file on the function, the line, no mapping") {
+  GsymLocator locator = make_locator();
+  Capture capture = make_capture();
+  capture.python_frames = {{"<module>", "/app/fib.py", 9}, {"fib", "/app/fib.py", 3}};
+  CaptureFrame fib, module;
+  fib.python = 1;
+  module.python = 0;
+  capture.stacks = {{42, "app", {fib, fib, module, kInMain}, false, 5, 42}};
+  capture.samples = 5;
+  const ExportProfilesServiceRequest request = encode(capture, locator);
+  const Reader reader{request.dictionary()};
+  // decode.py --folded gives gsymprof's own folded text: _[p] from the frame type.
+  auto symbolized = symbolize(capture, locator, {});
+  REQUIRE(symbolized.ok());
+  CHECK(folded_text_of(request, "samples") == folded_text(*symbolized));
+  CHECK(folded_text_of(request, "samples") ==
+        "app;main;fib.<module> (fib.py:9)_[p];fib.fib (fib.py:3)_[p];fib.fib (fib.py:3)_[p] 5\n");
+  bool saw_fib = false;
+  for (int i = 1; i < request.dictionary().location_table_size(); ++i) {
+    const otlp::Location& location = request.dictionary().location_table(i);
+    if (reader.names(i) != std::vector<std::string>{"fib.fib (fib.py:3)"}) continue;
+    saw_fib = true;
+    CHECK(location.mapping_index() == 0);
+    CHECK(location.address() == 0);
+    CHECK(reader.attributes(location.attribute_indices()) ==
+          std::map<std::string, std::string>{{"profile.frame.type", "cpython"}});
+    REQUIRE(location.lines_size() == 1);
+    CHECK(location.lines(0).line() == 3);
+    const otlp::Function& function = request.dictionary().function_table(location.lines(0).function_index());
+    CHECK(reader.str(function.filename_strindex()) == "/app/fib.py");
+  }
+  CHECK(saw_fib);
 }
 
 TEST_CASE("otlp: a Go build ID under its convention key, a content hash under ours") {

@@ -98,6 +98,7 @@ TEST_CASE("classify_flame_frame") {
   CHECK(classify_flame_frame("sq_[i]") == FlameFrameKind::Inlined);
   CHECK(classify_flame_frame("do_syscall_64_[k]") == FlameFrameKind::Kernel);
   CHECK(classify_flame_frame("JS:*fib /x.js:1_[j]") == FlameFrameKind::Jit);
+  CHECK(classify_flame_frame("fib.fib (fib.py:3)_[p]") == FlameFrameKind::Python);
   CHECK(classify_flame_frame("[unknown]") == FlameFrameKind::Unresolved);
   CHECK(classify_flame_frame("[truncated]") == FlameFrameKind::Unresolved);
   CHECK(classify_flame_frame("libfoo.so.1+0x1a2B") == FlameFrameKind::Unresolved);
@@ -162,7 +163,8 @@ TEST_CASE("flame graph: labels are cut to fit, tiny frames are left out") {
 
 TEST_CASE("flame graph: colours distinguish frame kinds") {
   const std::string svg = render(
-      "app;main;sq_[i] 1\napp;main;sys_[k] 1\napp;main;libx.so+0x10 1\napp;[unknown] 1\napp;main;fib_[j] 1\n");
+      "app;main;sq_[i] 1\napp;main;sys_[k] 1\napp;main;libx.so+0x10 1\napp;[unknown] 1\napp;main;fib_[j] 1\n"
+      "app;main;fib.fib (fib.py:3)_[p] 1\n");
   auto fill = [&](const std::string& tip) { return rgb(attribute(frame_element(svg, tip), "rect", "fill")); };
   auto inlined = fill("sq_[i] (");
   CHECK(inlined[0] < inlined[1]);  // aqua: green and blue dominate
@@ -182,8 +184,15 @@ TEST_CASE("flame graph: colours distinguish frame kinds") {
   CHECK(function[0] >= 200);  // red
   CHECK(function[1] == function[2]);
   CHECK(function[1] < function[0]);
+  auto python = fill("fib.fib (fib.py:3)_[p] (");
+  CHECK(python[0] >= 200);  // yellow: red and green high, blue low
+  CHECK(python[1] >= 190);  // (red functions' green is below 130, orange kernel's below 160)
+  CHECK(python[2] < 100);
+  // The legend names the kind with its suffix.
+  CHECK(svg.find(">Python _[p]</text>") != std::string::npos);
   // Labels drop the suffix; tooltips keep the exact frame.
   CHECK(label(frame_element(svg, "sq_[i] (")).find("_[i]") == std::string::npos);
+  CHECK(label(frame_element(svg, "fib.fib (fib.py:3)_[p] (")).find("_[p]") == std::string::npos);
 }
 
 TEST_CASE("flame graph: names and title are escaped, output is self-contained and deterministic") {

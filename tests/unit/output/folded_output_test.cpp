@@ -47,6 +47,24 @@ TEST_CASE("folded: names cannot break frames or lines") {
   CHECK(folded_frame(fn("operator()", false)) == "operator()");
 }
 
+TEST_CASE("folded: frames are suffixed by kind; a Python frame's is _[p]") {
+  SymbolizedFrame python;
+  python.kind = FrameKind::Python;
+  python.name = "fib.fib (fib.py:3)";
+  python.file = "/app/fib.py";
+  python.line = 3;
+  CHECK(folded_frame(python) == "fib.fib (fib.py:3)_[p]");
+  python.name = "odd;name\n (x.py:1)";  // a qualname or file may hold anything
+  CHECK(folded_frame(python) == "odd:name\\x0a (x.py:1)_[p]");
+  SymbolizedFrame jit = fn("JS:*fib /x.js:1");
+  jit.kind = FrameKind::Jit;
+  CHECK(folded_frame(jit) == "JS:*fib /x.js:1_[j]");
+  SymbolizedFrame kernel = fn("ksys_read");
+  kernel.kind = FrameKind::Kernel;
+  CHECK(folded_frame(kernel) == "ksys_read_[k]");
+  CHECK(folded_text(result_of({{"app", {fn("main"), python}, 2}})) == "app;main;odd:name\\x0a (x.py:1)_[p] 2\n");
+}
+
 TEST_CASE("folded: sorted bytewise, equal text merged, zero counts dropped") {
   std::vector<Stack> stacks = {
       {"b", {fn("main"), fn("work")}, 3},

@@ -260,6 +260,40 @@ TEST_CASE("pprof: JIT frames named from the capture's perf-map entries, on no ma
   REQUIRE(profile.mapping_size() == 1);  // the app's only
 }
 
+TEST_CASE("pprof: Python frames are functions with their file, the line on the location, no mapping") {
+  GsymLocator locator = make_locator();
+  Capture capture = make_capture();
+  const CaptureFrame in_main{0, 0x1050, UnresolvedReason::None};
+  CaptureFrame fib, module;
+  fib.python = 1;
+  module.python = 0;
+  capture.stacks = {{42, "python3", {fib, fib, module, in_main}, false, 4, 42}};
+  capture.samples = 4;
+  capture.python_frames = {{"<module>", "/app/fib.py", 9}, {"fib", "/app/fib.py", 3}};
+  auto result = pprof_profile(capture, locator, {});
+  REQUIRE(result.ok());
+  const pb::Profile profile = decode(result->gzipped);
+  REQUIRE(profile.sample_size() == 1);
+  const pb::Sample& sample = profile.sample(0);
+  REQUIRE(sample.location_id_size() == 4);
+  // Leaf first; one location per distinct capture frame.
+  CHECK(sample.location_id(0) == sample.location_id(1));
+  CHECK(names_of(profile, sample.location_id(0)) == std::vector<std::string>{"fib.fib (fib.py:3)"});
+  CHECK(names_of(profile, sample.location_id(2)) == std::vector<std::string>{"fib.<module> (fib.py:9)"});
+  const pb::Location& leaf = profile.location(static_cast<int>(sample.location_id(0) - 1));
+  CHECK(leaf.mapping_id() == 0);
+  CHECK(leaf.address() == 0);
+  REQUIRE(leaf.line_size() == 1);
+  CHECK(leaf.line(0).line() == 3);
+  const pb::Function& function = profile.function(static_cast<int>(leaf.line(0).function_id() - 1));
+  CHECK(profile.string_table(function.name()) == "fib.fib (fib.py:3)");
+  CHECK(profile.string_table(function.system_name()) == "fib.fib (fib.py:3)");
+  CHECK(profile.string_table(function.filename()) == "/app/fib.py");
+  CHECK(function.start_line() == 0);
+  REQUIRE(profile.mapping_size() == 1);  // the app's only
+  CHECK(profile.mapping(0).has_functions());
+}
+
 TEST_CASE("pprof: wall-clock captures weigh CPU and off-CPU time in nanoseconds, the reason at the leaf") {
   GsymLocator locator = make_locator();
   Capture capture = make_capture();  // 100 Hz: a CPU sample weighs 10 ms

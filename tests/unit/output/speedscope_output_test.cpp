@@ -141,6 +141,26 @@ TEST_CASE("speedscope: the same capture gives the same bytes; the summary's modu
   CHECK(a->symbolized.modules[0].resolved());
 }
 
+TEST_CASE("speedscope: Python frames named as folded but without _[p], with file and line") {
+  GsymLocator locator = make_locator();
+  Capture capture = make_capture();
+  capture.python_frames = {{"<module>", "/app/fib.py", 0}, {"fib", "/app/fib.py", 3}};
+  CaptureFrame fib, module;
+  fib.python = 1;
+  module.python = 0;
+  capture.stacks = {{7, "python3", {fib, module, {0, 0x1050, UnresolvedReason::None}}, false, 2, 7}};
+  capture.samples = 2;
+  auto out = speedscope_profile(capture, locator, {});
+  REQUIRE_MESSAGE(out.ok(), out.error().message);
+  const auto doc = nlohmann::json::parse(out->json);
+  const auto& frames = doc["shared"]["frames"];
+  REQUIRE(frames.size() == 3);
+  CHECK(frames[0] == nlohmann::json{{"name", "fib.<module> (fib.py)"}, {"file", "/app/fib.py"}});  // line 0: none
+  CHECK(frames[1] == nlohmann::json{{"name", "fib.fib (fib.py:3)"}, {"file", "/app/fib.py"}, {"line", 3}});
+  CHECK(frames[2] == nlohmann::json{{"name", "main"}, {"file", "/src/app.c"}});
+  CHECK(samples(doc, 0) == std::vector<std::string>{"main;fib.<module> (fib.py);fib.fib (fib.py:3) 2"});
+}
+
 TEST_CASE("speedscope: --no-inline drops inlined frames; a name's files differ: no file; hostile names") {
   GsymLocator locator = make_locator();
   SymbolizeOptions options;

@@ -127,16 +127,18 @@ TEST_CASE("run summary: a runtime that would name its code with a flag says whic
   Capture capture;
   for (const char* path : {"/usr/bin/node", "/usr/lib/jvm/java-17/lib/server/libjvm.so",
                            "/usr/lib/x86_64-linux-gnu/libpython3.12.so.1.0", "/usr/bin/python3.11",
-                           "/usr/local/bin/python3.13"}) {
+                           "/usr/local/bin/python3.13", "/usr/bin/python3.12"}) {
     CaptureModule module;
     module.path = path;
     capture.modules.push_back(module);
   }
   // node 10: unnamed JIT code; node 11: named from its perf map; a JVM with
   // unnamed JIT code; python 3.12 without a perf map; python 3.11 (no -X
-  // perf to give); python 3.13 with its perf map.
+  // perf to give); python 3.13 with its perf map; python 3.12 with Python
+  // frames read from the interpreter.
   capture.processes = {{10, "node", {0}}, {11, "node", {0}}, {12, "java", {1}},
-                       {13, "python3", {2}}, {14, "python3", {3}}, {15, "python3", {4}}};
+                       {13, "python3", {2}}, {14, "python3", {3}}, {15, "python3", {4}},
+                       {16, "python3", {5}}};
   CaptureFrame anonymous;
   anonymous.reason = UnresolvedReason::AnonymousMapping;
   anonymous.address = 0x7e0000001000;
@@ -157,6 +159,10 @@ TEST_CASE("run summary: a runtime that would name its code with a flag says whic
   stack(13, 2, {});
   stack(14, 3, {});
   stack(15, 4, {named});
+  CaptureFrame python;
+  python.python = 0;
+  capture.python_frames = {{"f", "/app/f.py", 1}};
+  stack(16, 5, {python});
   RunSummary summary = summarize_run("profile", capture);
   CHECK(summary.runtimes_to_flag ==
         std::map<std::string, std::vector<uint32_t>>{{"java", {12}}, {"node", {10}}, {"python3.12", {13}}});

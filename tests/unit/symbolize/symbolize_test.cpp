@@ -471,3 +471,66 @@ TEST_CASE("symbolize: JIT frames named from the capture's perf-map entries, suff
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message == "stack 0 frame 0: JIT symbol index 2 out of range (2 JIT symbols)");
 }
+
+TEST_CASE("symbolize: Python frames named STEM.QUALNAME (BASENAME:LINE)") {
+  auto named = [](std::string qualname, std::string file, uint32_t line) {
+    return python_frame_name({std::move(qualname), std::move(file), line});
+  };
+  CHECK(named("fib", "/app/fib.py", 3) == "fib.fib (fib.py:3)");
+  CHECK(named("Worker.run", "/usr/lib/python3.12/threading.py", 1012) == "threading.Worker.run (threading.py:1012)");
+  CHECK(named("<module>", "main.py", 1) == "main.<module> (main.py:1)");
+  // Line 0 is unknown: no ":0".
+  CHECK(named("fib", "/app/fib.py", 0) == "fib.fib (fib.py)");
+  // Only ".py" is a suffix to drop; a file without a directory is its own basename.
+  CHECK(named("run", "/app/tool.pyw", 7) == "tool.pyw.run (tool.pyw:7)");
+  CHECK(named("run", "/app/tool", 7) == "tool.run (tool:7)");
+  CHECK(named("_find_and_load", "<frozen importlib._bootstrap>", 1360) ==
+        "<frozen importlib._bootstrap>._find_and_load (<frozen importlib._bootstrap>:1360)");
+  CHECK(named("<module>", "<string>", 1) == "<string>.<module> (<string>:1)");
+  CHECK(named("f", ".py", 2) == ".py.f (.py:2)");
+  // No basename at all: the file as given, or nothing.
+  CHECK(named("f", "/app/", 2) == "/app/.f (/app/:2)");
+  CHECK(named("f", "", 2) == "f (:2)");
+  CHECK(named("f", "", 0) == "f");
+}
+
+TEST_CASE("symbolize: Python frames carry their file and line, suffixed _[p], no module") {
+  GsymLocator locator = make_locator();
+  Capture capture = make_capture();
+  capture.stacks.clear();
+  capture.python_frames = {{"<module>", "/app/fib.py", 9}, {"fib", "/app/fib.py", 3}};
+  auto python = [](int32_t index) {
+    CaptureFrame frame;
+    frame.python = index;
+    return frame;
+  };
+  // The interpreter's native frames around its Python frames, leaf first.
+  capture.stacks.push_back(
+      {42, "app", {in(kLib, 0x510), python(1), python(1), python(0), in(kApp, 0x1050)}, false, 3, 42});
+  capture.stacks.push_back({42, "app", {python(0), in(kApp, 0x1050)}, false, 2, 42});
+  auto result = symbolize(capture, locator);
+  REQUIRE(result.ok());
+  CHECK(folded_text(*result) ==
+        "app;main;fib.<module> (fib.py:9)_[p] 2\n"
+        "app;main;fib.<module> (fib.py:9)_[p];fib.fib (fib.py:3)_[p];fib.fib (fib.py:3)_[p];b_func 3\n");
+  CHECK(result->stats.python_frames == 4);
+  CHECK(result->stats.unknown_frames == 0);
+  size_t python_frames = 0;
+  for (const SymbolizedFrame& frame : result->frames) {
+    if (frame.kind != FrameKind::Python) continue;
+    ++python_frames;
+    CHECK(frame.file == "/app/fib.py");
+    CHECK(frame.line == (frame.name.starts_with("fib.fib") ? 3u : 9u));
+    CHECK(frame.module_path.empty());
+    CHECK(frame.build_id.empty());
+    CHECK_FALSE(frame.inlined);
+  }
+  CHECK(python_frames == 2);
+  // No GSYM is looked up for Python frames.
+  CHECK(result->stats.lookups == 2);
+  // A Python index out of range is a bad capture, not a crash.
+  capture.stacks[0].frames[1].python = 2;
+  auto bad = symbolize(capture, locator);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == "stack 0 frame 1: Python frame index 2 out of range (2 Python frames)");
+}
