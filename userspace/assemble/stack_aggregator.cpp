@@ -42,7 +42,7 @@ void mix_header(KeyHasher& h, const K& k) {
   h.mix(k.image);
   h.mix(k.tid);
   h.mix(k.truncated);
-  h.mix(static_cast<uint64_t>(k.off_cpu) << 1 | k.short_waits);
+  h.mix(static_cast<uint64_t>(k.off_cpu) << 2 | k.python << 1 | k.short_waits);
   h.mix(k.kernel_count);
   h.mix_comm(k.comm);
 }
@@ -164,6 +164,7 @@ void StackAggregator::add(const RawSample& sample) {
     bool cut_short = false;
     if (std::span<const uint64_t> merged = python_->merge(sample, view.image, &cut_short); !merged.empty()) {
       view.user_ips = merged;
+      view.python = true;
       view.truncated = view.truncated || cut_short;
     }
   }
@@ -177,7 +178,7 @@ void StackAggregator::add(const RawSample& sample) {
   // First sight of this stack: make sure the process image covers it.
   lookup_scratch_.clear();
   for (size_t i = 0; i < view.user_ips.size(); ++i)
-    if (!PythonStacks::is_frame(view.user_ips[i]))
+    if (!python_frame(view, view.user_ips[i]))
       lookup_scratch_.push_back(lookup_address(view.user_ips[i], i));
   if (!lookup_scratch_.empty()) processes_.cover(view.image, lookup_scratch_);
   const ProcessImage& image = processes_.image(view.image);
@@ -185,7 +186,7 @@ void StackAggregator::add(const RawSample& sample) {
   // code is where the map says (the runtime may free it later).
   if (perf_maps_) {
     for (size_t i = 0; i < view.user_ips.size(); ++i)
-      if (in_anonymous_code(image, view.user_ips[i], i))
+      if (!python_frame(view, view.user_ips[i]) && in_anonymous_code(image, view.user_ips[i], i))
         perf_maps_->find(sample.pid, lookup_address(view.user_ips[i], i));
   }
   note_module_uses(view.image, image);
@@ -237,7 +238,6 @@ void StackAggregator::note_module_uses(uint32_t image_id, const ProcessImage& im
 }
 
 bool StackAggregator::in_anonymous_code(const ProcessImage& image, uint64_t ip, size_t index) {
-  if (PythonStacks::is_frame(ip)) return false;
   const int32_t map = image.find_map(lookup_address(ip, index));
   return map >= 0 && image.map_module[static_cast<size_t>(map)] < 0 &&
          image.maps[static_cast<size_t>(map)].executable();
@@ -285,7 +285,7 @@ void StackAggregator::build(Capture& capture, JitReport* jit) const {
     bool jit_named = false, jit_unnamed = false;
     for (size_t i = 0; i < user_ips.size(); ++i) {
       CaptureFrame frame;
-      if (python_ && PythonStacks::is_frame(user_ips[i])) {
+      if (python_ && python_frame(key, user_ips[i])) {
         const uint32_t id = PythonStacks::frame_id(user_ips[i]);
         auto [at, added] = python_index.try_emplace(id, static_cast<int32_t>(capture.python_frames.size()));
         if (added) capture.python_frames.push_back(python_->frame(id));

@@ -93,6 +93,10 @@ class StackAggregator {
     bool truncated = false;
     OffCpuReason off_cpu = OffCpuReason::None;
     bool short_waits = false;
+    // The user frames hold Python frames (PythonStacks::is_frame): only
+    // then is a value with the tag bits one (any other stack's value is an
+    // address, whatever a recording says).
+    bool python = false;
     uint32_t kernel_count = 0;
     Comm comm{};
     bool operator==(const KeyHeader&) const = default;
@@ -125,6 +129,8 @@ class StackAggregator {
                            std::map<JitSymbol, int32_t>& index) const;
   // Whether user frame `index` (IP `ip`) lies in anonymous executable memory.
   static bool in_anonymous_code(const ProcessImage& image, uint64_t ip, size_t index);
+  // Whether user frame value `ip` of a stack is a Python frame.
+  static bool python_frame(const KeyHeader& key, uint64_t ip) { return key.python && PythonStacks::is_frame(ip); }
 
   ProcessTable& processes_;
   PerfMaps* perf_maps_ = nullptr;
