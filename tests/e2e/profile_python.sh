@@ -41,8 +41,10 @@
 # select: off CPU, but counted as running by py-spy) left out on both
 # sides; every function with >= 5% of the samples (inclusive) in either
 # within 10 points, and the same leaf frames (function, file, line) over 5%.
-# On a pyenv CPython 3.12 (no layout table yet): the summary says its frames
-# were left native, the stacks keep _PyEval_EvalFrameDefault, no _[p] frame.
+# The same checks, and py-spy, on a pyenv CPython 3.12 (its eval calls
+# marked by C-stack frames, not is_entry). On a pyenv CPython 3.13 (no
+# layout table yet): the summary says its frames were left native, the
+# stacks keep _PyEval_EvalFrameDefault, no _[p] frame.
 set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 require_live_profiling
@@ -63,9 +65,13 @@ for py in /usr/bin/python3.11 "$PYENV"/versions/3.11*/bin/python3.11; do
   [[ -x $py ]] && "$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2> /dev/null && py311+=("$py")
 done
 (( ${#py311[@]} )) || skip "no CPython 3.11 (Debian: apt-get install python3.11)"
-py312=
+supported=("${py311[@]}")
 for py in "$PYENV"/versions/3.12*/bin/python3.12 /usr/bin/python3.12; do
-  [[ -x $py ]] && { py312=$py; break; }
+  [[ -x $py ]] && "$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2> /dev/null && { supported+=("$py"); break; }
+done
+py313=
+for py in "$PYENV"/versions/3.13*/bin/python3.13 /usr/bin/python3.13; do
+  [[ -x $py ]] && { py313=$py; break; }
 done
 
 echo "fixture lines (by marker): $("${CHECK[@]}" lines "$FIX" | tr "\n" " ")"
@@ -121,7 +127,7 @@ profile_pid() {
   return 0
 }
 
-for py in "${py311[@]}"; do
+for py in "${supported[@]}"; do
   version=$("$py" -c 'import sys; print(sys.version.split()[0])')
   dir=$WORK/$(echo "$py" | tr / _)
   echo "CPython $version ($py): profile -p PID -d 5"
@@ -141,13 +147,13 @@ echo "CPython 3.11 ($py): profile -d 5 -- $py python_work.py 4"
 profile_run "$WORK/cmd.folded" "$WORK/cmd.err" -d 5 -o "$WORK/cmd.folded" -- "$py" "$FIX" 4
 "${CHECK[@]}" check "$WORK/cmd.folded" "$FIX" || { cat "$WORK/cmd.err" >&2; fail "$py: profile -- CMD: see the checks above"; }
 
-if [[ -n $py312 ]]; then
-  echo "CPython 3.12 ($py312), no layout table: frames left native"
-  profile_pid "$py312" "$WORK/py312" nospy
-  "${CHECK[@]}" native "$WORK/py312/out.folded" || fail "CPython 3.12: see the checks above"
-  grep -Eiq 'python ?3\.12.*native' "$WORK/py312/out.err" ||
-    { cat "$WORK/py312/out.err" >&2; fail "CPython 3.12: the summary does not say its frames were left native ('python 3.12 ... native')"; }
+if [[ -n $py313 ]]; then
+  echo "CPython 3.13 ($py313), no layout table: frames left native"
+  profile_pid "$py313" "$WORK/py313" nospy
+  "${CHECK[@]}" native "$WORK/py313/out.folded" || fail "CPython 3.13: see the checks above"
+  grep -Eiq 'python ?3\.13.*native' "$WORK/py313/out.err" ||
+    { cat "$WORK/py313/out.err" >&2; fail "CPython 3.13: the summary does not say its frames were left native ('python 3.13 ... native')"; }
 else
-  echo "no CPython 3.12 (pyenv install 3.12 builds one): the frames-left-native check is skipped"
+  echo "no CPython 3.13 (pyenv install 3.13 builds one): the frames-left-native check is skipped"
 fi
 echo "ok"
