@@ -469,8 +469,11 @@ __noinline int send_python_stack(__u64 pid_tgid, __u64 time_ns) {
     count(PROFILE_COUNTER_PYTHON_NO_THREAD);
     return 0;
   }
-  __u64 cframe = read_user_word(state + py->tstate_cframe);
-  __u64 frame = cframe ? read_user_word(cframe + py->cframe_current_frame) : 0;
+  /* 3.11, 3.12: the thread's _PyCFrame holds the current frame; 3.13: the
+   * thread state itself (cframe_current_frame absent). */
+  __u64 frame = read_user_word(state + py->tstate_cframe);
+  if (frame && py->cframe_current_frame != PROFILE_PYTHON_ABSENT)
+    frame = read_user_word(frame + py->cframe_current_frame);
   if (!frame) return 0; /* the thread runs no Python code now */
   __u32 zero = 0;
   struct python_frame_bytes* bytes = bpf_map_lookup_elem(&python_scratch, &zero);

@@ -153,8 +153,8 @@ struct profile_python_process {
   __u32 interp_threads_head;       /* PyInterpreterState.threads.head */
   __u32 tstate_next;               /* PyThreadState.next */
   __u32 tstate_native_thread_id;   /* PyThreadState.native_thread_id */
-  __u32 tstate_cframe;             /* PyThreadState.cframe */
-  __u32 cframe_current_frame;      /* _PyCFrame.current_frame */
+  __u32 tstate_cframe;             /* PyThreadState.cframe (3.13: .current_frame) */
+  __u32 cframe_current_frame;      /* _PyCFrame.current_frame (3.13: absent) */
   __u32 frame_code;                /* _PyInterpreterFrame.f_code */
   __u32 frame_previous;            /* _PyInterpreterFrame.previous */
   __u32 frame_prev_instr;          /* _PyInterpreterFrame.prev_instr */

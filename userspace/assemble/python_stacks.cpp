@@ -46,7 +46,8 @@ bool walkable(const PythonLayout& layout) {
   constexpr uint32_t kFrameBytes = 80;  // bpf/profile.h PROFILE_PYTHON_FRAME_BYTES
   for (uint32_t offset : {layout.frame_code, layout.frame_previous, layout.frame_prev_instr})
     if (offset == kPythonAbsent || offset + 8 > kFrameBytes) return false;
-  return runs && layout.tstate_cframe != kPythonAbsent && layout.cframe_current_frame != kPythonAbsent;
+  // 3.13 keeps the current frame in the thread state (no cframe).
+  return runs && layout.tstate_cframe != kPythonAbsent;
 }
 
 }  // namespace
