@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
+#include <climits>
 #include <string_view>
 
 #include "gsym/convert/elf_handle.h"
@@ -54,7 +54,7 @@ gsym::Expected<std::optional<PythonSymbols>> python_symbols_of(Elf* elf) {
     if (!gelf_getshdr(section, &header) || header.sh_type != SHT_DYNSYM) continue;
     Elf_Data* data = elf_getdata(section, nullptr);
     if (!data) continue;
-    const size_t count = data->d_size / symbol_size;
+    const size_t count = std::min<size_t>(data->d_size / symbol_size, INT_MAX);  // gelf_getsym takes an int
     for (size_t i = 0; i < count; ++i) {
       GElf_Sym symbol;
       if (!gelf_getsym(data, static_cast<int>(i), &symbol) || symbol.st_shndx == SHN_UNDEF) continue;
@@ -365,7 +365,7 @@ constexpr ReadResult kOk = ReadResult::Ok, kUnreadable = ReadResult::Unreadable,
 // Checks that `candidate` is CPython's static type `kind` (read once per
 // process: `known` holds the address verified before).
 ReadResult check_type(const PythonLayout& layout, const MemoryReader& read, TypeKind kind, uint64_t candidate,
-                   uint64_t& known) {
+                      uint64_t& known) {
   if (candidate != 0 && candidate == known) return kOk;
   const uint32_t header_size = std::max(layout.type_name, layout.type_flags) + 8;
   if (!plausible_object(candidate, header_size)) return kImplausible;
@@ -379,11 +379,14 @@ ReadResult check_type(const PythonLayout& layout, const MemoryReader& read, Type
                                                            : 0;
   if ((flags & kTypeFlagHeapType) || !(flags & kTypeFlagReady) || (flags & subclass_flag) != subclass_flag)
     return kImplausible;
-  // The name with its terminating NUL: "str" and not "string".
-  uint8_t name[8] = {};
-  std::span<uint8_t> wanted(name, expected.size() + 1);
-  if (name_address == 0 || !readable(read, name_address, wanted)) return name_address ? kUnreadable : kImplausible;
-  if (std::memcmp(name, expected.data(), expected.size()) != 0 || name[expected.size()] != 0) return kImplausible;
+  // The name with its terminating NUL ("str", not "string"), a byte at a
+  // time: a shorter name may end just before unmapped memory.
+  if (name_address == 0 || name_address > UINT64_MAX - expected.size()) return kImplausible;
+  for (size_t i = 0; i <= expected.size(); ++i) {
+    uint8_t c = 0;
+    if (!readable(read, name_address + i, std::span<uint8_t>(&c, 1))) return kUnreadable;
+    if (c != (i < expected.size() ? static_cast<uint8_t>(expected[i]) : 0)) return kImplausible;
+  }
   known = candidate;
   return kOk;
 }
@@ -392,7 +395,7 @@ ReadResult check_type(const PythonLayout& layout, const MemoryReader& read, Type
 // of the narrowest kind that holds its characters (as CPython makes every
 // compact string), NUL-terminated, at most kMaxPythonStringBytes.
 ReadResult read_string(const PythonLayout& layout, const MemoryReader& read, uint64_t address, uint64_t& str_type,
-                    std::string& out) {
+                       std::string& out) {
   const uint32_t header_size = layout.unicode_ascii_size;
   if (header_size < layout.unicode_state + 4 || header_size < layout.unicode_length + 8 ||
       header_size < layout.object_type + 8 || !plausible_object(address, layout.unicode_compact_size))
@@ -414,6 +417,7 @@ ReadResult read_string(const PythonLayout& layout, const MemoryReader& read, uin
   std::vector<uint8_t> bytes((length + 1) * kind);  // with the terminating NUL
   if (!readable(read, data, bytes)) return kUnreadable;
   out.clear();
+  out.reserve(length * (ascii ? 1 : kind == 1 ? 2 : kind == 2 ? 3 : 4));  // UTF-8's bytes at most
   uint32_t widest = 0;
   for (uint64_t i = 0; i <= length; ++i) {
     const uint32_t c = static_cast<uint32_t>(decode_unsigned(&bytes[i * kind], kind, true));
@@ -434,7 +438,7 @@ ReadResult read_string(const PythonLayout& layout, const MemoryReader& read, uin
 
 // A bytes object's contents, at most kMaxPythonLineTableBytes.
 ReadResult read_line_table(const PythonLayout& layout, const MemoryReader& read, uint64_t address,
-                        uint64_t& bytes_type, std::vector<uint8_t>& out) {
+                           uint64_t& bytes_type, std::vector<uint8_t>& out) {
   const uint32_t header_size = layout.bytes_data;
   if (header_size < layout.bytes_size + 8 || header_size < layout.object_type + 8 ||
       !plausible_object(address, header_size))
@@ -473,10 +477,13 @@ PythonCodeNamer::Outcome PythonCodeNamer::read_fields(const PythonLayout& layout
   fields.name = load_u64(&header[layout.code_name]);
   fields.qualname = load_u64(&header[layout.code_qualname]);
   fields.linetable = load_u64(&header[layout.code_linetable]);
+  static_assert(static_cast<int>(Outcome::Implausible) == static_cast<int>(ReadResult::Implausible) &&
+                static_cast<int>(Outcome::Unreadable) == static_cast<int>(ReadResult::Unreadable));
   if (Outcome type = static_cast<Outcome>(check_type(layout, read, TypeKind::Code, fields.type, types.code));
       type != Outcome::Ok)
     return type;
-  if (fields.code_units == 0 || fields.code_units > kMaxCodeUnits || fields.firstlineno < 0) return Outcome::Implausible;
+  if (fields.code_units == 0 || fields.code_units > kMaxCodeUnits || fields.firstlineno < 0)
+    return Outcome::Implausible;
   for (uint64_t pointer : {fields.filename, fields.name, fields.qualname, fields.linetable})
     if (!plausible_object(pointer, 64)) return Outcome::Implausible;
   return Outcome::Ok;
@@ -509,6 +516,8 @@ PythonCodeNamer::Outcome PythonCodeNamer::read_entry(const PythonLayout& layout,
       entry.lines.push_back({range.end, line});
   }
   entry.lines.shrink_to_fit();
+  entry.qualname.shrink_to_fit();
+  entry.file.shrink_to_fit();
   entry.fields = fields;
   return Outcome::Ok;
 }

@@ -73,7 +73,9 @@ struct PythonLayout {
   uint32_t frame_is_entry = kPythonAbsent;    // bool (3.11): the first frame of a _PyEval_EvalFrameDefault call
   uint32_t frame_owner = kPythonAbsent;       // char: FRAME_OWNED_BY_*
   uint32_t frame_owned_by_generator = kPythonAbsent;  // the owner value of a generator's frame
-  uint32_t frame_owned_by_cstack = kPythonAbsent;     // (3.12) the owner value of the entry frame each _PyEval_EvalFrameDefault call pushes
+  // (3.12) The owner value of the entry frame each _PyEval_EvalFrameDefault
+  // call pushes (its code is a trampoline, not the program's).
+  uint32_t frame_owned_by_cstack = kPythonAbsent;
   uint32_t code_adaptive = kPythonAbsent;     // PyCodeObject.co_code_adaptive: the instructions
 
   // What naming needs.
@@ -85,7 +87,7 @@ struct PythonLayout {
            code_qualname = kPythonAbsent, code_linetable = kPythonAbsent;
   uint32_t unicode_length = kPythonAbsent, unicode_state = kPythonAbsent;  // PyASCIIObject
   uint32_t unicode_ascii_size = kPythonAbsent;    // sizeof(PyASCIIObject): a compact ASCII string's characters follow
-  uint32_t unicode_compact_size = kPythonAbsent;  // sizeof(PyCompactUnicodeObject): other compact strings' characters follow
+  uint32_t unicode_compact_size = kPythonAbsent;  // sizeof(PyCompactUnicodeObject): other compact strings' follow
   // Bit positions in the 32-bit state word: kind (3 bits: 1, 2, 4 bytes a
   // character), compact, ascii, ready (3.11 only).
   uint32_t unicode_kind_shift = kPythonAbsent, unicode_compact_shift = kPythonAbsent,
@@ -153,6 +155,7 @@ struct PythonCodeNamerOptions {
   uint64_t revalidate_ns = 1'000'000'000;
 };
 
+// One per session, used from one thread.
 class PythonCodeNamer {
  public:
   explicit PythonCodeNamer(PythonCodeNamerOptions options = {}) : options_(options) {}
