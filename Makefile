@@ -216,7 +216,7 @@ FUZZ_CXXFLAGS := $(CXXSTD) -O1 -g -fsanitize=fuzzer,address,undefined -I. -pthre
 FUZZ_LIB_SRCS := $(GSYM_SRCS) $(GSYM_CONVERT_SRCS) $(USER_SRCS) $(PROTO_CCS) $(OTLP_PROTO_CCS) $(OTLP_GRPC_CCS) $(TEST_SUPPORT_SRCS)
 $(BUILD)/fuzz/%: tests/fuzz/%.cpp $(FUZZ_LIB_SRCS) | $(BPF_SKELS) $(OTLP_PROTO_HDRS) $(OTLP_GRPC_HDRS)
 	@mkdir -p $(@D)
-	clang++ $(FUZZ_CXXFLAGS) -I$(BUILD) -I$(BUILD)/$(OTLP_PROTO_DIR) $< $(FUZZ_LIB_SRCS) $(LDLIBS) -o $@
+	clang++ $(FUZZ_CXXFLAGS) $(filter -D%,$(CPPFLAGS)) -I$(BUILD) -I$(BUILD)/$(OTLP_PROTO_DIR) $< $(FUZZ_LIB_SRCS) $(LDLIBS) -o $@
 
 fuzz-build: deps $(FUZZ_BINS)
 

@@ -147,6 +147,15 @@ echo "CPython 3.11 ($py): profile -d 5 -- $py python_work.py 4"
 profile_run "$WORK/cmd.folded" "$WORK/cmd.err" -d 5 -o "$WORK/cmd.folded" -- "$py" "$FIX" 4
 "${CHECK[@]}" check "$WORK/cmd.folded" "$FIX" || { cat "$WORK/cmd.err" >&2; fail "$py: profile -- CMD: see the checks above"; }
 
+echo "CPython 3.11 ($py): record -d 5 -- CMD, then symbolize: the capture keeps the Python frames"
+"$GSYMPROF" record -d 5 -o "$WORK/cap.json" -- "$py" "$FIX" 4 > /dev/null 2> "$WORK/record.err" ||
+  { cat "$WORK/record.err" >&2; fail "record -- $py exited $?"; }
+python3 -c 'import json, sys; sys.exit(not json.load(open(sys.argv[1])).get("python_frames"))' "$WORK/cap.json" ||
+  fail "the capture has no python_frames"
+"$GSYMPROF" symbolize "$WORK/cap.json" -o "$WORK/sym.folded" 2> "$WORK/sym.err" ||
+  { cat "$WORK/sym.err" >&2; fail "symbolize exited $?"; }
+"${CHECK[@]}" check "$WORK/sym.folded" "$FIX" || { cat "$WORK/sym.err" >&2; fail "record + symbolize: see the checks above"; }
+
 if [[ -n $py313 ]]; then
   echo "CPython 3.13 ($py313), no layout table: frames left native"
   profile_pid "$py313" "$WORK/py313" nospy
