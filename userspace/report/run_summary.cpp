@@ -456,6 +456,20 @@ std::string run_summary_json(const RunSummary& summary) {
   out["user_stacks"] = {{"samples", summary.user_samples},
                         {"shallow_samples", summary.shallow_samples},
                         {"shallow_max_frames", kShallowUserFrames}};
+  if (session) {
+    const PythonReport& py = session->python;
+    nlohmann::ordered_json unsupported = nlohmann::ordered_json::object();
+    for (const auto& [version, processes] : py.unsupported_versions) unsupported[version] = processes;
+    out["python"] = {{"processes", py.processes},
+                     {"samples", py.samples_with_python},
+                     {"merged", py.samples_merged},
+                     {"unpaired", py.samples_unpaired},
+                     {"unnamed", py.samples_unnamed},
+                     {"cut", py.samples_cut},
+                     {"versions_left_native", unsupported}};
+  } else {
+    out["python"] = nullptr;
+  }
   out["ring_buffer_bytes"] = session ? nlohmann::ordered_json(session->ring_buffer_bytes) : nullptr;
   out["sample_record_bytes"] =
       session && session->counters.sample_records
