@@ -32,8 +32,6 @@ PythonStackRef take_python(const profile_event_header& header, RingRecordScratch
     stack.frames = scratch.python_frames;
     stack.truncated = it->second.truncated;
     stack.unreadable = it->second.unreadable;
-  } else {
-    ++scratch.python_unmatched;
   }
   scratch.python.erase(it);
   return stack;
@@ -47,13 +45,9 @@ RingRecordKind decode_python_stack(std::span<const uint8_t> record, const profil
   std::memcpy(&frame_count, record.data() + counts, 4);
   std::memcpy(&flags, record.data() + counts + 4, 4);
   if (frame_count > PROFILE_MAX_PYTHON_FRAMES) return RingRecordKind::Bad;
-  if (scratch.python.size() >= RingRecordScratch::kMaxPendingPython &&
-      !scratch.python.contains(header.tid)) {
-    scratch.python_unmatched += scratch.python.size();
+  if (scratch.python.size() >= RingRecordScratch::kMaxPendingPython && !scratch.python.contains(header.tid))
     scratch.python.clear();
-  }
   RingRecordScratch::PendingPython& pending = scratch.python[header.tid];
-  if (!pending.frames.empty() || pending.time_ns) ++scratch.python_unmatched;
   pending.time_ns = header.time_ns;
   pending.truncated = (flags & PROFILE_PYTHON_TRUNCATED) != 0;
   pending.unreadable = (flags & PROFILE_PYTHON_UNREADABLE) != 0;

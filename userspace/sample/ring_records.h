@@ -31,8 +31,9 @@ struct RingRecordScratch {
   std::unordered_map<uint32_t, PendingPython> python;
   // Bound on `python`: past it, entries whose samples never came are dropped.
   static constexpr size_t kMaxPendingPython = 4096;
-  std::vector<PythonFrameRef> python_frames;  // the matched stack, during the sink call
-  uint64_t python_unmatched = 0;  // Python stacks dropped without their sample
+  // The matched stack, during the sink call. A Python stack whose sample
+  // was lost is dropped: the sample's loss is counted (ringbuf_full).
+  std::vector<PythonFrameRef> python_frames;
 };
 
 // The record's time (bpf_ktime_get_ns, CLOCK_MONOTONIC), if it has a header.

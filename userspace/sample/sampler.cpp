@@ -456,8 +456,6 @@ void Sampler::forget_python_process(uint32_t tgid) {
   bpf_map__delete_elem(state_->skel->maps.python_processes, &tgid, sizeof(tgid), 0);
 }
 
-uint64_t Sampler::python_unmatched() const { return state_->scratch.python_unmatched; }
-
 gsym::Expected<int> Sampler::poll(int timeout_ms) {
   epoll_event events[8];
   int n = epoll_wait(state_->epoll_fd, events, 8, timeout_ms);

@@ -79,8 +79,6 @@ class Sampler {
   // forget_python_process stops that (exec, exit).
   gsym::Status set_python_process(uint32_t tgid, const PythonWalk& walk);
   void forget_python_process(uint32_t tgid);
-  // Python stacks whose sample never came (lost), dropped.
-  uint64_t python_unmatched() const;
   // Delivers pending records, waiting up to timeout_ms for the first one.
   // Returns the number of records delivered; EINTR counts as 0.
   gsym::Expected<int> poll(int timeout_ms);

@@ -23,7 +23,11 @@ struct Collected : EventSink {
   std::vector<OffCpuWait> waits;
   std::vector<RawShortWaits> short_waits;
   std::vector<std::string> short_comms;
+  std::vector<std::vector<PythonFrameRef>> python;
+  std::vector<bool> python_truncated;
   void on_sample(const RawSample& s) override {
+    python.emplace_back(s.python.frames.begin(), s.python.frames.end());
+    python_truncated.push_back(s.python.truncated);
     waits.push_back(s.off_cpu);
     user.emplace_back(s.ips.begin(), s.ips.end());
     kernel.emplace_back(s.kernel_ips.begin(), s.kernel_ips.end());
@@ -31,6 +35,8 @@ struct Collected : EventSink {
     flags.push_back(s.truncated);
   }
   void on_stack_copy(const RawStackCopy& c) override {
+    python.emplace_back(c.python.frames.begin(), c.python.frames.end());
+    python_truncated.push_back(c.python.truncated);
     stacks.emplace_back(c.stack.stack.begin(), c.stack.stack.end());
     kernel.emplace_back(c.kernel_ips.begin(), c.kernel_ips.end());
     regs.push_back(c.stack.regs);
@@ -66,6 +72,21 @@ std::vector<uint8_t> fp_record(uint32_t frames, uint32_t kernel_frames, uint32_t
   e.flags = flags;
   for (uint32_t i = 0; i < PROFILE_MAX_FRAMES; ++i) e.ips[i] = 0x400000 + i;
   for (uint32_t i = 0; i < PROFILE_MAX_KERNEL_FRAMES; ++i) e.kernel_ips[i] = 0xffffffff81000000ull + i;
+  std::vector<uint8_t> bytes(sizeof(e));
+  std::memcpy(bytes.data(), &e, sizeof(e));
+  return bytes;
+}
+
+std::vector<uint8_t> python_record(uint32_t frames, uint32_t flags, uint32_t tid = 43,
+                                   uint64_t time_ns = 123456789) {
+  profile_python_stack_event e{};
+  fill_header(e.header, PROFILE_EVENT_PYTHON_STACK, sizeof(e));
+  e.header.tid = tid;
+  e.header.time_ns = time_ns;
+  e.frame_count = frames;
+  e.flags = flags;
+  for (uint32_t i = 0; i < PROFILE_MAX_PYTHON_FRAMES; ++i)
+    e.frames[i] = {0x7f0000001000ull + 0x100 * i, static_cast<int32_t>(2 * i) - 2, i % 2 ? PROFILE_PYTHON_ENTRY : 0u};
   std::vector<uint8_t> bytes(sizeof(e));
   std::memcpy(bytes.data(), &e, sizeof(e));
   return bytes;
@@ -183,4 +204,48 @@ TEST_CASE("ring records: a short_waits entry becomes one RawShortWaits") {
   CHECK(sink.short_waits[0].reason == OffCpuReason::Sleep);
   CHECK(sink.short_waits[0].ns == 5000);
   CHECK(sink.short_waits[0].count == 7);
+}
+
+TEST_CASE("ring records: a Python stack goes with the next sample of its thread and time, only that one") {
+  Collected sink;
+  RingRecordScratch scratch;
+  REQUIRE(decode_ring_record(python_record(3, PROFILE_PYTHON_TRUNCATED), scratch, sink) ==
+          RingRecordKind::PythonStack);
+  CHECK(sink.python.empty());  // nothing delivered until its sample
+  // Another thread's sample in between (another CPU's record) takes nothing.
+  auto other = fp_record(2, 0);
+  profile_event_header header;
+  std::memcpy(&header, other.data(), sizeof(header));
+  header.tid = 99;
+  std::memcpy(other.data(), &header, sizeof(header));
+  REQUIRE(decode_ring_record(other, scratch, sink) == RingRecordKind::Sample);
+  CHECK(sink.python.back().empty());
+  REQUIRE(decode_ring_record(copy_record(64, 0), scratch, sink) == RingRecordKind::Sample);
+  REQUIRE(sink.python.back().size() == 3);
+  CHECK(sink.python.back()[0] == PythonFrameRef{0x7f0000001000ull, -2, false});
+  CHECK(sink.python.back()[1] == PythonFrameRef{0x7f0000001100ull, 0, true});
+  CHECK(sink.python_truncated.back());
+  // Taken: the thread's next sample has none.
+  REQUIRE(decode_ring_record(fp_record(1, 0), scratch, sink) == RingRecordKind::Sample);
+  CHECK(sink.python.back().empty());
+  // A stack whose sample was lost (another time) is not given to a later one.
+  REQUIRE(decode_ring_record(python_record(2, 0, 43, 1), scratch, sink) == RingRecordKind::PythonStack);
+  REQUIRE(decode_ring_record(fp_record(1, 0), scratch, sink) == RingRecordKind::Sample);
+  CHECK(sink.python.back().empty());
+}
+
+TEST_CASE("ring records: a Python stack with more frames than it holds, or cut short, is refused") {
+  Collected sink;
+  RingRecordScratch scratch;
+  CHECK(decode_ring_record(python_record(PROFILE_MAX_PYTHON_FRAMES + 1, 0), scratch, sink) == RingRecordKind::Bad);
+  auto whole = python_record(1, 0);
+  for (size_t n : {sizeof(profile_event_header), whole.size() - 1}) {
+    auto cut = whole;
+    cut.resize(n);
+    profile_event_header header;
+    std::memcpy(&header, cut.data(), sizeof(header));
+    header.size = static_cast<uint32_t>(n);
+    std::memcpy(cut.data(), &header, sizeof(header));
+    CHECK(decode_ring_record(cut, scratch, sink) == RingRecordKind::Bad);
+  }
 }
