@@ -7,7 +7,8 @@
 # script's file name in its line rows, so only the line is shown), the line
 # of the calls in fib's callers' frames; the names are those the dump holds;
 # the leaf share agrees with perf's (perf inject -j) where perf is usable;
-# record, the dump deleted, symbolize gives the same names.
+# record, the dump deleted, symbolize gives the same names; so does
+# symbolize of perf's perf.data (the dump found through its mapping).
 set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 require_live_profiling
@@ -93,11 +94,15 @@ check "$WORK/sym.folded" "symbolize"
 # code from the same dump) close to gsymprof's.
 # perf's build-id cache goes to $WORK, not ~/.debug.
 if command -v perf >/dev/null &&
-  perf --buildid-dir "$WORK/buildid" record -q -k 1 -F 499 -o "$WORK/perf.data" -- "$WORK/run-node" 2 2>"$WORK/perf.err"; then
+  perf --buildid-dir "$WORK/buildid" record -q -g -k 1 -F 499 -o "$WORK/perf.data" -- "$WORK/run-node" 2 2>"$WORK/perf.err"; then
+  # gsymprof on perf's recording: the dump found through its mapping (MMAP2).
+  "$GSYMPROF" symbolize "$WORK/perf.data" >"$WORK/perf-sym.folded" 2>"$WORK/perf-sym.err" ||
+    { cat "$WORK/perf-sym.err" >&2; fail "symbolize perf.data failed"; }
+  check "$WORK/perf-sym.folded" "symbolize perf.data"
   echo "perf record + inject -j + script"
   pid=$(tail -1 "$RUNS")
   if perf --buildid-dir "$WORK/buildid" inject -j -i "$WORK/perf.data" -o "$WORK/perf.jit.data" 2>>"$WORK/perf.err"; then
-    perf_leaf=$(perf --buildid-dir "$WORK/buildid" script -i "$WORK/perf.jit.data" -F comm,ip,sym 2>/dev/null |
+    perf_leaf=$(perf --buildid-dir "$WORK/buildid" script -G -i "$WORK/perf.jit.data" -F comm,ip,sym 2>/dev/null |
       awk '$1 == "node" { total++; if ($0 ~ /JS:[*~^]?fib /) hit++ } END { if (total == 0) print 0; else printf "%.0f\n", 100 * hit / total }')
     ours=$(share "$WORK/live.folded" ";$FIB\$")
     echo "  leaf in fib: perf $perf_leaf%, gsymprof $ours%"

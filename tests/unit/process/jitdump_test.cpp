@@ -420,3 +420,28 @@ TEST_CASE("jitdumps of processes: the mapped path, a reason for a bad file, neve
   CHECK_FALSE(is_jitdump_path("/tmp/jit-.dump"));
   CHECK_FALSE(is_jitdump_path("/tmp/perf-1.map"));
 }
+
+TEST_CASE("jitdumps of processes: found in /proc/PID/maps; exec forgets the old image's dump") {
+  FakeProc proc;
+  proc.add(300, 300);
+  std::filesystem::create_directories(proc.path + "/300/root/srv");
+  // A process running before the session: its mapping is in its maps.
+  std::ofstream(proc.path + "/300/maps")
+      << "7f0000000000-7f0000001000 r-xp 00000000 08:01 1234 /usr/bin/node\n"
+      << "7f0000002000-7f0000003000 r-xp 00000000 08:01 5678 /srv/jit-300.dump\n";
+  DumpBuilder dump;
+  dump.load(0x1000, 0x10, "from-maps");
+  write_bytes(proc.path + "/300/root/srv/jit-300.dump", dump.bytes);
+  PerfMaps maps(proc.path);
+  REQUIRE(maps.find(300, 0x1000) != nullptr);
+  CHECK(maps.find(300, 0x1000)->name == "from-maps");
+  // The new image writes its own dump (here: in /tmp).
+  DumpBuilder after;
+  after.load(0x1000, 0x10, "after-exec");
+  write_bytes(proc.path + "/300/root/tmp/jit-300.dump", after.bytes);
+  maps.note_exec(300);
+  CHECK_FALSE(maps.has_map(300));
+  const JitSymbol* symbol = maps.find(300, 0x1000, /*final=*/true);
+  REQUIRE(symbol != nullptr);
+  CHECK(symbol->name == "after-exec");
+}
