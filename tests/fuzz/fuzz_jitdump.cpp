@@ -26,6 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const JitCode& code = event.code;
     if (code.start >= code.end || code.name.size() > kMaxJitdumpNameBytes) std::abort();
     if (code.unwind.size() > kMaxJitdumpUnwindBytes) std::abort();
+    if (code.lines.size() > kMaxJitdumpLineRows) std::abort();
     for (const JitLine& line : code.lines)
       if (line.address < code.start || line.address >= code.end || line.line == 0) std::abort();
   }
@@ -36,8 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const JitSymbol& s = symbols[i];
     if (s.start >= s.end || s.name.empty() || s.name.size() > 3 * kMaxJitdumpNameBytes) std::abort();
     if (i > 0 && symbols[i - 1].end > s.start) std::abort();
-    const JitCode* code = map.find(s.start);
-    if (!code || s.start < code->start || s.start >= code->end) std::abort();
+    uint64_t moved_by = 0;
+    const JitCode* code = map.find(s.start, &moved_by);
+    if (!code || s.start - moved_by < code->start || s.start - moved_by >= code->end) std::abort();
     if (find_jit_symbol(symbols, s.end - 1) != &s) std::abort();
   }
   return 0;

@@ -118,8 +118,9 @@ std::vector<JitLine> parse_jitdump_debug_info(std::span<const uint8_t> body, boo
     if (!choose_bias()) return {};
   }
   std::vector<JitLine> lines;
-  lines.reserve(rows.size());
+  lines.reserve(std::min(rows.size(), kMaxJitdumpLineRows));
   for (const RawRow& row : rows) {
+    if (lines.size() == kMaxJitdumpLineRows) break;
     if (row.line == 0) continue;  // no line: the spec's lines count from 1
     JitLine line;
     line.address = row.address - bias;
@@ -311,7 +312,7 @@ std::string jit_line_name(std::string_view name, const JitLine* line) {
   return out;
 }
 
-void JitCodeMap::paint(uint64_t start, uint64_t end, uint32_t code) {
+void JitCodeMap::paint(uint64_t start, uint64_t end, const Piece& piece) {
   auto it = pieces_.lower_bound(start);
   if (it != pieces_.begin()) {
     auto before = std::prev(it);
@@ -331,37 +332,38 @@ void JitCodeMap::paint(uint64_t start, uint64_t end, uint32_t code) {
     }
     it = pieces_.erase(it);
   }
-  pieces_[start] = Piece{end, code};
+  pieces_[start] = Piece{end, piece.code, piece.moved_by};
 }
 
 void JitCodeMap::apply(std::vector<JitdumpEvent>&& events) {
   for (JitdumpEvent& event : events) {
-    if (codes_.size() >= UINT32_MAX) return;
     if (event.move) {
-      // The code loaded at the old address, wherever it is now.
+      // The code loaded (or moved) to the old address, wherever it came from.
       auto it = pieces_.find(event.moved_from);
       if (it == pieces_.end()) continue;
-      JitCode moved = codes_[it->second.code];
+      const Piece old = it->second;
+      const JitCode& code = codes_[old.code];
       const uint64_t size = event.code.end - event.code.start;
-      if (moved.end - moved.start != size) continue;  // not the code the move speaks of
+      // Only the whole code, still whole where it was.
+      if (code.end - code.start != size || old.end - it->first != size) continue;
       pieces_.erase(it);  // nothing is left where it was
-      for (JitLine& line : moved.lines) line.address = line.address - moved.start + event.code.start;
-      moved.start = event.code.start;
-      moved.end = event.code.end;
-      codes_.push_back(std::move(moved));
-    } else {
-      codes_.push_back(std::move(event.code));
+      paint(event.code.start, event.code.end, Piece{0, old.code, event.code.start - code.start});
+      continue;
     }
+    if (codes_.size() >= UINT32_MAX) return;
+    codes_.push_back(std::move(event.code));
     const JitCode& code = codes_.back();
-    paint(code.start, code.end, static_cast<uint32_t>(codes_.size() - 1));
+    paint(code.start, code.end, Piece{0, static_cast<uint32_t>(codes_.size() - 1), 0});
   }
 }
 
-const JitCode* JitCodeMap::find(uint64_t address) const {
+const JitCode* JitCodeMap::find(uint64_t address, uint64_t* moved_by) const {
   auto it = pieces_.upper_bound(address);
   if (it == pieces_.begin()) return nullptr;
   --it;
-  return address < it->second.end ? &codes_[it->second.code] : nullptr;
+  if (address >= it->second.end) return nullptr;
+  if (moved_by) *moved_by = it->second.moved_by;
+  return &codes_[it->second.code];
 }
 
 std::vector<JitSymbol> JitCodeMap::symbols() const {
@@ -369,13 +371,19 @@ std::vector<JitSymbol> JitCodeMap::symbols() const {
   out.reserve(pieces_.size());
   for (const auto& [start, piece] : pieces_) {
     const JitCode& code = codes_[piece.code];
-    // The rows over [start, piece.end): each from its address to the next's.
-    auto row = std::upper_bound(code.lines.begin(), code.lines.end(), start,
-                                [](uint64_t a, const JitLine& l) { return a < l.address; });
-    const JitLine* current = row == code.lines.begin() ? nullptr : &*std::prev(row);
+    // Past the bound (pieces left to name, one each), names without lines.
+    const bool with_lines = out.size() + pieces_.size() < kMaxJitdumpSymbols;
+    // The rows over [start, piece.end): each from its address to the next's,
+    // in the code's own addresses (`start - moved_by`).
+    const uint64_t code_start = start - piece.moved_by;
+    auto row = with_lines ? std::upper_bound(code.lines.begin(), code.lines.end(), code_start,
+                                             [](uint64_t a, const JitLine& l) { return a < l.address; })
+                          : code.lines.end();
+    const JitLine* current = !with_lines || row == code.lines.begin() ? nullptr : &*std::prev(row);
     uint64_t from = start;
     for (;; ++row) {
-      const uint64_t to = row == code.lines.end() ? piece.end : std::min(row->address, piece.end);
+      const uint64_t row_at = row == code.lines.end() ? piece.end : row->address + piece.moved_by;
+      const uint64_t to = std::min(row_at, piece.end);
       if (to > from) {
         std::string name = jit_line_name(code.name, current);
         // Rows for the same line make one symbol.
@@ -383,7 +391,7 @@ std::vector<JitSymbol> JitCodeMap::symbols() const {
         else out.push_back({from, to, std::move(name)});
         from = to;
       }
-      if (row == code.lines.end() || row->address >= piece.end) break;
+      if (row == code.lines.end() || row_at >= piece.end) break;
       current = &*row;
     }
   }

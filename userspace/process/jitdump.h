@@ -33,6 +33,11 @@ inline constexpr size_t kMaxJitdumpNameBytes = 4096;
 // .eh_frame of later loads is dropped, their names kept).
 inline constexpr size_t kMaxJitdumpUnwindBytes = 1u << 20;
 inline constexpr uint64_t kMaxJitdumpUnwindTotalBytes = 64ull << 20;
+// Line rows kept per code load (V8 writes a few per source position).
+inline constexpr size_t kMaxJitdumpLineRows = 65536;
+// Symbols a dump gives at most: past it, code keeps its name without lines
+// (moves could otherwise copy one code's rows without end).
+inline constexpr size_t kMaxJitdumpSymbols = 4u << 20;
 
 // One row of a code load's line table: from `address` (runtime) to the next
 // row's, the code is for `file`:`line`. `file` is "" when the runtime wrote
@@ -134,24 +139,27 @@ ParsedJitdump parse_jitdump(std::span<const uint8_t> bytes);
 
 // The code of a process's dump as it stands after its records: where loads
 // overlap the later wins, as in a perf map; a move carries the code (and its
-// lines, shifted) to the new range.
+// lines, shifted) to the new range, without copying it.
 class JitCodeMap {
  public:
   void apply(std::vector<JitdumpEvent>&& events);
-  // The code holding `address`, or nullptr.
-  const JitCode* find(uint64_t address) const;
+  // The code holding `address`, or nullptr; `moved_by` (optional): what to
+  // add to the code's addresses (its start, its rows) to get where it is now.
+  const JitCode* find(uint64_t address, uint64_t* moved_by = nullptr) const;
   // One symbol per line row of each piece of code (the name alone for code
   // before the first row, or without rows): "NAME (BASENAME:LINE)", or
-  // "NAME (line LINE)" when the row has no readable file. Sorted, disjoint.
+  // "NAME (line LINE)" when the row has no readable file. Sorted, disjoint;
+  // past kMaxJitdumpSymbols, one per piece.
   std::vector<JitSymbol> symbols() const;
   size_t size() const { return pieces_.size(); }
 
  private:
   struct Piece {
     uint64_t end = 0;
-    uint32_t code = 0;  // index into codes_
+    uint32_t code = 0;      // index into codes_
+    uint64_t moved_by = 0;  // added to the code's addresses (mod 2^64)
   };
-  void paint(uint64_t start, uint64_t end, uint32_t code);
+  void paint(uint64_t start, uint64_t end, const Piece& piece);
   std::vector<JitCode> codes_;
   std::map<uint64_t, Piece> pieces_;
 };

@@ -340,6 +340,26 @@ TEST_CASE("jitdump code map: later loads win, symbols per line row") {
         "1010-1030 new\n");
 }
 
+TEST_CASE("jitdump code map: moved code keeps its lines, shifted, without copies") {
+  DumpBuilder dump;
+  dump.debug(0x1000, {{0x1004, 7, 0, "w.js"}});
+  dump.load(0x1000, 0x10, "moving");
+  dump.move(0x1000, 0x5000, 0x10);
+  dump.move(0x5000, 0x9000, 0x10);
+  dump.move(0x9000, 0xa000, 0x8);  // the wrong size: not this code
+  JitCodeMap map;
+  map.apply(parse(dump.bytes).events);
+  CHECK(describe(map.symbols()) ==
+        "9000-9004 moving\n"
+        "9004-9010 moving (w.js:7)\n");
+  uint64_t moved_by = 0;
+  const JitCode* code = map.find(0x9008, &moved_by);
+  REQUIRE(code != nullptr);
+  CHECK(code->start + moved_by == 0x9000);
+  CHECK(map.find(0x1000) == nullptr);
+  CHECK(map.find(0x5000) == nullptr);
+}
+
 namespace {
 
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes, size_t from = 0) {
