@@ -27,6 +27,9 @@ void CaptureAssembler::on_mapping(const RawMapping& mapping) {
   entry.build_id = mapping.build_id;
   // A file mapping without a full path (an unreachable or very deep one) is
   // still opened through /proc/PID/map_files where the source can.
+  // A runtime maps its jitdump (executable) so that profilers find it.
+  if (mapping.executable && mapping.path_complete && is_jitdump_path(mapping.path))
+    perf_maps_.note_jitdump_mapping(mapping.pid, mapping.path);
   const FileStamp stamp = processes_.stamp_of_mapping(mapping.pid, entry, mapping.time_ns);
   processes_.note_mapping(mapping.pid, mapping.mm, std::move(entry), stamp,
                           mapping.path_complete || mapping.vdso, mapping.elf_loader);

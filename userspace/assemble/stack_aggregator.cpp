@@ -313,6 +313,10 @@ void StackAggregator::build(Capture& capture, JitReport* jit) const {
       if (frame.module >= 0) note_process_module(capture.processes[pit->second], frame.module);
       stack.frames.push_back(frame);
     }
+    if ((jit_named || jit_unnamed) && perf_maps_) {
+      std::string error = perf_maps_->jitdump_error(image.pid);
+      if (!error.empty()) report.jitdump_errors[image.pid] = std::move(error);
+    }
     if (jit_named) report.named_samples += count;
     if (jit_unnamed) {
       report.unnamed_samples += count;

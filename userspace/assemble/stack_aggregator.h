@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <span>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -28,12 +29,14 @@
 namespace gsymprof {
 
 // Samples whose stack holds a frame in anonymous executable memory (JIT
-// code) that no perf map names, by pid; what build() saw.
+// code) that no perf map (or jitdump) names, by pid; what build() saw.
 struct JitReport {
-  uint64_t named_samples = 0;    // samples with a frame named from a perf map
+  uint64_t named_samples = 0;    // samples with a frame named from a perf map or jitdump
   uint64_t unnamed_samples = 0;  // samples with an unnamed frame in anonymous executable memory
   std::map<uint32_t, uint64_t> unnamed_by_pid;  // of those: pid -> samples
   std::map<uint32_t, bool> has_map;             // of those pids: whether a perf map was read
+  // Processes with JIT frames whose jitdump stopped being read: why (one line).
+  std::map<uint32_t, std::string> jitdump_errors;
 };
 
 class StackAggregator {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <iterator>
 #include <map>
@@ -74,7 +75,34 @@ uint32_t namespace_pid(const std::string& proc_pid, uint32_t pid) {
   return last;
 }
 
+// The path of the last jit-*.dump `pid` maps (/proc/PID/maps), or "": a
+// process that was running before the session mapped it before the
+// side-band could say so.
+std::string mapped_jitdump(const std::string& proc_pid) {
+  gsym::Expected<std::string> maps = read_pseudo_file(proc_pid + "/maps", 64 << 20);
+  if (!maps) return "";
+  std::string found;
+  std::string_view rest(*maps);
+  while (!rest.empty()) {
+    const size_t newline = rest.find('\n');
+    std::string_view line = rest.substr(0, newline);
+    rest.remove_prefix(newline == std::string_view::npos ? rest.size() : newline + 1);
+    // The path starts at the first '/' (the fields before it hold none).
+    const size_t slash = line.find('/');
+    if (slash != std::string_view::npos && is_jitdump_path(line.substr(slash))) found = line.substr(slash);
+  }
+  return found;
+}
+
+constexpr size_t kJitdumpChunkBytes = kMaxJitdumpRecordBytes + 16;
+
 }  // namespace
+
+bool is_jitdump_path(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  return name.size() > 9 && name.starts_with("jit-") && name.ends_with(".dump");
+}
 
 ParsedPerfMap parse_perf_map(std::string_view text) {
   ParsedPerfMap out;
@@ -115,7 +143,19 @@ const JitSymbol* find_jit_symbol(const std::vector<JitSymbol>& symbols, uint64_t
 
 bool PerfMaps::has_map(uint32_t pid) const {
   auto it = entries_.find(pid);
-  return it != entries_.end() && it->second.found;
+  return it != entries_.end() && (it->second.found || it->second.jitdump.found);
+}
+
+std::string PerfMaps::jitdump_error(uint32_t pid) const {
+  auto it = entries_.find(pid);
+  return it == entries_.end() ? "" : it->second.jitdump.error;
+}
+
+void PerfMaps::note_jitdump_mapping(uint32_t pid, std::string_view path) {
+  Jitdump& jitdump = entries_[pid].jitdump;
+  if (jitdump.path == path) return;
+  jitdump = Jitdump{};
+  jitdump.path = std::string(path);
 }
 
 void PerfMaps::note_exec(uint32_t pid) {
@@ -127,6 +167,7 @@ void PerfMaps::note_exec(uint32_t pid) {
   entry.size = entry.inode = 0;
   entry.mtime_ns = -1;
   entry.last_try_ns = INT64_MIN / 2;
+  entry.jitdump = Jitdump{};
 }
 
 const JitSymbol* PerfMaps::find(uint32_t pid, uint64_t address, bool final) {
@@ -151,7 +192,9 @@ const JitSymbol* PerfMaps::find(uint32_t pid, uint64_t address, bool final) {
     } else {
       entry.ns_pid = namespace_pid(proc_pid, pid);
     }
+    if (entry.jitdump.path.empty()) entry.jitdump.path = mapped_jitdump(proc_pid);
   }
+  if (const JitSymbol* symbol = find_jit_symbol(entry.jitdump.symbols, address)) return symbol;
   if (const JitSymbol* symbol = find_jit_symbol(entry.symbols, address)) return symbol;
   if (final) {
     if (entry.final_read) return nullptr;
@@ -163,6 +206,7 @@ const JitSymbol* PerfMaps::find(uint32_t pid, uint64_t address, bool final) {
     entry.last_try_ns = now;
   }
   read(pid, entry);
+  if (const JitSymbol* symbol = find_jit_symbol(entry.jitdump.symbols, address)) return symbol;
   return find_jit_symbol(entry.symbols, address);
 }
 
@@ -176,6 +220,11 @@ void PerfMaps::read(uint32_t pid, Entry& entry) {
     if (!opened_now.valid()) return;
     root = opened_now.get();
   }
+  read_perf_map(root, entry);
+  read_jitdump(root, entry);
+}
+
+void PerfMaps::read_perf_map(int root, Entry& entry) {
   const std::string path = "/tmp/perf-" + std::to_string(entry.ns_pid) + ".map";
   gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file_in_root(root, path, path);
   if (!file) return;
@@ -197,6 +246,51 @@ void PerfMaps::read(uint32_t pid, Entry& entry) {
   entry.size = static_cast<uint64_t>(st.st_size);
   entry.inode = st.st_ino;
   entry.mtime_ns = mtime_ns;
+}
+
+
+void PerfMaps::read_jitdump(int root, Entry& entry) {
+  Jitdump& jitdump = entry.jitdump;
+  if (!jitdump.error.empty()) return;  // said once why it stopped; what was read stays
+  const std::string path = jitdump.path.empty() ? "/tmp/jit-" + std::to_string(entry.ns_pid) + ".dump" : jitdump.path;
+  gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file_in_root(root, path, path);
+  if (!file) return;
+  const struct stat& st = file->status;
+  // The process's user's (or root's), as the perf map.
+  if (st.st_uid != 0 && entry.owner.has_value() && st.st_uid != *entry.owner) return;
+  const uint64_t size = std::min<uint64_t>(static_cast<uint64_t>(st.st_size), kMaxJitdumpBytes);
+  if (st.st_ino != jitdump.inode || size < jitdump.parser.consumed()) {
+    // A new file at the path (or one rewritten shorter): start over.
+    const std::string kept_path = jitdump.path;
+    jitdump = Jitdump{};
+    jitdump.path = kept_path;
+    jitdump.inode = st.st_ino;
+  }
+  std::vector<JitdumpEvent> events;
+  std::vector<uint8_t> chunk;
+  // From where the last read stopped, a chunk at a time (a chunk holds the
+  // largest record, so a record that does not fit is not written yet).
+  while (jitdump.parser.consumed() < size && jitdump.parser.error().empty() && !jitdump.parser.closed()) {
+    const uint64_t offset = jitdump.parser.consumed();
+    chunk.resize(static_cast<size_t>(std::min<uint64_t>(size - offset, kJitdumpChunkBytes)));
+    size_t done = 0;
+    while (done < chunk.size()) {
+      const ssize_t n = ::pread(file->fd.get(), chunk.data() + done, chunk.size() - done,
+                                static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    chunk.resize(done);
+    if (jitdump.parser.parse(chunk, events) == 0) break;
+  }
+  if (!jitdump.parser.error().empty()) jitdump.error = path + ": " + jitdump.parser.error();
+  else if (static_cast<uint64_t>(st.st_size) > kMaxJitdumpBytes)
+    jitdump.error = path + ": read up to the limit of " + std::to_string(kMaxJitdumpBytes >> 20) + " MiB";
+  jitdump.found = jitdump.parser.consumed() > 0;
+  if (events.empty()) return;
+  jitdump.code.apply(std::move(events));
+  jitdump.symbols = jitdump.code.symbols();
 }
 
 }  // namespace gsymprof

@@ -1,13 +1,16 @@
 // userspace/process/perf_map.h - names of JIT code from perf maps: the
 // /tmp/perf-PID.map a JIT runtime writes (node --perf-basic-prof, Java
 // agents, Python 3.12+ -X perf, LuaJIT), one "START SIZE NAME" line per
-// compiled function, START and SIZE in hex. Used at record time, so a capture
-// carries the names its JIT frames need (Capture::jit_symbols).
+// compiled function, START and SIZE in hex; and from jitdump files
+// (jitdump.h: node --perf-prof, Python -X perf_jit), which also give lines.
+// Used at record time, so a capture carries the names its JIT frames need
+// (Capture::jit_symbols).
 //
-// The file is written by the profiled process's user: untrusted. It is
+// The files are written by the profiled process's user: untrusted. They are
 // opened inside the process's own root (/proc/PID/root, so containers work,
 // and nothing outside that root is ever followed), non-blocking, regular
-// files only, at most kMaxPerfMapBytes.
+// files only, owned by root or the process's user, at most kMaxPerfMapBytes
+// (kMaxJitdumpBytes).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +22,7 @@
 
 #include "gsym/base/file_io.h"
 #include "userspace/capture/capture.h"
+#include "userspace/process/jitdump.h"
 
 namespace gsymprof {
 
@@ -42,8 +46,14 @@ ParsedPerfMap parse_perf_map(std::string_view text);
 // The symbol holding `address` in sorted, disjoint `symbols`, or nullptr.
 const JitSymbol* find_jit_symbol(const std::vector<JitSymbol>& symbols, uint64_t address);
 
-// The perf maps of the processes of a live session, read when first needed
-// and again when an address is not covered and the file has changed since.
+// Whether `path`'s last component is a jitdump's name (jit-*.dump): what a
+// runtime maps so that perf, and gsymprof, find its dump.
+bool is_jitdump_path(std::string_view path);
+
+// The perf maps and jitdumps of the processes of a live session, read when
+// first needed and again when an address is not covered and the file has
+// changed since (a jitdump from where the last read stopped). Where both
+// name an address the jitdump wins: it has the lines.
 class PerfMaps {
  public:
   explicit PerfMaps(std::string proc_root = "/proc") : proc_root_(std::move(proc_root)) {}
@@ -63,14 +73,30 @@ class PerfMaps {
   // writes its own map at the same path); its root stays open.
   void note_exec(uint32_t pid);
 
-  // Whether a perf map was read for `pid`.
+  // `pid` mapped `path` (in its own mount tree), a jit-*.dump: its jitdump
+  // is read from there rather than from /tmp/jit-PID.dump.
+  void note_jitdump_mapping(uint32_t pid, std::string_view path);
+
+  // Whether a perf map or a jitdump was read for `pid`.
   bool has_map(uint32_t pid) const;
+  // Why `pid`'s jitdump stopped being read ("" = it did not): one line.
+  std::string jitdump_error(uint32_t pid) const;
   uint64_t reads() const { return reads_; }
 
   // Root directories kept open at most (one descriptor each).
   static constexpr size_t kMaxKeptRoots = 256;
 
  private:
+  // A process's jitdump, read as far as it was written.
+  struct Jitdump {
+    std::string path;  // in the process's root ("" = /tmp/jit-PID.dump)
+    uint64_t inode = 0;
+    JitdumpParser parser;
+    JitCodeMap code;
+    std::vector<JitSymbol> symbols;  // code.symbols()
+    bool found = false;
+    std::string error;
+  };
   struct Entry {
     gsym::FileDescriptor root;  // /proc/PID/root, opened while the process lived
     bool root_tried = false;
@@ -82,9 +108,12 @@ class PerfMaps {
     uint64_t size = 0, inode = 0;   // of the file last read
     int64_t mtime_ns = -1;
     int64_t last_try_ns = INT64_MIN / 2;
+    Jitdump jitdump;
   };
   static constexpr int64_t kRetryIntervalNs = 100'000'000;
   void read(uint32_t pid, Entry& entry);
+  void read_perf_map(int root, Entry& entry);
+  void read_jitdump(int root, Entry& entry);
 
   std::string proc_root_;
   std::optional<uint32_t> host_owner_;  // read_gone_processes_from_host

@@ -77,8 +77,12 @@ void print_kernel_stack_counters(const SamplerCounters& counters) {
 // flag that writes one.
 void print_jit_summary(size_t jit_symbols, const JitReport& jit) {
   if (jit.named_samples)
-    std::fprintf(stderr, "gsymprof: JIT code: %" PRIu64 " samples named from perf maps (%zu symbols)\n",
+    std::fprintf(stderr, "gsymprof: JIT code: %" PRIu64 " samples named from perf maps and jitdumps (%zu symbols)\n",
                  jit.named_samples, jit_symbols);
+  // A dump the runtime's user wrote that could not be read to its end.
+  for (const auto& [pid, error] : jit.jitdump_errors)
+    std::fprintf(stderr, "gsymprof: JIT code: jitdump of pid %u read in part: %s\n", pid,
+                 escape_control(error).c_str());
   if (!jit.unnamed_samples) return;
   // The processes with most such samples first, a few per line.
   std::vector<std::pair<uint64_t, uint32_t>> by_samples;
