@@ -9,7 +9,14 @@
  * member a version lacks is not printed (the table holds kPythonAbsent).
  * Unicode state bits are measured by setting each bitfield in a zeroed
  * object and finding the bits that changed, because bitfield order is the
- * compiler's choice. Not part of the build: it needs the target's headers. */
+ * compiler's choice. Not part of the build: it needs the target's headers.
+ *
+ * 3.13 renamed members and dropped _PyCFrame: the thread state holds the
+ * current frame (printed as tstate_cframe, cframe_current_frame absent),
+ * the frame's code is f_executable, its instruction instr_ptr. Its layout
+ * comes from the _Py_DebugOffsets at the start of _PyRuntime: the
+ * debug_offsets_* lines say where in that struct python_runtime.cpp reads
+ * each offset and how big it is, checked against the header too. */
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_code.h>
@@ -46,11 +53,17 @@ int main(void) {
   PRINT("tstate_interp", offsetof(PyThreadState, interp));
   PRINT("tstate_thread_id", offsetof(PyThreadState, thread_id));
   PRINT("tstate_native_thread_id", offsetof(PyThreadState, native_thread_id));
+#if PY_VERSION_HEX < 0x030D0000
   PRINT("tstate_cframe", offsetof(PyThreadState, cframe));
   PRINT("cframe_current_frame", offsetof(_PyCFrame, current_frame));
   PRINT("frame_code", offsetof(_PyInterpreterFrame, f_code));
-  PRINT("frame_previous", offsetof(_PyInterpreterFrame, previous));
   PRINT("frame_prev_instr", offsetof(_PyInterpreterFrame, prev_instr));
+#else
+  PRINT("tstate_cframe", offsetof(PyThreadState, current_frame));
+  PRINT("frame_code", offsetof(_PyInterpreterFrame, f_executable));
+  PRINT("frame_prev_instr", offsetof(_PyInterpreterFrame, instr_ptr));
+#endif
+  PRINT("frame_previous", offsetof(_PyInterpreterFrame, previous));
 #if PY_VERSION_HEX < 0x030C0000
   PRINT("frame_is_entry", offsetof(_PyInterpreterFrame, is_entry));
 #else
@@ -93,5 +106,48 @@ int main(void) {
 
   PRINT("bytes_size", offsetof(PyBytesObject, ob_base.ob_size));
   PRINT("bytes_data", offsetof(PyBytesObject, ob_sval));
+
+#if PY_VERSION_HEX >= 0x030D0000
+  /* Where in _Py_DebugOffsets each offset python_runtime.cpp reads lies. */
+#define DEBUG_OFFSET(name, member) PRINT("debug_offsets_" name, offsetof(_Py_DebugOffsets, member))
+  PRINT("debug_offsets_bytes", sizeof(_Py_DebugOffsets));
+  DEBUG_OFFSET("version", version);
+  DEBUG_OFFSET("free_threaded", free_threaded);
+  DEBUG_OFFSET("runtime_size", runtime_state.size);
+  DEBUG_OFFSET("runtime_interpreters_head", runtime_state.interpreters_head);
+  DEBUG_OFFSET("interp_size", interpreter_state.size);
+  DEBUG_OFFSET("interp_threads_head", interpreter_state.threads_head);
+  DEBUG_OFFSET("tstate_size", thread_state.size);
+  DEBUG_OFFSET("tstate_next", thread_state.next);
+  DEBUG_OFFSET("tstate_interp", thread_state.interp);
+  DEBUG_OFFSET("tstate_current_frame", thread_state.current_frame);
+  DEBUG_OFFSET("tstate_thread_id", thread_state.thread_id);
+  DEBUG_OFFSET("tstate_native_thread_id", thread_state.native_thread_id);
+  DEBUG_OFFSET("frame_size", interpreter_frame.size);
+  DEBUG_OFFSET("frame_previous", interpreter_frame.previous);
+  DEBUG_OFFSET("frame_executable", interpreter_frame.executable);
+  DEBUG_OFFSET("frame_instr_ptr", interpreter_frame.instr_ptr);
+  DEBUG_OFFSET("frame_owner", interpreter_frame.owner);
+  DEBUG_OFFSET("code_size", code_object.size);
+  DEBUG_OFFSET("code_filename", code_object.filename);
+  DEBUG_OFFSET("code_name", code_object.name);
+  DEBUG_OFFSET("code_qualname", code_object.qualname);
+  DEBUG_OFFSET("code_linetable", code_object.linetable);
+  DEBUG_OFFSET("code_firstlineno", code_object.firstlineno);
+  DEBUG_OFFSET("code_adaptive", code_object.co_code_adaptive);
+  DEBUG_OFFSET("object_size", pyobject.size);
+  DEBUG_OFFSET("object_type", pyobject.ob_type);
+  DEBUG_OFFSET("type_size", type_object.size);
+  DEBUG_OFFSET("type_name", type_object.tp_name);
+  DEBUG_OFFSET("type_flags", type_object.tp_flags);
+  DEBUG_OFFSET("bytes_size", bytes_object.size);
+  DEBUG_OFFSET("bytes_ob_size", bytes_object.ob_size);
+  DEBUG_OFFSET("bytes_data", bytes_object.ob_sval);
+  DEBUG_OFFSET("unicode_size", unicode_object.size);
+  DEBUG_OFFSET("unicode_state", unicode_object.state);
+  DEBUG_OFFSET("unicode_length", unicode_object.length);
+  DEBUG_OFFSET("unicode_ascii_size", unicode_object.asciiobject_size);
+#undef DEBUG_OFFSET
+#endif
   return 0;
 }

@@ -64,7 +64,8 @@ PythonStacks::ImagePython PythonStacks::find_runtime(uint32_t image_id) {
       if (image.map_module[i] == static_cast<int32_t>(m))
         bias = load_bias(module.identity.segments, image.maps[i]);
     if (!bias) continue;
-    const PythonLayout* layout = python_layout(symbols.hexversion);
+    // A table (3.11, 3.12), else what the runtime's debug offsets say (3.13).
+    const PythonLayout* layout = python_layout_for(symbols);
     if (!layout || !walkable(*layout) || symbols.eval_size == 0) {
       // Once per process: a version the sampler cannot walk.
       if (!found_.contains(image.pid)) {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <deque>
+#include <mutex>
 #include <string_view>
 
 #include "gsym/convert/elf_handle.h"
@@ -24,22 +26,29 @@ uint64_t decode_unsigned(const uint8_t* bytes, size_t size, bool little_endian) 
   return value;
 }
 
+// `size` bytes of `symbol`'s initial value: its section's bytes in the file
+// (a statically initialized object's); empty when they are not all there.
+std::span<const uint8_t> symbol_bytes(Elf* elf, const GElf_Sym& symbol, uint64_t size) {
+  if (symbol.st_shndx == SHN_UNDEF || symbol.st_shndx >= SHN_LORESERVE) return {};
+  Elf_Scn* section = elf_getscn(elf, symbol.st_shndx);
+  GElf_Shdr header;
+  if (!section || !gelf_getshdr(section, &header)) return {};
+  if (header.sh_type == SHT_NOBITS || (header.sh_flags & SHF_COMPRESSED)) return {};
+  if (symbol.st_value < header.sh_addr || symbol.st_value - header.sh_addr > header.sh_size) return {};
+  const uint64_t offset = symbol.st_value - header.sh_addr;
+  Elf_Data* data = elf_rawdata(section, nullptr);
+  if (!data || !data->d_buf || offset > data->d_size || data->d_size - offset < size) return {};
+  return {static_cast<const uint8_t*>(data->d_buf) + offset, static_cast<size_t>(size)};
+}
+
 // The value of Py_Version (const unsigned long) from its section's bytes in
 // the file; 0 when they are not there.
 uint32_t read_version_value(Elf* elf, const GElf_Sym& symbol) {
   if (symbol.st_size != 4 && symbol.st_size != 8) return 0;
-  Elf_Scn* section = elf_getscn(elf, symbol.st_shndx);
-  GElf_Shdr header;
-  if (!section || !gelf_getshdr(section, &header)) return 0;
-  if (header.sh_type == SHT_NOBITS || (header.sh_flags & SHF_COMPRESSED)) return 0;
-  if (symbol.st_value < header.sh_addr || symbol.st_value - header.sh_addr > header.sh_size) return 0;
-  const uint64_t offset = symbol.st_value - header.sh_addr;
-  Elf_Data* data = elf_rawdata(section, nullptr);
-  if (!data || !data->d_buf || offset > data->d_size || data->d_size - offset < symbol.st_size) return 0;
+  const std::span<const uint8_t> bytes = symbol_bytes(elf, symbol, symbol.st_size);
   const unsigned char* ident = reinterpret_cast<const unsigned char*>(elf_getident(elf, nullptr));
-  if (!ident) return 0;
-  const uint64_t value = decode_unsigned(static_cast<const uint8_t*>(data->d_buf) + offset, symbol.st_size,
-                                         ident[EI_DATA] != ELFDATA2MSB);
+  if (bytes.empty() || !ident) return 0;
+  const uint64_t value = decode_unsigned(bytes.data(), bytes.size(), ident[EI_DATA] != ELFDATA2MSB);
   // PY_VERSION_HEX fits 32 bits; more is not a version.
   return value > UINT32_MAX ? 0 : static_cast<uint32_t>(value);
 }
@@ -47,6 +56,7 @@ uint32_t read_version_value(Elf* elf, const GElf_Sym& symbol) {
 gsym::Expected<std::optional<PythonSymbols>> python_symbols_of(Elf* elf) {
   PythonSymbols found;
   bool have_runtime = false, have_eval = false, have_version = false;
+  GElf_Sym runtime{};
   const size_t symbol_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
   if (symbol_size == 0) return gsym::Error(gsym::ErrorCode::Malformed, "ELF: unknown class");
   for (Elf_Scn* section = elf_nextscn(elf, nullptr); section; section = elf_nextscn(elf, section)) {
@@ -63,6 +73,7 @@ gsym::Expected<std::optional<PythonSymbols>> python_symbols_of(Elf* elf) {
       const std::string_view text(name);
       if (text == "_PyRuntime" && !have_runtime) {
         have_runtime = true;
+        runtime = symbol;
         found.runtime_vaddr = symbol.st_value;
       } else if (text == "_PyEval_EvalFrameDefault" && !have_eval) {
         have_eval = true;
@@ -75,6 +86,15 @@ gsym::Expected<std::optional<PythonSymbols>> python_symbols_of(Elf* elf) {
     }
   }
   if (!have_runtime) return std::optional<PythonSymbols>();
+  // 3.13 publishes its layout at the start of _PyRuntime (x86-64's: a
+  // 64-bit little-endian file, as the debug offsets are read).
+  const unsigned char* ident = reinterpret_cast<const unsigned char*>(elf_getident(elf, nullptr));
+  const bool x86_64_like = ident && ident[EI_CLASS] == ELFCLASS64 && ident[EI_DATA] == ELFDATA2LSB;
+  if ((found.hexversion >> 16) == 0x030d && x86_64_like) {
+    const std::span<const uint8_t> start = symbol_bytes(elf, runtime, kPython313DebugOffsetsBytes);
+    if (!start.empty())
+      found.debug_layout = python_layout_from_debug_offsets(start, found.hexversion, runtime.st_size);
+  }
   return std::optional<PythonSymbols>(found);
 }
 
@@ -163,6 +183,45 @@ constexpr PythonLayout kPython312 = [] {
   l.bytes_data = 32;
   return l;
 }();
+
+// What 3.13's debug offsets do not say, from its headers (measured by
+// tests/tools/python_offsets.c from pyenv's 3.13.0, x86-64; the unit test
+// compares); the rest comes from the debug offsets of the very build.
+constexpr PythonLayout kPython313Rest = [] {
+  PythonLayout l;
+  l.version = 0x030d;
+  // No tstate_current (a thread-local, as in 3.12), no _PyCFrame (the
+  // thread state holds the current frame), no is_entry (C-stack frames).
+  l.frame_owned_by_generator = 1;
+  l.frame_owned_by_cstack = 3;
+  l.var_object_size = 16;        // checked: sizeof(PyObject), PyBytesObject's ob_size
+  l.unicode_compact_size = 56;   // checked: sizeof(PyASCIIObject) + utf8_length + utf8
+  l.unicode_kind_shift = 2;      // after interned (2 bits)
+  l.unicode_compact_shift = 5;
+  l.unicode_ascii_shift = 6;
+  return l;
+}();
+
+// Where 3.13's _Py_DebugOffsets holds what the layout takes: bytes from its
+// start (Include/internal/pycore_runtime.h; tests/tools/python_offsets.c
+// prints them from the header, the unit test compares). Each structure's
+// block starts with its size.
+namespace debug313 {
+constexpr size_t kVersion = 8, kFreeThreaded = 16;
+constexpr size_t kRuntimeSize = 24, kRuntimeInterpretersHead = 40;
+constexpr size_t kInterpSize = 48, kInterpThreadsHead = 72;
+constexpr size_t kTstateSize = 152, kTstateNext = 168, kTstateInterp = 176, kTstateCurrentFrame = 184,
+                 kTstateThreadId = 192, kTstateNativeThreadId = 200;
+constexpr size_t kFrameSize = 224, kFramePrevious = 232, kFrameExecutable = 240, kFrameInstrPtr = 248,
+                 kFrameOwner = 264;
+constexpr size_t kCodeSize = 272, kCodeFilename = 280, kCodeName = 288, kCodeQualname = 296, kCodeLinetable = 304,
+                 kCodeFirstlineno = 312, kCodeAdaptive = 344;
+constexpr size_t kObjectSize = 352, kObjectType = 360;
+constexpr size_t kTypeSize = 368, kTypeName = 376, kTypeFlags = 392;
+constexpr size_t kBytesSize = 512, kBytesObSize = 520, kBytesData = 528;
+constexpr size_t kUnicodeSize = 536, kUnicodeState = 544, kUnicodeLength = 552, kUnicodeAsciiSize = 560;
+static_assert(kUnicodeAsciiSize + 8 <= kPython313DebugOffsetsBytes);
+}  // namespace debug313
 
 // ---- Line tables ----
 
@@ -280,6 +339,137 @@ gsym::Expected<std::optional<PythonSymbols>> read_python_symbols(std::span<const
   gsym::Expected<gsym::ElfHandle> elf = gsym::ElfHandle::from_memory(elf_bytes);
   if (!elf) return elf.error();
   return python_symbols_of(elf->get());
+}
+
+namespace {
+
+// Reads offsets out of _Py_DebugOffsets, each checked to lie within its
+// structure; one that does not spoils the whole (ok() false).
+class DebugOffsets {
+ public:
+  explicit DebugOffsets(std::span<const uint8_t> bytes) : bytes_(bytes) {}
+
+  uint64_t value(size_t position) const { return load_u64(&bytes_[position]); }
+  // A structure's size: not 0, at most `max`.
+  uint64_t size(size_t position, uint64_t max) {
+    const uint64_t size = value(position);
+    if (size == 0 || size > max) ok_ = false;
+    return size;
+  }
+  // The offset of a field `width` bytes wide that lies within the first
+  // `within` bytes of its structure.
+  uint32_t field(size_t position, uint64_t width, uint64_t within) {
+    const uint64_t offset = value(position);
+    if (within < width || offset > within - width) {
+      ok_ = false;
+      return kPythonAbsent;
+    }
+    return static_cast<uint32_t>(offset);
+  }
+  void require(bool condition) { ok_ = ok_ && condition; }
+  bool ok() const { return ok_; }
+
+ private:
+  std::span<const uint8_t> bytes_;
+  bool ok_ = true;
+};
+
+// Bounds on what a 3.13 debug-offsets block may say. _PyRuntimeState and
+// PyInterpreterState are large (3.13.0: 283320 and 194968 bytes); the
+// objects read for naming are small, and their fields within what the
+// namer accepts (kMaxLayoutOffset).
+constexpr uint64_t kMaxRuntimeStateBytes = uint64_t{16} << 20;
+constexpr uint64_t kMaxInterpreterStateBytes = uint64_t{4} << 20;
+constexpr uint64_t kMaxObjectStructBytes = kMaxLayoutOffset;
+// A frame's fields lie before localsplus, within what the sampler reads of
+// each frame (bpf/profile.h PROFILE_PYTHON_FRAME_BYTES, 80).
+constexpr uint64_t kMaxFrameFieldEnd = 72;
+
+}  // namespace
+
+std::optional<PythonLayout> python_layout_from_debug_offsets(std::span<const uint8_t> runtime_start,
+                                                             uint32_t hexversion, uint64_t runtime_size) {
+  using namespace debug313;
+  if (runtime_start.size() < kPython313DebugOffsetsBytes) return std::nullopt;
+  if (std::string_view(reinterpret_cast<const char*>(runtime_start.data()), 8) != "xdebugpy") return std::nullopt;
+  DebugOffsets d(runtime_start.first(kPython313DebugOffsetsBytes));
+  // The layout of _Py_DebugOffsets itself is known for 3.13 final releases
+  // only (3.13.0rc2 added fields; the layout is stable within a minor
+  // version after its release).
+  const uint64_t version = d.value(kVersion);
+  const uint64_t release_level = (version >> 4) & 0xF;
+  if (version > UINT32_MAX || (version >> 16) != 0x030d || release_level != 0xF || (hexversion >> 16) != 0x030d)
+    return std::nullopt;
+  if (d.value(kFreeThreaded) != 0) return std::nullopt;
+
+  PythonLayout l = kPython313Rest;
+  const uint64_t runtime = d.size(kRuntimeSize, kMaxRuntimeStateBytes);
+  d.require(runtime >= kPython313DebugOffsetsBytes && (runtime_size == 0 || runtime == runtime_size));
+  l.runtime_interpreters_head = d.field(kRuntimeInterpretersHead, 8, runtime);
+  const uint64_t interp = d.size(kInterpSize, kMaxInterpreterStateBytes);
+  l.interp_threads_head = d.field(kInterpThreadsHead, 8, interp);
+
+  const uint64_t tstate = d.size(kTstateSize, kMaxObjectStructBytes);
+  l.tstate_next = d.field(kTstateNext, 8, tstate);
+  l.tstate_interp = d.field(kTstateInterp, 8, tstate);
+  l.tstate_cframe = d.field(kTstateCurrentFrame, 8, tstate);  // the current frame itself: no cframe
+  l.tstate_thread_id = d.field(kTstateThreadId, 8, tstate);
+  l.tstate_native_thread_id = d.field(kTstateNativeThreadId, 8, tstate);
+
+  const uint64_t frame = std::min(d.size(kFrameSize, kMaxObjectStructBytes), kMaxFrameFieldEnd);
+  l.frame_previous = d.field(kFramePrevious, 8, frame);
+  l.frame_code = d.field(kFrameExecutable, 8, frame);
+  l.frame_prev_instr = d.field(kFrameInstrPtr, 8, frame);
+  l.frame_owner = d.field(kFrameOwner, 1, frame);
+
+  const uint64_t code = d.size(kCodeSize, kMaxObjectStructBytes);
+  l.code_filename = d.field(kCodeFilename, 8, code);
+  l.code_name = d.field(kCodeName, 8, code);
+  l.code_qualname = d.field(kCodeQualname, 8, code);
+  l.code_linetable = d.field(kCodeLinetable, 8, code);
+  l.code_firstlineno = d.field(kCodeFirstlineno, 4, code);  // int
+  l.code_adaptive = d.field(kCodeAdaptive, 2, code);        // at least one code unit
+
+  const uint64_t object = d.size(kObjectSize, kMaxObjectStructBytes);
+  l.object_type = d.field(kObjectType, 8, object);
+  // A PyVarObject is a PyObject, then ob_size (the table's).
+  d.require(l.var_object_size == object);
+  const uint64_t type = d.size(kTypeSize, kMaxObjectStructBytes);
+  l.type_name = d.field(kTypeName, 8, type);
+  l.type_flags = d.field(kTypeFlags, 8, type);
+
+  const uint64_t bytes = d.size(kBytesSize, kMaxObjectStructBytes);
+  l.bytes_size = d.field(kBytesObSize, 8, bytes);
+  l.bytes_data = d.field(kBytesData, 1, bytes);  // char ob_sval[1]
+  d.require(l.bytes_size == l.var_object_size && l.bytes_data >= l.bytes_size + 8);
+
+  const uint64_t unicode = d.size(kUnicodeSize, kMaxObjectStructBytes);
+  const uint64_t ascii_size = d.value(kUnicodeAsciiSize);
+  // PyCompactUnicodeObject: the PyASCIIObject, then utf8_length and utf8;
+  // a PyUnicodeObject is one of those and a data pointer.
+  d.require(ascii_size + 16 == l.unicode_compact_size && l.unicode_compact_size + 8 <= unicode);
+  l.unicode_ascii_size = static_cast<uint32_t>(std::min<uint64_t>(ascii_size, kPythonAbsent));
+  l.unicode_state = d.field(kUnicodeState, 4, ascii_size);
+  l.unicode_length = d.field(kUnicodeLength, 8, ascii_size);
+  d.require(l.object_type + 8 <= l.unicode_length);  // past the object header
+  if (!d.ok()) return std::nullopt;
+  return l;
+}
+
+const PythonLayout* python_layout_for(const PythonSymbols& symbols) {
+  if (const PythonLayout* table = python_layout(symbols.hexversion)) return table;
+  if (!symbols.debug_layout || symbols.debug_layout->version != symbols.hexversion >> 16) return nullptr;
+  // Layouts handed out are kept for the program's life (callers hold the
+  // pointer): one per distinct layout, and few, or a file crafted to make
+  // many would grow this without end.
+  constexpr size_t kMaxKeptLayouts = 32;
+  static std::mutex mutex;
+  static std::deque<PythonLayout>* kept = new std::deque<PythonLayout>;  // never freed: pointers into it stay valid
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const PythonLayout& layout : *kept)
+    if (layout == *symbols.debug_layout) return &layout;
+  if (kept->size() >= kMaxKeptLayouts) return nullptr;
+  return &kept->emplace_back(*symbols.debug_layout);
 }
 
 const PythonLayout* python_layout(uint32_t hexversion) {

@@ -1,9 +1,11 @@
 // userspace/process/python_runtime.h - CPython frames named from the
 // interpreter's own objects: which module is a CPython runtime (its ELF
 // symbols), where the structures the BPF walk and the naming read lie (a
-// table per minor version, measured from the headers by
-// tests/tools/python_offsets.c), a code object's line table (3.11's format,
-// kept by 3.12), and a cache of code objects read from a live process.
+// table per minor version for 3.11 and 3.12, measured from the headers by
+// tests/tools/python_offsets.c; for 3.13, the _Py_DebugOffsets the
+// interpreter publishes at the start of _PyRuntime), a code object's line
+// table (3.11's format, kept by 3.12 and 3.13), and a cache of code objects
+// read from a live process.
 //
 // The BPF sampler records, per sample of a CPython process, a chain of
 // (code object address, instruction byte offset from co_code_adaptive,
@@ -29,30 +31,15 @@
 
 namespace gsymprof {
 
-// ---- Which module is a CPython runtime ----
-
-struct PythonSymbols {
-  uint64_t runtime_vaddr = 0;              // _PyRuntime's st_value
-  uint64_t eval_vaddr = 0, eval_size = 0;  // _PyEval_EvalFrameDefault's st_value and st_size (0: absent)
-  uint32_t hexversion = 0;                 // Py_Version's value in the file (PY_VERSION_HEX), 0 if absent
-};
-
-// The CPython symbols of an ELF file's .dynsym (where CPython exports them:
-// the executable of a static build such as Debian's python3.11, else
-// libpython3.X.so). nullopt when it defines no _PyRuntime: not a CPython
-// runtime. Errors: the file is not ELF, or libelf cannot read it.
-// `fd` stays the caller's; it is read on demand, never mapped writable.
-gsym::Expected<std::optional<PythonSymbols>> read_python_symbols_fd(int fd);
-gsym::Expected<std::optional<PythonSymbols>> read_python_symbols(std::span<const uint8_t> elf_bytes);
-
 // ---- Where things lie, per minor version ----
 
 // A member this version does not have (3.12: no runtime_tstate_current, no
-// frame_is_entry; 3.11: no frame_owned_by_cstack, unicode_ready_shift is 3.11's only).
+// frame_is_entry; 3.11: no frame_owned_by_cstack, unicode_ready_shift is 3.11's
+// only; 3.13: no cframe_current_frame).
 inline constexpr uint32_t kPythonAbsent = UINT32_MAX;
 
 // Offsets (bytes) into CPython's structures for one minor version on x86-64,
-// from a table, never guessed at run time. The member names are the lines
+// from a table or the interpreter's own debug offsets, never guessed. The member names are the lines
 // tests/tools/python_offsets.c prints.
 struct PythonLayout {
   uint16_t version = 0;  // 0x030b for 3.11
@@ -65,15 +52,16 @@ struct PythonLayout {
   uint32_t tstate_next = kPythonAbsent, tstate_interp = kPythonAbsent;
   uint32_t tstate_thread_id = kPythonAbsent;         // pthread_t
   uint32_t tstate_native_thread_id = kPythonAbsent;  // the kernel's tid
-  uint32_t tstate_cframe = kPythonAbsent;            // PyThreadState.cframe
-  uint32_t cframe_current_frame = kPythonAbsent;     // _PyCFrame.current_frame
-  uint32_t frame_code = kPythonAbsent;               // _PyInterpreterFrame.f_code
+  uint32_t tstate_cframe = kPythonAbsent;            // PyThreadState.cframe (3.13: .current_frame)
+  uint32_t cframe_current_frame = kPythonAbsent;     // _PyCFrame.current_frame (3.13: absent)
+  uint32_t frame_code = kPythonAbsent;               // _PyInterpreterFrame.f_code (3.13: .f_executable)
   uint32_t frame_previous = kPythonAbsent;
-  uint32_t frame_prev_instr = kPythonAbsent;  // _Py_CODEUNIT*: instr_byte_offset = prev_instr - (code + code_adaptive)
+  // _Py_CODEUNIT* (3.13: instr_ptr): instr_byte_offset = prev_instr - (code + code_adaptive)
+  uint32_t frame_prev_instr = kPythonAbsent;
   uint32_t frame_is_entry = kPythonAbsent;    // bool (3.11): the first frame of a _PyEval_EvalFrameDefault call
   uint32_t frame_owner = kPythonAbsent;       // char: FRAME_OWNED_BY_*
   uint32_t frame_owned_by_generator = kPythonAbsent;  // the owner value of a generator's frame
-  // (3.12) The owner value of the entry frame each _PyEval_EvalFrameDefault
+  // (3.12, 3.13) The owner value of the entry frame each _PyEval_EvalFrameDefault
   // call pushes (its code is a trampoline, not the program's).
   uint32_t frame_owned_by_cstack = kPythonAbsent;
   uint32_t code_adaptive = kPythonAbsent;     // PyCodeObject.co_code_adaptive: the instructions
@@ -93,12 +81,64 @@ struct PythonLayout {
   uint32_t unicode_kind_shift = kPythonAbsent, unicode_compact_shift = kPythonAbsent,
            unicode_ascii_shift = kPythonAbsent, unicode_ready_shift = kPythonAbsent;
   uint32_t bytes_size = kPythonAbsent, bytes_data = kPythonAbsent;  // PyBytesObject ob_size, ob_sval
+
+  bool operator==(const PythonLayout&) const = default;
 };
 
 // The layout of CPython `hexversion`'s minor version (3.11, 3.12), or
 // nullptr: no table for it, or an alpha or beta (their structures changed
-// between pre-releases). Release candidates and final releases only.
+// between pre-releases). Release candidates and final releases only. 3.13
+// has no table: its layout comes from its debug offsets (below).
 const PythonLayout* python_layout(uint32_t hexversion);
+
+// sizeof(_Py_DebugOffsets) in CPython 3.13 (Include/internal/
+// pycore_runtime.h): the first bytes of _PyRuntime, where the interpreter
+// publishes its structures' offsets for out-of-process tools.
+inline constexpr size_t kPython313DebugOffsetsBytes = 584;
+
+// The layout of a CPython 3.13 whose _PyRuntime starts with
+// `runtime_start` (at least kPython313DebugOffsetsBytes), whose Py_Version
+// is `hexversion` and whose _PyRuntime symbol is `runtime_size` bytes (its
+// st_size; 0: unknown). The debug offsets give where things lie; what they
+// do not (unicode state bits, sizeof(PyCompactUnicodeObject), the frame
+// owner values, PyVarObject.ob_size) comes from a table for 3.13, checked
+// against the debug offsets where they overlap. nullopt unless: the cookie
+// is "xdebugpy"; the debug offsets' version is a 3.13 final release (their
+// own layout changed until 3.13.0rc2; 3.14's is not verified) with
+// `hexversion`'s major.minor; not free-threaded (another object layout);
+// the runtime's size is `runtime_size`; every structure's size is bounded
+// and every field read lies within its structure, a frame's within the 72
+// bytes the sampler reads before localsplus. A wrong layout would name
+// frames wrongly: when in doubt, none.
+std::optional<PythonLayout> python_layout_from_debug_offsets(std::span<const uint8_t> runtime_start,
+                                                             uint32_t hexversion, uint64_t runtime_size);
+
+// ---- Which module is a CPython runtime ----
+
+struct PythonSymbols {
+  uint64_t runtime_vaddr = 0;              // _PyRuntime's st_value
+  uint64_t eval_vaddr = 0, eval_size = 0;  // _PyEval_EvalFrameDefault's st_value and st_size (0: absent)
+  uint32_t hexversion = 0;                 // Py_Version's value in the file (PY_VERSION_HEX), 0 if absent
+  // 3.13: the layout _PyRuntime's debug offsets give, read from the file
+  // (_PyRuntime is statically initialized: they are its first bytes there);
+  // nullopt for other versions, or when they fail a check.
+  std::optional<PythonLayout> debug_layout{};
+};
+
+// The CPython symbols of an ELF file's .dynsym (where CPython exports them:
+// the executable of a static build such as Debian's python3.11, else
+// libpython3.X.so). nullopt when it defines no _PyRuntime: not a CPython
+// runtime. Errors: the file is not ELF, or libelf cannot read it.
+// `fd` stays the caller's; it is read on demand, never mapped writable.
+gsym::Expected<std::optional<PythonSymbols>> read_python_symbols_fd(int fd);
+gsym::Expected<std::optional<PythonSymbols>> read_python_symbols(std::span<const uint8_t> elf_bytes);
+
+// The layout of CPython runtime `symbols`: its version's table (3.11,
+// 3.12), else the layout its debug offsets gave (3.13); nullptr: neither,
+// its frames stay native. The pointer stays valid for the program's life
+// (debug-offset layouts are kept, one copy per distinct layout, a few
+// dozen at most: past that, nullptr). Thread-safe.
+const PythonLayout* python_layout_for(const PythonSymbols& symbols);
 
 // ---- Line tables (CPython 3.11 Objects/locations.md; 3.12 keeps the format) ----
 

@@ -2,10 +2,12 @@
 // from hand-made and CPython-made tables; code objects named from a
 // synthetic memory image (unreadable, implausible, reused objects, the cache
 // bounds); the layout table compared with the offsets the compiler measures
-// from each CPython's headers (tests/tools/python_offsets.c); and real
-// python3.11 (and 3.12) processes named through process_vm_readv against
-// what the interpreter itself says, every instruction offset of each code
-// object, with the frame walk the BPF sampler makes.
+// from each CPython's headers (tests/tools/python_offsets.c), and 3.13's
+// read from its _Py_DebugOffsets (well-formed and malformed blocks, pyenv's
+// libpython3.13 against its headers); and real python3.11, 3.12 and 3.13
+// processes named through process_vm_readv against what the interpreter
+// itself says, every instruction offset of each code object, with the frame
+// walk the BPF sampler makes.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -23,9 +25,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -202,6 +206,257 @@ TEST_CASE("python line table: malformed tables name no line at all") {
 
 // ---- The namer over a synthetic image ----
 
+// ---- CPython 3.13's _Py_DebugOffsets ----
+namespace {
+
+// A field of 3.13's _Py_DebugOffsets the layout is read from: where it is
+// (its name as tests/tools/python_offsets.c prints it, "debug_offsets_"
+// before; the header test compares the position), its value in pyenv's
+// 3.13.0 (x86-64), the layout member it gives (nullptr: a structure's size
+// or a value only checked) and a change of value that stays in bounds
+// (0: none does), to see that exactly that member follows it.
+struct DebugField {
+  const char* name;
+  size_t position;
+  uint64_t value;
+  uint32_t PythonLayout::* member;
+  int64_t nudge;
+};
+
+const std::vector<DebugField>& debug313_fields() {
+  static const std::vector<DebugField> fields = {
+      {"version", 8, 0x030d00f0, nullptr, 0},
+      {"free_threaded", 16, 0, nullptr, 0},
+      {"runtime_size", 24, 283320, nullptr, 0},
+      {"runtime_interpreters_head", 40, 632, &PythonLayout::runtime_interpreters_head, 8},
+      {"interp_size", 48, 194968, nullptr, 0},
+      {"interp_threads_head", 72, 7344, &PythonLayout::interp_threads_head, 8},
+      {"tstate_size", 152, 304, nullptr, 0},
+      {"tstate_next", 168, 8, &PythonLayout::tstate_next, 8},
+      {"tstate_interp", 176, 16, &PythonLayout::tstate_interp, 8},
+      {"tstate_current_frame", 184, 72, &PythonLayout::tstate_cframe, 8},
+      {"tstate_thread_id", 192, 152, &PythonLayout::tstate_thread_id, 8},
+      {"tstate_native_thread_id", 200, 160, &PythonLayout::tstate_native_thread_id, 8},
+      {"frame_size", 224, 80, nullptr, 0},
+      {"frame_previous", 232, 8, &PythonLayout::frame_previous, 8},
+      {"frame_executable", 240, 0, &PythonLayout::frame_code, 8},
+      {"frame_instr_ptr", 248, 56, &PythonLayout::frame_prev_instr, 8},
+      {"frame_owner", 264, 70, &PythonLayout::frame_owner, 1},
+      {"code_size", 272, 208, nullptr, 0},
+      {"code_filename", 280, 112, &PythonLayout::code_filename, 8},
+      {"code_name", 288, 120, &PythonLayout::code_name, 8},
+      {"code_qualname", 296, 128, &PythonLayout::code_qualname, 8},
+      {"code_linetable", 304, 136, &PythonLayout::code_linetable, 8},
+      {"code_firstlineno", 312, 68, &PythonLayout::code_firstlineno, 4},
+      {"code_adaptive", 344, 200, &PythonLayout::code_adaptive, 4},
+      {"object_size", 352, 16, nullptr, 0},
+      {"object_type", 360, 8, &PythonLayout::object_type, -8},
+      {"type_size", 368, 416, nullptr, 0},
+      {"type_name", 376, 24, &PythonLayout::type_name, 8},
+      {"type_flags", 392, 168, &PythonLayout::type_flags, 8},
+      {"bytes_size", 512, 40, nullptr, 0},
+      {"bytes_ob_size", 520, 16, &PythonLayout::bytes_size, 0},  // is PyVarObject's: checked
+      {"bytes_data", 528, 32, &PythonLayout::bytes_data, 1},
+      {"unicode_size", 536, 64, nullptr, 0},
+      {"unicode_state", 544, 32, &PythonLayout::unicode_state, 4},
+      {"unicode_length", 552, 16, &PythonLayout::unicode_length, 8},
+      {"unicode_ascii_size", 560, 40, &PythonLayout::unicode_ascii_size, 0},  // sets the compact size: checked
+  };
+  return fields;
+}
+
+constexpr uint32_t kPython3130 = 0x030d00f0;
+constexpr uint64_t kRuntimeSize3130 = 283320;
+
+// The start of a 3.13 _PyRuntime: pyenv 3.13.0's debug offsets, the rest
+// of the block (offsets the layout does not take) a filler.
+std::vector<uint8_t> debug_offsets_313() {
+  std::vector<uint8_t> bytes(kPython313DebugOffsetsBytes, 0x5a);
+  std::memcpy(bytes.data(), "xdebugpy", 8);
+  for (const DebugField& field : debug313_fields()) std::memcpy(&bytes[field.position], &field.value, 8);
+  return bytes;
+}
+
+void set_debug_field(std::vector<uint8_t>& bytes, const char* name, uint64_t value) {
+  for (const DebugField& field : debug313_fields())
+    if (std::string_view(field.name) == name) {
+      std::memcpy(&bytes[field.position], &value, 8);
+      return;
+    }
+  FAIL("no debug offsets field ", name);
+}
+
+// 3.13.0's layout, as its headers say (the header test compares).
+PythonLayout expected_layout313() {
+  PythonLayout l;
+  l.version = 0x030d;
+  l.runtime_interpreters_head = 632;
+  l.interp_threads_head = 7344;
+  l.tstate_next = 8;
+  l.tstate_interp = 16;
+  l.tstate_thread_id = 152;
+  l.tstate_native_thread_id = 160;
+  l.tstate_cframe = 72;
+  l.frame_code = 0;
+  l.frame_previous = 8;
+  l.frame_prev_instr = 56;
+  l.frame_owner = 70;
+  l.frame_owned_by_generator = 1;
+  l.frame_owned_by_cstack = 3;
+  l.code_adaptive = 200;
+  l.object_type = 8;
+  l.var_object_size = 16;
+  l.type_name = 24;
+  l.type_flags = 168;
+  l.code_firstlineno = 68;
+  l.code_filename = 112;
+  l.code_name = 120;
+  l.code_qualname = 128;
+  l.code_linetable = 136;
+  l.unicode_length = 16;
+  l.unicode_state = 32;
+  l.unicode_ascii_size = 40;
+  l.unicode_compact_size = 56;
+  l.unicode_kind_shift = 2;
+  l.unicode_compact_shift = 5;
+  l.unicode_ascii_shift = 6;
+  l.bytes_size = 16;
+  l.bytes_data = 32;
+  return l;
+}
+
+// The layout python_layout_for gives a 3.13.0 runtime.
+const PythonLayout& layout313() {
+  static const PythonLayout* layout = [] {
+    PythonSymbols symbols;
+    symbols.hexversion = kPython3130;
+    symbols.debug_layout = python_layout_from_debug_offsets(debug_offsets_313(), kPython3130, kRuntimeSize3130);
+    return python_layout_for(symbols);
+  }();
+  REQUIRE(layout);
+  return *layout;
+}
+
+}  // namespace
+
+TEST_CASE("python debug offsets: 3.13's layout read from its _Py_DebugOffsets, each field from its place") {
+  const std::vector<uint8_t> good = debug_offsets_313();
+  std::optional<PythonLayout> layout = python_layout_from_debug_offsets(good, kPython3130, kRuntimeSize3130);
+  REQUIRE(layout);
+  CHECK(*layout == expected_layout313());
+  CHECK(python_layout_from_debug_offsets(good, kPython3130, 0) == layout);                  // size unknown
+  CHECK(python_layout_from_debug_offsets(good, 0x030d05f0, kRuntimeSize3130) == layout);   // Py_Version 3.13.5
+  std::vector<uint8_t> longer = good;
+  longer.resize(4096, 0xff);  // what follows the block is not read
+  CHECK(python_layout_from_debug_offsets(longer, kPython3130, kRuntimeSize3130) == layout);
+
+  // Each member comes from its own place: a change there moves it alone.
+  for (const DebugField& field : debug313_fields()) {
+    if (!field.member || field.nudge == 0) continue;
+    CAPTURE(field.name);
+    std::vector<uint8_t> bytes = good;
+    set_debug_field(bytes, field.name, field.value + static_cast<uint64_t>(field.nudge));
+    std::optional<PythonLayout> moved = python_layout_from_debug_offsets(bytes, kPython3130, kRuntimeSize3130);
+    REQUIRE(moved);
+    PythonLayout expected = expected_layout313();
+    expected.*field.member = static_cast<uint32_t>(field.value + static_cast<uint64_t>(field.nudge));
+    CHECK(*moved == expected);
+  }
+
+  // python_layout_for: the debug offsets' layout, kept once.
+  PythonSymbols symbols;
+  symbols.hexversion = kPython3130;
+  symbols.debug_layout = layout;
+  const PythonLayout* kept = python_layout_for(symbols);
+  REQUIRE(kept);
+  CHECK(*kept == *layout);
+  CHECK(python_layout_for(symbols) == kept);
+  CHECK(kept == &layout313());
+  PythonSymbols table = symbols;
+  table.hexversion = 0x030c01f0;  // a table's version: the table, whatever else
+  CHECK(python_layout_for(table) == python_layout(0x030c01f0));
+  PythonSymbols mismatched = symbols;
+  mismatched.hexversion = 0x030e00f0;  // 3.14 with a 3.13 layout: none
+  CHECK(!python_layout_for(mismatched));
+  symbols.debug_layout.reset();
+  CHECK(!python_layout_for(symbols));
+}
+
+TEST_CASE("python debug offsets: a wrong cookie, version, build or offset gives no layout") {
+  const std::vector<uint8_t> good = debug_offsets_313();
+  auto refused = [&](std::vector<uint8_t> bytes, const char* why, uint32_t hexversion = kPython3130,
+                     uint64_t runtime_size = kRuntimeSize3130) {
+    CAPTURE(why);
+    CHECK(!python_layout_from_debug_offsets(bytes, hexversion, runtime_size));
+  };
+  auto with = [&](const char* name, uint64_t value) {
+    std::vector<uint8_t> bytes = good;
+    set_debug_field(bytes, name, value);
+    return bytes;
+  };
+  std::vector<uint8_t> cookie = good;
+  cookie[7] = 'Y';
+  refused(cookie, "cookie");
+  refused(std::vector<uint8_t>(good.begin(), good.end() - 1), "one byte short");
+  refused({}, "nothing");
+  refused(good, "Py_Version 3.12", 0x030c01f0);
+  refused(good, "Py_Version 3.14", 0x030e00f0);
+  refused(good, "Py_Version unknown", 0);
+  refused(with("version", 0x030c01f0), "debug offsets of 3.12");
+  refused(with("version", 0x030e00f0), "debug offsets of 3.14: their layout is not known");
+  refused(with("version", 0x030d00c1), "3.13.0rc1: fewer fields");
+  refused(with("version", 0x030d00c3), "a release candidate");
+  refused(with("version", 0x030d00f0 | (uint64_t{1} << 32)), "a version beyond 32 bits");
+  refused(with("free_threaded", 1), "free-threaded: another object layout");
+  refused(good, "another runtime size", kPython3130, kRuntimeSize3130 + 8);
+  refused(with("runtime_size", 100), "a runtime smaller than its debug offsets", kPython3130, 0);
+  refused(with("runtime_size", uint64_t{1} << 40), "a runtime too large", kPython3130, 0);
+  refused(with("runtime_interpreters_head", kRuntimeSize3130 - 7), "past the runtime");
+  refused(with("interp_size", 0), "a structure of no size");
+  refused(with("interp_size", uint64_t{1} << 30), "an interpreter too large");
+  refused(with("interp_threads_head", 194968), "past the interpreter");
+  refused(with("tstate_size", 5000), "a thread state too large");
+  refused(with("tstate_native_thread_id", 300), "past the thread state");
+  refused(with("tstate_current_frame", UINT64_MAX), "-1");
+  refused(with("frame_previous", 65), "a frame field past the 72 bytes read");
+  refused(with("frame_owner", 72), "the owner past the 72 bytes read");
+  refused(with("frame_instr_ptr", 1ull << 63), "huge");
+  refused(with("frame_size", 4), "a frame smaller than its fields");
+  refused(with("code_adaptive", 207), "the instructions past the code object");
+  refused(with("code_firstlineno", 205), "past the code object");
+  refused(with("object_size", 24), "an object header the table's ob_size does not follow");
+  refused(with("object_type", 9), "ob_type past the object header");
+  refused(with("type_flags", 410), "past the type object");
+  refused(with("bytes_ob_size", 24), "bytes' ob_size not PyVarObject's");
+  refused(with("bytes_data", 20), "bytes' data over its size");
+  refused(with("unicode_ascii_size", 48), "a PyASCIIObject the table's compact size does not follow");
+  refused(with("unicode_size", 48), "a PyUnicodeObject smaller than its compact form");
+  refused(with("unicode_state", 38), "the state past the ASCII header");
+  refused(with("unicode_length", 4), "the length inside the object header");
+
+  // Any byte changed: never a crash, and what is accepted keeps the bounds.
+  uint32_t seed = 12345;
+  size_t accepted = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::vector<uint8_t> bytes = good;
+    for (int flips = 0; flips < 1 + round % 3; ++flips) {
+      seed = seed * 1103515245 + 12345;
+      bytes[(seed >> 8) % bytes.size()] ^= static_cast<uint8_t>(1u << ((seed >> 4) % 8));
+    }
+    std::optional<PythonLayout> layout = python_layout_from_debug_offsets(bytes, kPython3130, kRuntimeSize3130);
+    if (!layout) continue;
+    ++accepted;
+    for (uint32_t offset : {layout->frame_code, layout->frame_previous, layout->frame_prev_instr})
+      CHECK(offset + 8 <= 72);
+    CHECK(layout->frame_owner < 72);
+    for (uint32_t offset : {layout->tstate_next, layout->tstate_cframe, layout->tstate_native_thread_id,
+                            layout->code_filename, layout->code_qualname, layout->code_linetable,
+                            layout->code_adaptive, layout->type_name, layout->type_flags, layout->bytes_data})
+      CHECK(offset < 1024);
+  }
+  MESSAGE(accepted, " of 20000 changed blocks accepted (the change where nothing is read, or in bounds)");
+}
+
 namespace {
 
 struct Image {
@@ -219,7 +474,7 @@ const PythonLayout& layout311() {
 }  // namespace
 
 TEST_CASE("python namer: names, lines, the cache, strings of every kind") {
-  for (const PythonLayout* layout : {python_layout(0x030b02f0), python_layout(0x030c01f0)}) {
+  for (const PythonLayout* layout : {python_layout(0x030b02f0), python_layout(0x030c01f0), &layout313()}) {
     REQUIRE(layout);
     CAPTURE(layout->version);
     Image image(*layout);
@@ -494,7 +749,7 @@ TEST_CASE("python namer: the cache is bounded in entries and bytes, least recent
 
 namespace {
 
-// Interpreters to try: Debian's and pyenv's builds of 3.11 and 3.12.
+// Interpreters to try: Debian's and pyenv's builds of `minor` (3.11, 3.12, 3.13).
 std::vector<std::string> interpreters(const std::string& minor) {
   std::vector<std::string> found;
   const char* pyenv = std::getenv("PYENV_ROOT");
@@ -531,6 +786,21 @@ std::string offsets_program() {
                                      std::filesystem::path(__FILE__).parent_path() / "../../tools/python_offsets.c"})
     if (std::filesystem::exists(path)) return path.string();
   return "";
+}
+
+// The CPython runtime of install `root` (pyenv's layout): the executable
+// when it holds _PyRuntime, else libpython; nullopt when neither does.
+std::optional<PythonSymbols> runtime_symbols_of(const std::filesystem::path& root, uint32_t major, uint32_t minor) {
+  const std::string version = std::to_string(major) + "." + std::to_string(minor);
+  for (const std::filesystem::path& file :
+       {root / "bin" / ("python" + version), root / "lib" / ("libpython" + version + ".so.1.0")}) {
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    auto symbols = read_python_symbols_fd(fd);
+    ::close(fd);
+    if (symbols.ok() && *symbols) return **symbols;
+  }
+  return std::nullopt;
 }
 
 // The layout's members by the names python_offsets.c prints.
@@ -585,7 +855,7 @@ TEST_CASE("python layouts: the table is what each CPython's headers say (tests/t
   CHECK(python_layout(0x030b00c1));         // 3.11.0rc1
   CHECK(!python_layout(0x030b00b4));        // 3.11.0b4: structures still changing
   CHECK(!python_layout(0x030a0df0));        // 3.10
-  CHECK(!python_layout(0x030d00f0));        // 3.13
+  CHECK(!python_layout(0x030d00f0));        // 3.13: no table, its debug offsets say
   CHECK(python_layout(0x030c01f0)->version == 0x030c);
 
   const std::string program = offsets_program();
@@ -597,7 +867,7 @@ TEST_CASE("python layouts: the table is what each CPython's headers say (tests/t
     return;
   }
   std::vector<std::string> includes;
-  for (const std::string& minor : {std::string("3.11"), std::string("3.12")}) {
+  for (const std::string& minor : {std::string("3.11"), std::string("3.12"), std::string("3.13")}) {
     if (std::filesystem::exists("/usr/include/python" + minor + "/internal/pycore_frame.h"))
       includes.push_back("/usr/include/python" + minor);
     for (const std::string& python : interpreters(minor)) {
@@ -608,11 +878,11 @@ TEST_CASE("python layouts: the table is what each CPython's headers say (tests/t
     }
   }
   if (includes.empty()) {
-    MESSAGE("skipped: no CPython 3.11 or 3.12 headers (Debian: python3.11-dev)");
+    MESSAGE("skipped: no CPython 3.11, 3.12 or 3.13 headers (Debian: python3.11-dev)");
     return;
   }
   test_files::TempDir dir("python_offsets");
-  size_t measured_311 = 0;
+  size_t measured_311 = 0, measured_313 = 0;
   for (const std::string& include : includes) {
     CAPTURE(include);
     const std::string binary = dir / "offsets";
@@ -626,10 +896,37 @@ TEST_CASE("python layouts: the table is what each CPython's headers say (tests/t
     uint64_t value = 0;
     while (lines >> name >> value) measured[name] = value;
     REQUIRE(measured.count("hexversion"));
-    const PythonLayout* layout = python_layout(static_cast<uint32_t>(measured["hexversion"]));
+    const uint32_t hexversion = static_cast<uint32_t>(measured["hexversion"]);
+    const PythonLayout* layout = python_layout(hexversion);
+    if ((hexversion >> 16) >= 0x030d) {
+      // No table: the layout the runtime next to these headers publishes
+      // (its file's debug offsets), and where python_runtime.cpp reads
+      // each offset in _Py_DebugOffsets, as these headers say.
+      CHECK(!layout);
+      CHECK(measured["debug_offsets_bytes"] == kPython313DebugOffsetsBytes);
+      measured.erase("debug_offsets_bytes");
+      for (const DebugField& field : debug313_fields()) {
+        CAPTURE(field.name);
+        auto it = measured.find(std::string("debug_offsets_") + field.name);
+        REQUIRE(it != measured.end());
+        CHECK(it->second == field.position);
+        measured.erase(it);
+      }
+      const std::filesystem::path install = std::filesystem::path(include).parent_path().parent_path();
+      std::optional<PythonSymbols> symbols = runtime_symbols_of(install, (hexversion >> 24), (hexversion >> 16) & 0xff);
+      if (!symbols) {
+        MESSAGE("skipped: no CPython runtime (bin/python or libpython) in ", install, " for ", include);
+        continue;
+      }
+      CHECK(symbols->hexversion == hexversion);
+      REQUIRE_MESSAGE(symbols->debug_layout, "no layout from the debug offsets of ", install);
+      layout = python_layout_for(*symbols);
+      MESSAGE("3.13 layout read from the debug offsets of the runtime in ", install);
+    }
     REQUIRE(layout);
     CHECK(layout->version == measured["hexversion"] >> 16);
     if (layout->version == 0x030b) ++measured_311;
+    if (layout->version == 0x030d) ++measured_313;
     for (const auto& [member, pointer] : layout_members()) {
       CAPTURE(member);
       auto it = measured.find(member);
@@ -644,6 +941,7 @@ TEST_CASE("python layouts: the table is what each CPython's headers say (tests/t
                                      [&](const auto& m) { return layout->*m.second != kPythonAbsent; })));
   }
   CHECK_MESSAGE(measured_311 > 0, "no 3.11 headers measured");
+  if (measured_313 == 0) MESSAGE("no CPython 3.13 measured (pyenv install 3.13): its debug offsets unchecked");
 }
 
 TEST_CASE("python symbols: not ELF, not a CPython runtime, a truncated file") {
@@ -672,6 +970,48 @@ TEST_CASE("python symbols: not ELF, not a CPython runtime, a truncated file") {
       auto cut = read_python_symbols(std::span<const uint8_t>(bytes.data(), size));
       if (cut.ok() && *cut) CHECK(((*cut)->hexversion == 0 || (*cut)->hexversion == (*whole)->hexversion));
     }
+  }
+  // A 3.13 runtime (its debug offsets read too) cut short, or its
+  // _PyRuntime's first bytes garbled: no crash, the whole layout or none.
+  for (const std::string& python : interpreters("3.13")) {
+    const std::filesystem::path root = std::filesystem::path(python).parent_path().parent_path();
+    std::string file = python;
+    std::vector<uint8_t> bytes = test_files::read_file(file);
+    auto whole = read_python_symbols(bytes);
+    if (whole.ok() && !*whole) {
+      file = (root / "lib" / "libpython3.13.so.1.0").string();
+      bytes = test_files::read_file(file);
+      whole = read_python_symbols(bytes);
+    }
+    CAPTURE(file);
+    REQUIRE(whole.ok());
+    REQUIRE(*whole);
+    REQUIRE((*whole)->debug_layout);
+    for (size_t size : {size_t{0}, size_t{64}, bytes.size() / 2, bytes.size() - 1}) {
+      auto cut = read_python_symbols(std::span<const uint8_t>(bytes.data(), size));
+      if (cut.ok() && *cut && (*cut)->debug_layout) CHECK((*cut)->debug_layout == (*whole)->debug_layout);
+    }
+    // The cookie garbled at _PyRuntime's start: the runtime still, without
+    // a layout. (The file holds the string elsewhere too, which does not
+    // matter: exactly one copy is the block's.)
+    size_t cookies = 0, refused = 0;
+    for (size_t at = 0; at + 8 <= bytes.size(); ++at)
+      if (std::memcmp(&bytes[at], "xdebugpy", 8) == 0) {
+        ++cookies;
+        std::vector<uint8_t> garbled = bytes;
+        garbled[at + 1] = 'D';
+        auto bad = read_python_symbols(garbled);
+        REQUIRE(bad.ok());
+        REQUIRE(*bad);
+        if (!(*bad)->debug_layout) {
+          ++refused;
+          CHECK(!python_layout_for(**bad));
+        } else {
+          CHECK((*bad)->debug_layout == (*whole)->debug_layout);
+        }
+      }
+    CHECK(cookies >= 1);
+    CHECK(refused == 1);
   }
 }
 
@@ -849,6 +1189,7 @@ std::optional<Runtime> find_runtime(uint32_t pid) {
     CHECK((*from_bytes)->eval_vaddr == runtime.symbols.eval_vaddr);
     CHECK((*from_bytes)->eval_size == runtime.symbols.eval_size);
     CHECK((*from_bytes)->hexversion == runtime.symbols.hexversion);
+    CHECK((*from_bytes)->debug_layout == runtime.symbols.debug_layout);
     // Load bias: where the file's offset 0 is mapped, less the first PT_LOAD's page.
     auto image = gsym::ElfImage::open(map.path);
     REQUIRE(image.ok());
@@ -880,11 +1221,13 @@ void check_interpreter(const std::string& python, const std::string& minor) {
   REQUIRE(runtime);
   MESSAGE(python, ": CPython runtime ", runtime->path);
   CHECK(runtime->symbols.hexversion == process.hexversion);
-  CHECK((runtime->symbols.hexversion >> 16) == (minor == "3.11" ? 0x030bu : 0x030cu));
+  CHECK((runtime->symbols.hexversion >> 16) == 0x0300u + std::stoul(minor.substr(2)));
   CHECK(runtime->symbols.runtime_vaddr != 0);
   CHECK(runtime->symbols.eval_vaddr != 0);
   CHECK(runtime->symbols.eval_size > 1000);
-  const PythonLayout* layout = python_layout(runtime->symbols.hexversion);
+  // As the profiler takes it: a table, or (3.13) the debug offsets.
+  CHECK(runtime->symbols.debug_layout.has_value() == (minor == "3.13"));
+  const PythonLayout* layout = python_layout_for(runtime->symbols);
   REQUIRE(layout);
   CHECK(layout->version == runtime->symbols.hexversion >> 16);
 
@@ -943,8 +1286,9 @@ void check_interpreter(const std::string& python, const std::string& minor) {
     // The only thread spins in Python: it holds the GIL.
     CHECK(read_u64(read, runtime_address + layout->runtime_tstate_current) == tstate);
   }
-  const uint64_t cframe = read_u64(read, tstate + layout->tstate_cframe);
-  uint64_t frame = read_u64(read, cframe + layout->cframe_current_frame);
+  // 3.11, 3.12: through the _PyCFrame; 3.13: the thread state holds it.
+  uint64_t frame = read_u64(read, tstate + layout->tstate_cframe);
+  if (layout->cframe_current_frame != kPythonAbsent) frame = read_u64(read, frame + layout->cframe_current_frame);
   std::vector<uint64_t> chain;
   std::vector<uint8_t> entries;
   std::vector<std::optional<PythonFrameName>> names;
@@ -991,4 +1335,13 @@ TEST_CASE("python runtime: real CPython 3.12 processes") {
     return;
   }
   for (const std::string& python : pythons) check_interpreter(python, "3.12");
+}
+
+TEST_CASE("python runtime: real CPython 3.13 processes, their layout from _PyRuntime's debug offsets") {
+  std::vector<std::string> pythons = interpreters("3.13");
+  if (pythons.empty() || ::geteuid() != 0) {
+    MESSAGE("skipped: no python3.13 (pyenv install 3.13), or not root");
+    return;
+  }
+  for (const std::string& python : pythons) check_interpreter(python, "3.13");
 }
