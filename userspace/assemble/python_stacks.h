@@ -43,7 +43,7 @@ struct PythonReport {
   uint64_t samples_unnamed = 0;      // ... kept native: a code object could not be named
   uint64_t samples_cut = 0;          // merged, but deeper than the sampler keeps: cut there
   uint64_t processes = 0;            // CPython processes whose frames were read
-  // Versions seen without a layout table ("3.13"): their frames stay native.
+  // Versions seen without a layout ("3.14"): their frames stay native.
   std::map<std::string, uint64_t> unsupported_versions;  // version -> processes
 };
 
