@@ -314,7 +314,8 @@ std::vector<Hint> summary_hints(const RunSummary& summary) {
     if (pids.size() > 4) which += " and " + std::to_string(pids.size() - 4) + " more";
     if (runtime == "node")
       hints.push_back({"runtime_node", "node (" + which + "): JavaScript frames unnamed: start node with "
-                                       "--perf-basic-prof (names from /tmp/perf-PID.map), and "
+                                       "--perf-basic-prof (names from /tmp/perf-PID.map) or --perf-prof (a "
+                                       "jitdump: names with lines), and "
                                        "--interpreted-frames-native-stack for interpreted frames"});
     else if (runtime == "java")
       hints.push_back({"runtime_java", "Java (" + which + "): JIT frames unnamed: run the JVM with a perf-map "
