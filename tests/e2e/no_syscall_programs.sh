@@ -41,7 +41,11 @@ attached() {
   done
   sleep 1
   # fdinfo of a BPF program fd has prog_id; of a link fd link_id and prog_id.
-  awk '/^(prog_id|link_id):/ { print FILENAME, $1, $2 }' "/proc/$prof/fdinfo/"* > "$WORK/$mode.ids" 2>/dev/null
+  # One awk per fd: a file descriptor closed meanwhile (gsymprof opens and
+  # closes files all along) would end a single awk at that file.
+  for fdinfo in "/proc/$prof/fdinfo/"*; do
+    awk '/^(prog_id|link_id):/ { print FILENAME, $1, $2 }' "$fdinfo" 2>/dev/null
+  done > "$WORK/$mode.ids"
   bpftool -j prog show > "$WORK/$mode.progs.json" 2>/dev/null
   bpftool -j link show > "$WORK/$mode.links.json" 2>/dev/null
   wait "$prof" || { cat "$WORK/$mode.err" >&2; echo "profile $* failed" >&2; return 2; }
