@@ -75,7 +75,7 @@ struct Reader::Impl : detail::Layout {
 
   std::vector<GlobalDataEntry> sections;  // version 2's directory
 
-  Status parse_layout();
+  Status parse_layout(Reader::Index index_kind);  // index_kind: build the lookup index or not
   Status parse_header_v1(DataCursor& c);
   Status parse_header_v2(DataCursor& c);
   Status read_directory_v2(KnownSections& found);
@@ -94,7 +94,7 @@ struct Reader::Impl : detail::Layout {
 // ---------------------------------------------------------------------------
 // Opening
 
-Status Reader::Impl::parse_layout() {
+Status Reader::Impl::parse_layout(Reader::Index index_kind) {
   const uint64_t size = data.size();
   if (size < 4) return Error("not enough data for a GSYM header", 0);
   uint32_t magic;
@@ -134,7 +134,7 @@ Status Reader::Impl::parse_layout() {
                              : " is past the end of the file"),
                    info_table + info_size * i);
   }
-  index.build(*this);
+  if (index_kind == Reader::Index::Build) index.build(*this);
   build_file_strings();
   return {};
 }
@@ -301,10 +301,10 @@ Reader::Reader(Reader&&) noexcept = default;
 Reader& Reader::operator=(Reader&&) noexcept = default;
 Reader::~Reader() = default;
 
-Expected<Reader> Reader::parse(std::span<const uint8_t> bytes) {
+Expected<Reader> Reader::parse(std::span<const uint8_t> bytes, Index index) {
   auto impl = std::make_unique<Impl>();
   impl->data = bytes;
-  if (Status st = impl->parse_layout(); !st) return st.error();
+  if (Status st = impl->parse_layout(index); !st) return st.error();
   return Reader(std::move(impl));
 }
 
@@ -335,7 +335,7 @@ Reader::Load Reader::safe_load(const struct stat& status) {
   return writable_only_by_us(status) ? Load::Map : Load::Read;
 }
 
-Expected<Reader> Reader::from_descriptor(int fd, Load load) {
+Expected<Reader> Reader::from_descriptor(int fd, Load load, Index index) {
   struct stat st;
   if (fstat(fd, &st) != 0) {
     const int err = errno;
@@ -358,7 +358,7 @@ Expected<Reader> Reader::from_descriptor(int fd, Load load) {
     impl->map_size = static_cast<size_t>(st.st_size);
     impl->data = {static_cast<const uint8_t*>(p), impl->map_size};
   }
-  if (Status s = impl->parse_layout(); !s) return s.error();
+  if (Status s = impl->parse_layout(index); !s) return s.error();
   return Reader(std::move(impl));
 }
 

@@ -60,8 +60,14 @@ class Reader {
  public:
   // Reads the whole file into an owned buffer.
   static Expected<Reader> open(const std::string& path);
+  // Whether opening builds the lookup index (lookup_index.h): Build makes
+  // every later lookup fast at the cost of heap about the file's size;
+  // Skip holds none, and lookups take the plain path (the same answers,
+  // slower for long line programs and deep inline trees): for a process
+  // that keeps many files open to look up few addresses in each (an agent).
+  enum class Index : uint8_t { Build, Skip };
   // Borrows `bytes`; they must outlive the Reader and every view it returns.
-  static Expected<Reader> parse(std::span<const uint8_t> bytes);
+  static Expected<Reader> parse(std::span<const uint8_t> bytes, Index index = Index::Build);
   // Maps the file read-only when only root or we can write it (it must not be
   // truncated or rewritten while mapped: write new files atomically instead);
   // reads it whole when anyone else could truncate it.
@@ -69,7 +75,7 @@ class Reader {
   // From an open regular file: read whole into an owned buffer, or mapped.
   // Map only files nobody else can truncate (a truncated mapping is SIGBUS).
   enum class Load : uint8_t { Read, Map };
-  static Expected<Reader> from_descriptor(int fd, Load load);
+  static Expected<Reader> from_descriptor(int fd, Load load, Index index = Index::Build);
   // Map when only root or we can write the file (stat of the open file),
   // else Read: the rule map() follows.
   static Load safe_load(const struct stat& status);

@@ -73,8 +73,10 @@ void add_symbolize_flags(CommandLine& cli, SymbolizeFlags& flags) {
            [&flags] { flags.options.pid_in_comm = true; });
 }
 
-gsym::Expected<GsymLocator> open_locator(const std::vector<std::string>& gsym_dirs) {
+gsym::Expected<GsymLocator> open_locator(const std::vector<std::string>& gsym_dirs, LocatorUse use) {
   LocatorOptions options;
+  options.convert_in_child = use == LocatorUse::Daemon;
+  options.lookup_indexes = use == LocatorUse::Command;
   options.cache_dir = default_cache_dir();
   options.progress = terminal_progress();
   GsymLocator locator(options);

@@ -4,6 +4,7 @@
 // stdout or a file.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,7 +41,12 @@ void add_symbolize_flags(CommandLine& cli, SymbolizeFlags& flags);
 
 // A locator searching `gsym_dirs` in order, then the cache (default_cache_dir).
 // Error: a dir that cannot be indexed (the message names it).
-gsym::Expected<GsymLocator> open_locator(const std::vector<std::string>& gsym_dirs);
+// Who uses it: a command, once (conversions in process, lookup indexes
+// built), or the agent, for days (LocatorOptions::convert_in_child, no
+// lookup_indexes: its memory stays that of what it names).
+enum class LocatorUse : uint8_t { Command, Daemon };
+gsym::Expected<GsymLocator> open_locator(const std::vector<std::string>& gsym_dirs,
+                                         LocatorUse use = LocatorUse::Command);
 
 // The locator's notes, one "gsymprof: note: ..." line each on stderr.
 void print_locator_notes(const GsymLocator& locator);

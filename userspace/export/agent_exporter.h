@@ -33,10 +33,12 @@ struct AgentExporterOptions {
   size_t max_pulls = 4;       // profiles being collected for HTTP at once
   double max_pull_s = 600;    // the longest one
   // Makes the locator anew every `windows_per_locator` windows (empty: one
-  // for the lifetime): a locator keeps every GSYM it opened mapped, and a
-  // host runs new binaries all day. Opened GSYMs stay in the cache.
+  // for the lifetime): a locator keeps every GSYM it opened mapped, and
+  // what it found for every module it was asked about, and a host runs new
+  // binaries all day. Opened GSYMs stay in the cache, and without lookup
+  // indexes (the agent's) opening one again is cheap.
   std::function<GsymLocator()> make_locator;
-  uint64_t windows_per_locator = 60;
+  uint64_t windows_per_locator = 6;
   // ... and sooner once its readers hold this many heap bytes (their lookup
   // indexes): a host that rebuilds big programs all day opened 155 MB of
   // them within ten minutes.

@@ -89,6 +89,23 @@ bool has_local_debug_info(const gsym::OpenFile& elf, const gsym::ConvertOptions&
   return !gsym::find_debug_file(*image, gsym::DebugFileSearch{convert.debug_directories}).empty();
 }
 
+// The bytes a conversion of `elf` reads, about: the ELF, and its separate
+// debug file when it has no DWARF of its own (the converter's heap grows
+// with the DWARF).
+uint64_t conversion_input_bytes(const gsym::OpenFile& elf, const gsym::ConvertOptions& convert) {
+  uint64_t bytes = static_cast<uint64_t>(elf.status.st_size);
+  std::string debug_file = convert.debug_file;
+  if (debug_file.empty() && convert.search_debug_file) {
+    gsym::Expected<gsym::ElfImage> image =
+        gsym::ElfImage::open(descriptor_path(elf.fd.get()), {}, convert.known_as);
+    if (image && !image->has_dwarf())
+      debug_file = gsym::find_debug_file(*image, gsym::DebugFileSearch{convert.debug_directories});
+  }
+  struct stat status {};
+  if (!debug_file.empty() && ::stat(debug_file.c_str(), &status) == 0) bytes += static_cast<uint64_t>(status.st_size);
+  return bytes;
+}
+
 }  // namespace
 
 struct GsymLocator::State {
@@ -98,6 +115,10 @@ struct GsymLocator::State {
   LocatorOptions options;
   std::vector<std::string> notes;
   GsymCache cache;  // says what it skips in `notes`
+
+  gsym::Reader::Index index_kind() const {
+    return options.lookup_indexes ? gsym::Reader::Index::Build : gsym::Reader::Index::Skip;
+  }
 
   // A reader and the bytes it borrows (when not mapped); never moved once
   // created so handed-out pointers stay valid.
@@ -155,7 +176,7 @@ struct GsymLocator::State {
   const gsym::Reader* load_matching(const gsym::OpenFile& file, const std::string& path,
                                     const BuildId& id, std::string& problem) {
     gsym::Expected<gsym::Reader> reader =
-        gsym::Reader::from_descriptor(file.fd.get(), gsym::Reader::safe_load(file.status));
+        gsym::Reader::from_descriptor(file.fd.get(), gsym::Reader::safe_load(file.status), index_kind());
     if (!reader) {
       problem = path + ": " + reader.error().to_string();
       return nullptr;
@@ -288,8 +309,8 @@ struct GsymLocator::State {
 
   // The converter's output, checked: it parses and carries the header build
   // ID a GSYM of `id` must carry. Else nullopt and `out` says why.
-  static std::optional<gsym::Reader> parse_converted(const BuildId& id, std::span<const uint8_t> bytes, Outcome& out) {
-    gsym::Expected<gsym::Reader> reader = gsym::Reader::parse(bytes);
+  std::optional<gsym::Reader> parse_converted(const BuildId& id, std::span<const uint8_t> bytes, Outcome& out) const {
+    gsym::Expected<gsym::Reader> reader = gsym::Reader::parse(bytes, index_kind());
     if (!reader) {
       out.reason = no_gsym_for(id) + "; conversion failed: output does not parse: " + reader.error().to_string();
       return std::nullopt;
@@ -359,8 +380,11 @@ struct GsymLocator::State {
     std::optional<DebuginfodClient::Found> fetched_debuginfo;
     if (ask_for_debuginfo) fetched_debuginfo = fetch_debuginfo(id, convert_options, source.debuginfod_note);
     gsym::ConvertStats stats;
+    const bool in_child = options.convert_in_child &&
+                          conversion_input_bytes(file, convert_options) >= options.child_min_input_bytes;
     gsym::Expected<std::vector<uint8_t>> bytes =
-        gsym::convert_elf(descriptor_path(file.fd.get()), convert_options, &stats);
+        in_child ? convert_elf_in_child(file.fd.get(), convert_options, &stats, options.child)
+                 : gsym::convert_elf(descriptor_path(file.fd.get()), convert_options, &stats);
     if (!bytes) {
       say_failed(id, bytes.error(), !fetched_debuginfo && !has_local_debug_info(file, convert_options), "", out);
       if (shareable) cache.remember_failure(id, bytes.error());
@@ -374,6 +398,22 @@ struct GsymLocator::State {
     publish(id, owned, stats, file, local_path, fetched_debuginfo, out);
     const std::string& said = source.debuginfod_note;
     if (!said.empty()) out.note = out.note.empty() ? said : said + "; " + out.note;
+    // Cached, without lookup indexes (the agent): served from the cache
+    // file, mapped, as a later run would be, so its pages are the file's
+    // (release_pages drops them between windows) rather than heap the
+    // allocator may keep. Cheap without an index to build again.
+    if (!out.gsym_path.empty() && !options.lookup_indexes) {
+      reader.reset();  // its index goes before the mapped reader builds its own
+      if (std::optional<gsym::OpenFile> cached = cache.open_gsym(id)) {
+        std::string problem;
+        if (const gsym::Reader* mapped = load_matching(*cached, out.gsym_path, id, problem)) {
+          out.reader = mapped;
+          return out;
+        }
+      }
+      reader = parse_converted(id, owned, out);  // parsed once already: cannot fail
+      if (!reader) return out;
+    }
     // The reader borrows `owned`; the heap buffer does not move with the vector.
     out.reader = keep(std::move(owned), std::move(*reader));
     return out;
@@ -415,7 +455,7 @@ gsym::Status GsymLocator::add_gsym_dir(const std::string& dir) {
     // Mapping only parses the header and checks section bounds: cheap. A
     // file others may truncate is read whole instead and kept.
     const gsym::Reader::Load load = gsym::Reader::safe_load(file->status);
-    gsym::Expected<gsym::Reader> reader = gsym::Reader::from_descriptor(file->fd.get(), load);
+    gsym::Expected<gsym::Reader> reader = gsym::Reader::from_descriptor(file->fd.get(), load, state_->index_kind());
     if (!reader) {
       state_->notes.push_back("skipped " + path + ": " + reader.error().to_string());
       continue;
@@ -438,7 +478,7 @@ gsym::Status GsymLocator::add_gsym_dir(const std::string& dir) {
 
 gsym::Status GsymLocator::add_gsym_bytes(std::vector<uint8_t> bytes, const std::string& name) {
   gsym::Expected<gsym::Reader> reader =
-      gsym::Reader::parse(std::span<const uint8_t>(bytes.data(), bytes.size()));
+      gsym::Reader::parse(std::span<const uint8_t>(bytes.data(), bytes.size()), state_->index_kind());
   if (!reader) return reader.error().prefixed(name + ": ");
   BuildId id = build_id_of(*reader);
   if (id.empty()) return gsym::Error(name + ": no build ID in its header");

@@ -68,6 +68,7 @@
 #include "gsym/convert/convert.h"
 #include "gsym/base/expected.h"
 #include "gsym/reader/reader.h"
+#include "userspace/symbolize/child_conversion.h"
 #include "userspace/symbolize/progress.h"
 #include "userspace/base/build_id.h"
 
@@ -82,6 +83,22 @@ struct LocatorOptions {
   gsym::ConvertOptions convert; // for conversions (threads, debug dirs, ...)
   bool use_debuginfod = true;   // ask debuginfod when DEBUGINFOD_URLS is set
   ProgressFn progress;          // downloads report here (none: silent)
+  // Convert in a child process (child_conversion.h) instead of in this one:
+  // for a daemon (the agent), whose allocator would otherwise keep the
+  // converter's transient heap (hundreds of MB for a large binary's DWARF).
+  // One-shot commands convert in process.
+  bool convert_in_child = false;
+  ChildConversionOptions child;  // with convert_in_child: binary, timeout
+  // With convert_in_child, inputs (the ELF, and its separate debug file when
+  // it has no DWARF) smaller than this convert in process all the same: a
+  // child costs an exec, more than their heap is worth, and a host's first
+  // window has a hundred of them.
+  uint64_t child_min_input_bytes = uint64_t{8} << 20;
+  // The readers' lookup indexes (gsym::Reader::Index): on for commands that
+  // look up many addresses once; off for a daemon that keeps every module
+  // of a host open to look up a few addresses of each per window, where the
+  // indexes were most of its heap (60 MB on a busy host).
+  bool lookup_indexes = true;
 };
 
 enum class GsymOrigin : uint8_t {

@@ -862,3 +862,19 @@ TEST_CASE("reader: open and map read files; errors name the problem") {
   CHECK(gsym::Error("bad", 0x1c).to_string() == "bad at offset 0x1c");
   CHECK(gsym::Error("bad").to_string() == "bad");
 }
+
+TEST_CASE("reader: without the lookup index, the same answers and no heap for it") {
+  const Bytes llvm = llvm_written_fixture();
+  for (const Bytes* bytes : {&kTiny, &llvm}) {
+    if (bytes->empty()) {
+      MESSAGE("gcc or llvm-gsymutil missing: LLVM-written part skipped");
+      continue;
+    }
+    gsym::Reader indexed = parse_ok(*bytes);
+    auto plain = gsym::Reader::parse(*bytes, gsym::Reader::Index::Skip);
+    REQUIRE(plain.ok());
+    CHECK(render_all(*plain) == render_all(indexed));
+    CHECK(plain->memory_bytes() == 0);  // parse borrows the bytes
+  }
+  if (!llvm.empty()) CHECK(parse_ok(llvm).memory_bytes() > 0);
+}
