@@ -1,17 +1,10 @@
 #include "userspace/assemble/python_stacks.h"
 
-#include <time.h>
-
+#include "userspace/base/monotonic_clock.h"
 #include "userspace/process/normalize.h"
 
 namespace gsymprof {
 namespace {
-
-uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 std::string version_name(uint32_t hexversion) {
   return std::to_string(hexversion >> 24) + "." + std::to_string((hexversion >> 16) & 0xff);

@@ -16,12 +16,6 @@
 
 namespace gsymprof {
 
-uint64_t monotonic_ns() {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
-}
-
 namespace {
 
 constexpr uint32_t kProtRead = 1, kProtWrite = 2;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "gsym/base/expected.h"
+#include "userspace/base/monotonic_clock.h"
 #include "userspace/perf_data/perf_data_reader.h"
 #include "userspace/events/events.h"
 
@@ -102,8 +103,5 @@ class PerfSideband {
   std::vector<uint8_t> wrapped_;  // a record split by the ring's end
   uint64_t lost_ = 0, bad_records_ = 0;
 };
-
-// The CLOCK_MONOTONIC time in nanoseconds (bpf_ktime_get_ns's clock).
-uint64_t monotonic_ns();
 
 }  // namespace gsymprof
