@@ -7,6 +7,9 @@ set -eu
 # dependencies), busybox-static and cpio: the kernel matrix (tests/kernels/).
 # cppcheck: the dead-function check (tests/checks/unused_functions.sh).
 # python3-venv: the venv py-spy is installed into (tests/e2e/profile_python.sh).
+# python3.11, python3.11-dev: Debian 12's CPython, profiled by profile_python.sh,
+# and its headers, which the unit tests compile tests/tools/python_offsets.c
+# against to check the layout table.
 PACKAGES="
 build-essential make pkg-config git
 clang llvm lld libclang-rt-14-dev cppcheck
@@ -22,7 +25,7 @@ libc6-dbg
 procps linux-perf
 nodejs
 dwz
-zstd python3 python3-venv
+zstd python3 python3-venv python3.11 python3.11-dev
 qemu-system-x86 busybox-static cpio
 "
 # Extra packages only the benchmarks need (make bench passes --bench).
