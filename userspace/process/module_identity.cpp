@@ -52,6 +52,8 @@ gsym::Expected<ModuleIdentity> read_identity(Elf* elf) {
     }
   }
   if (identity.segments.empty()) return gsym::Error("no PT_LOAD segments");
+  // A symbol table that cannot be read only means no Python frames.
+  if (auto python = read_python_symbols(elf); python) identity.python = *python;
   return identity;
 }
 
@@ -65,7 +67,6 @@ gsym::Expected<ModuleIdentity> read_module_identity(std::span<const uint8_t> elf
   gsym::Expected<ModuleIdentity> identity = read_identity(elf->get());
   if (!identity) return identity;
   if (gsym::Expected<BuildId> id = read_elf_identity(elf_bytes); id) identity->build_id = std::move(*id);
-  if (auto python = read_python_symbols(elf_bytes); python) identity->python = *python;
   return identity;
 }
 
@@ -82,9 +83,6 @@ gsym::Expected<ModuleIdentity> read_module_identity_fd(int fd) {
   // empty identity, said where it is used ("no build ID").
   gsym::Expected<BuildId> id = read_elf_identity_fd(fd, "module");
   if (id) identity->build_id = std::move(*id);
-  // A module that is not ELF enough for this was refused above; a symbol
-  // table it cannot read only means no Python frames.
-  if (auto python = read_python_symbols_fd(fd); python) identity->python = *python;
   return identity;
 }
 

@@ -327,6 +327,8 @@ enum class TypeKind : uint8_t { Str, Bytes, Code };
 
 // ---- Public: symbols, layouts, line tables ----
 
+gsym::Expected<std::optional<PythonSymbols>> read_python_symbols(Elf* elf) { return python_symbols_of(elf); }
+
 gsym::Expected<std::optional<PythonSymbols>> read_python_symbols_fd(int fd) {
   struct stat status {};
   if (::fstat(fd, &status) != 0) return gsym::Error::from_errno(errno, "python runtime: fstat");

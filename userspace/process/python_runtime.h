@@ -18,6 +18,8 @@
 // table do not hold together: a wrong name is worse than no name.
 #pragma once
 
+#include <libelf.h>
+
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -131,6 +133,8 @@ struct PythonSymbols {
 // runtime. Errors: the file is not ELF, or libelf cannot read it.
 // `fd` stays the caller's; it is read on demand, never mapped writable.
 gsym::Expected<std::optional<PythonSymbols>> read_python_symbols_fd(int fd);
+// The same from an ELF libelf has open (module identity reads it once).
+gsym::Expected<std::optional<PythonSymbols>> read_python_symbols(Elf* elf);
 gsym::Expected<std::optional<PythonSymbols>> read_python_symbols(std::span<const uint8_t> elf_bytes);
 
 // The layout of CPython runtime `symbols`: its version's table (3.11,

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/jit_symbols_text.h"
 #include "tests/unit/test_files.h"
 #include "userspace/process/jitdump.h"
 #include "userspace/process/perf_map.h"
@@ -111,17 +112,6 @@ struct DumpBuilder {
 };
 
 ParsedJitdump parse(const std::vector<uint8_t>& bytes) { return parse_jitdump(bytes); }
-
-std::string describe(const std::vector<JitSymbol>& symbols) {
-  std::string out;
-  for (const JitSymbol& s : symbols) {
-    char line[64];
-    std::snprintf(line, sizeof line, "%llx-%llx ", static_cast<unsigned long long>(s.start),
-                  static_cast<unsigned long long>(s.end));
-    out += line + s.name + "\n";
-  }
-  return out;
-}
 
 // Every record kind, V8's way of writing debug rows (0x40 past the code).
 DumpBuilder every_kind(bool swapped) {

@@ -10,23 +10,13 @@
 #include <fstream>
 #include <string>
 
+#include "tests/support/jit_symbols_text.h"
 #include "tests/unit/test_files.h"
 #include "userspace/process/perf_map.h"
 
 using namespace gsymprof;
 
 namespace {
-
-std::string describe(const std::vector<JitSymbol>& symbols) {
-  std::string out;
-  for (const JitSymbol& s : symbols) {
-    char line[64];
-    std::snprintf(line, sizeof line, "%llx-%llx ", static_cast<unsigned long long>(s.start),
-                  static_cast<unsigned long long>(s.end));
-    out += line + s.name + "\n";
-  }
-  return out;
-}
 
 void write_text(const std::string& path, const std::string& text, bool append = false) {
   std::ofstream(path, append ? std::ios::app : std::ios::trunc) << text;
