@@ -58,10 +58,7 @@ void add_session_flags(CommandLine& cli, AgentSessionOptions& session, AgentFlag
             [&session](const std::string& path) { session.cgroup = path; });
   cli.section("windows and labels");
   cli.value("--window", "SECONDS", "seconds per exported profile (default 10, 1 to 3600)", [&flags](const std::string& v) {
-    auto seconds = parse_unsigned<uint32_t>(v);
-    if (!seconds || *seconds < 1 || *seconds > 3600)
-      throw UsageError("--window: seconds from 1 to 3600, not '" + v + "'");
-    flags.window_s = *seconds;
+    flags.window_s = parse_flag_number<uint32_t>("--window", v, "seconds", 1, 3600);
   });
   cli.value("--service-name", "NAME", "service.name of every sample", [&session](const std::string& v) { session.service_name = v; });
   cli.value("--service-env", "VAR",
@@ -84,14 +81,10 @@ void add_export_flags(CommandLine& cli, AgentFlags& flags) {
             [&flags](const std::string& v) { flags.listen = v; });
   cli.path("--output-dir", "DIR", "write one gzipped pprof per window into DIR (made private, 0700)", flags.output_dir);
   cli.value("--output-max-files", "N", "--output-dir keeps the newest N files (default 360)", [&flags](const std::string& v) {
-    auto n = parse_unsigned<uint32_t>(v);
-    if (!n || *n < 1) throw UsageError("--output-max-files: a number of files, at least 1, not '" + v + "'");
-    flags.output_max_files = *n;
+    flags.output_max_files = parse_flag_number<uint32_t>("--output-max-files", v, "a number of files", 1);
   });
   cli.value("--output-max-bytes", "N", "--output-dir keeps at most N bytes (default 536870912)", [&flags](const std::string& v) {
-    auto n = parse_unsigned<uint64_t>(v);
-    if (!n || *n < 4096) throw UsageError("--output-max-bytes: bytes, at least 4096, not '" + v + "'");
-    flags.output_max_bytes = *n;
+    flags.output_max_bytes = parse_flag_number<uint64_t>("--output-max-bytes", v, "bytes", 4096);
   });
   cli.value("--otlp-endpoint", "HOST:PORT", "send each window as OTLP Profiles to this OpenTelemetry Collector or backend",
             [&flags](const std::string& v) { flags.otlp.endpoint = v; });
@@ -109,9 +102,7 @@ void add_export_flags(CommandLine& cli, AgentFlags& flags) {
            flags.otlp.spool_dir);
   cli.value("--spool-max-bytes", "N", "the spool keeps at most N bytes, the oldest windows dropped first (default 67108864)",
             [&flags](const std::string& v) {
-              auto n = parse_unsigned<uint64_t>(v);
-              if (!n || *n < 4096) throw UsageError("--spool-max-bytes: bytes, at least 4096, not '" + v + "'");
-              flags.otlp.spool_max_bytes = *n;
+              flags.otlp.spool_max_bytes = parse_flag_number<uint64_t>("--spool-max-bytes", v, "bytes", 4096);
             });
   cli.example("the whole host at 19 Hz, pulled by go tool pprof or Parca",
               "sudo gsymprof agent --listen 127.0.0.1:8787")

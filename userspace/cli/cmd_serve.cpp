@@ -38,10 +38,30 @@ constexpr const char* kEpilogue =
     "request names a file. Bind a public --listen only on a trusted network:\n"
     "anyone who reaches it may upload files (up to --max-upload-bytes each).\n";
 
-uint64_t parse_bytes(const std::string& flag, const std::string& value, uint64_t minimum) {
-  auto n = parse_unsigned<uint64_t>(value);
-  if (!n || *n < minimum) throw UsageError(flag + ": bytes, at least " + std::to_string(minimum) + ", not '" + value + "'");
-  return *n;
+// The flags of section "limits": sizes, threads, time, open files.
+void add_limit_flags(CommandLine& cli, ServeOptions& options) {
+  cli.section("limits");
+  cli.value("--max-request-bytes", "N",
+            "the largest pprof or OTLP body taken (default 33554432; a gzipped pprof may inflate to 8 times that)",
+            [&options](const std::string& v) {
+              options.max_request_bytes = parse_flag_number<uint64_t>("--max-request-bytes", v, "bytes", 1024);
+            });
+  cli.value("--max-upload-bytes", "N", "the largest file uploaded or fetched (default 2147483648)",
+            [&options](const std::string& v) {
+              options.max_upload_bytes = parse_flag_number<uint64_t>("--max-upload-bytes", v, "bytes", 1024);
+              options.store.max_file_bytes = options.max_upload_bytes;
+            });
+  cli.value("--threads", "N", "requests served at once (HTTP workers, gRPC threads; default 8)", [&options](const std::string& v) {
+    options.threads = parse_flag_number<uint32_t>("--threads", v, "a number", 1, 256);
+  });
+  cli.value("--deadline-ms", "MS", "name frames for at most MS per request, leave the rest as they came (default 10000)",
+            [&options](const std::string& v) {
+              options.deadline = std::chrono::milliseconds(parse_flag_number<uint32_t>("--deadline-ms", v, "milliseconds", 1));
+            });
+  cli.value("--open-gsyms", "N", "GSYM files kept open (default 64; the least recently used is closed)",
+            [&options](const std::string& v) {
+              options.store.open_gsyms = parse_flag_number<uint32_t>("--open-gsyms", v, "a number", 1);
+            });
 }
 
 }  // namespace
@@ -76,32 +96,7 @@ int cmd_serve(int argc, char** argv) {
             });
   cli.flag("--forward-insecure", "to --forward in plaintext, without TLS", [&options] { options.forward.insecure = true; });
   cli.path("--forward-ca", "FILE", "TLS to --forward: trust the CA certificates in this PEM file", options.forward.ca_file);
-  cli.section("limits");
-  cli.value("--max-request-bytes", "N",
-            "the largest pprof or OTLP body taken (default 33554432; a gzipped pprof may inflate to 8 times that)",
-            [&options](const std::string& v) { options.max_request_bytes = parse_bytes("--max-request-bytes", v, 1024); });
-  cli.value("--max-upload-bytes", "N", "the largest file uploaded or fetched (default 2147483648)",
-            [&options](const std::string& v) {
-              options.max_upload_bytes = parse_bytes("--max-upload-bytes", v, 1024);
-              options.store.max_file_bytes = options.max_upload_bytes;
-            });
-  cli.value("--threads", "N", "requests served at once (HTTP workers, gRPC threads; default 8)", [&options](const std::string& v) {
-    auto n = parse_unsigned<uint32_t>(v);
-    if (!n || *n < 1 || *n > 256) throw UsageError("--threads: 1 to 256, not '" + v + "'");
-    options.threads = *n;
-  });
-  cli.value("--deadline-ms", "MS", "name frames for at most MS per request, leave the rest as they came (default 10000)",
-            [&options](const std::string& v) {
-              auto n = parse_unsigned<uint32_t>(v);
-              if (!n || *n < 1) throw UsageError("--deadline-ms: milliseconds, at least 1, not '" + v + "'");
-              options.deadline = std::chrono::milliseconds(*n);
-            });
-  cli.value("--open-gsyms", "N", "GSYM files kept open (default 64; the least recently used is closed)",
-            [&options](const std::string& v) {
-              auto n = parse_unsigned<uint32_t>(v);
-              if (!n || *n < 1) throw UsageError("--open-gsyms: a number, at least 1, not '" + v + "'");
-              options.store.open_gsyms = *n;
-            });
+  add_limit_flags(cli, options);
   cli.example("a local service over a GSYM store",
               "gsymprof serve --listen 127.0.0.1:8788 --gsym-dir /srv/gsym")
       .example("name a pprof",

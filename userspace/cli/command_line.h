@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -20,6 +21,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "userspace/base/parse_number.h"
 
 namespace CLI {
 class App;
@@ -32,6 +35,20 @@ namespace gsymprof {
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// A flag's number from `minimum` to `maximum`, else a UsageError:
+// "FLAG: WHAT, at least MIN, not 'VALUE'" (no maximum) or
+// "FLAG: WHAT from MIN to MAX, not 'VALUE'".
+template <typename T>
+T parse_flag_number(const std::string& flag, const std::string& value, const std::string& what, T minimum,
+                    T maximum = std::numeric_limits<T>::max()) {
+  std::optional<T> n = parse_unsigned<T>(value);
+  if (n && *n >= minimum && *n <= maximum) return *n;
+  const std::string range = maximum == std::numeric_limits<T>::max()
+                                ? ", at least " + std::to_string(minimum)
+                                : " from " + std::to_string(minimum) + " to " + std::to_string(maximum);
+  throw UsageError(flag + ": " + what + range + ", not '" + value + "'");
+}
 
 class CommandLine {
  public:

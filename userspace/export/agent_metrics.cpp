@@ -18,25 +18,31 @@ std::string number(uint64_t value) { return std::to_string(value); }
 
 // CPU seconds (utime + stime) and resident bytes of this process, from
 // /proc/self/stat (fields 14, 15 and 24 after the command's ')').
-void own_cpu_and_memory(double* cpu_seconds, uint64_t* rss_bytes) {
-  *cpu_seconds = 0;
-  *rss_bytes = 0;
+void append_own_usage(std::string& out, const char* who) {
+  double cpu_seconds = 0;
+  uint64_t rss_bytes = 0;
   auto stat = read_pseudo_file("/proc/self/stat", 4096);
-  if (!stat) return;
-  const size_t paren = stat->rfind(')');
-  if (paren == std::string::npos) return;
-  std::istringstream fields(stat->substr(paren + 1));
-  std::string field;
-  uint64_t utime = 0, stime = 0, rss_pages = 0;
-  // After ')': state is field 3; utime 14, stime 15, rss 24.
-  for (int n = 3; n <= 24 && fields >> field; ++n) {
-    if (n == 14) utime = std::strtoull(field.c_str(), nullptr, 10);
-    if (n == 15) stime = std::strtoull(field.c_str(), nullptr, 10);
-    if (n == 24) rss_pages = std::strtoull(field.c_str(), nullptr, 10);
+  const size_t paren = stat ? stat->rfind(')') : std::string::npos;
+  if (paren != std::string::npos) {
+    std::istringstream fields(stat->substr(paren + 1));
+    std::string field;
+    uint64_t utime = 0, stime = 0, rss_pages = 0;
+    // After ')': state is field 3; utime 14, stime 15, rss 24.
+    for (int n = 3; n <= 24 && fields >> field; ++n) {
+      if (n == 14) utime = std::strtoull(field.c_str(), nullptr, 10);
+      if (n == 15) stime = std::strtoull(field.c_str(), nullptr, 10);
+      if (n == 24) rss_pages = std::strtoull(field.c_str(), nullptr, 10);
+    }
+    const long ticks = ::sysconf(_SC_CLK_TCK), page = ::sysconf(_SC_PAGESIZE);
+    if (ticks > 0) cpu_seconds = static_cast<double>(utime + stime) / static_cast<double>(ticks);
+    if (page > 0) rss_bytes = rss_pages * static_cast<uint64_t>(page);
   }
-  const long ticks = ::sysconf(_SC_CLK_TCK), page = ::sysconf(_SC_PAGESIZE);
-  if (ticks > 0) *cpu_seconds = static_cast<double>(utime + stime) / static_cast<double>(ticks);
-  if (page > 0) *rss_bytes = rss_pages * static_cast<uint64_t>(page);
+  const std::string cpu_help = std::string("The ") + who + "'s own user and system CPU time.";
+  const std::string rss_help = std::string("The ") + who + "'s resident memory.";
+  prometheus_metric(out, "gsymprof_process_cpu_seconds_total", "counter", cpu_help.c_str());
+  prometheus_sample(out, "gsymprof_process_cpu_seconds_total", "", std::to_string(cpu_seconds));
+  prometheus_metric(out, "gsymprof_process_resident_memory_bytes", "gauge", rss_help.c_str());
+  prometheus_sample(out, "gsymprof_process_resident_memory_bytes", "", std::to_string(rss_bytes));
 }
 
 void prometheus_metric(std::string& out, const char* name, const char* type, const char* help) {
@@ -88,9 +94,6 @@ void AgentMetrics::set_locator_bytes(uint64_t bytes) {
 }
 
 std::string AgentMetrics::prometheus_text() const {
-  double cpu = 0;
-  uint64_t rss = 0;
-  own_cpu_and_memory(&cpu, &rss);
   std::lock_guard lock(mutex_);
   std::string out;
   prometheus_metric(out, "gsymprof_ticks_total", "counter", "Ticks (of --tick seconds) sampled.");
@@ -119,10 +122,7 @@ std::string AgentMetrics::prometheus_text() const {
   prometheus_metric(out, "gsymprof_gsym_reader_bytes", "gauge",
                     "Heap bytes of the open GSYM readers' lookup indexes (a new set past 32 MiB).");
   prometheus_sample(out, "gsymprof_gsym_reader_bytes", "", number(locator_bytes_));
-  prometheus_metric(out, "gsymprof_process_cpu_seconds_total", "counter", "The agent's own user and system CPU time.");
-  prometheus_sample(out, "gsymprof_process_cpu_seconds_total", "", std::to_string(cpu));
-  prometheus_metric(out, "gsymprof_process_resident_memory_bytes", "gauge", "The agent's resident memory.");
-  prometheus_sample(out, "gsymprof_process_resident_memory_bytes", "", number(rss));
+  append_own_usage(out, "agent");
   return out;
 }
 

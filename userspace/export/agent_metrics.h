@@ -35,9 +35,11 @@ class AgentMetrics {
   uint64_t spool_bytes_ = 0, pulls_served_ = 0, pulls_failed_ = 0, locator_bytes_ = 0;
 };
 
-// This process's user + system CPU seconds and resident bytes, from
-// /proc/self/stat (0 when unreadable).
-void own_cpu_and_memory(double* cpu_seconds, uint64_t* rss_bytes);
+// Appends this process's user + system CPU seconds and resident bytes
+// (gsymprof_process_cpu_seconds_total, gsymprof_process_resident_memory_bytes;
+// from /proc/self/stat, 0 when unreadable); `who` names the process in the
+// help text ("agent", "service").
+void append_own_usage(std::string& out, const char* who);
 // Appends "# HELP NAME HELP" and "# TYPE NAME TYPE" lines to `out`.
 void prometheus_metric(std::string& out, const char* name, const char* type, const char* help);
 // Appends "NAME{LABELS} VALUE" (no braces when `labels` is empty); label

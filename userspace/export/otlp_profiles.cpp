@@ -15,6 +15,7 @@
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb.h"
 #include "userspace/base/text_escape.h"
 #include "userspace/output/frame_chains.h"
+#include "userspace/output/mapping_numbers.h"
 
 namespace gsymprof {
 namespace {
@@ -127,10 +128,9 @@ class RequestBuilder {
   // "[short waits]" marker leafward, "[truncated]" at the root.
   int32_t stack_index(const CaptureStack& stack, const std::map<CaptureFrame, uint32_t>& frame_numbers) {
     std::vector<int32_t> locations;
-    if (stack.off_cpu != OffCpuReason::None) locations.push_back(marker_location(off_cpu_frame_name(stack.off_cpu)));
-    if (stack.short_waits) locations.push_back(marker_location(kShortWaitsFrame));
-    for (const CaptureFrame& frame : stack.frames) locations.push_back(frame_locations_[frame_numbers.at(frame)]);
-    if (stack.truncated) locations.push_back(marker_location("[truncated]"));
+    for_each_stack_entry(
+        stack, frame_numbers, [&](uint32_t number) { locations.push_back(frame_locations_[number]); },
+        [&](const std::string& marker) { locations.push_back(marker_location(marker)); });
     auto [it, added] = stack_indexes_.try_emplace(locations, dictionary_.stack_table_size());
     if (added) {
       otlp::Stack* entry = dictionary_.add_stack_table();
@@ -189,14 +189,10 @@ class RequestBuilder {
 
   // The executable mapping of `module` holding `runtime` (0: none).
   int32_t mapping_index(int32_t module_index, uint64_t runtime) {
-    const CaptureModule& module = capture_.modules[static_cast<size_t>(module_index)];
-    const int32_t m = mapping_holding(module, runtime);
-    if (m < 0) return 0;
-    const ModuleMapping& range = module.mappings[static_cast<size_t>(m)];
-    auto [it, added] = mapping_indexes_.try_emplace(std::pair(module_index, static_cast<size_t>(m)),
-                                                     dictionary_.mapping_table_size());
-    if (added) add_mapping(range.start, range.end, range.file_offset, module.path, module.build_id);
-    return it->second;
+    return mapping_indexes_.of(capture_, module_index, runtime, dictionary_.mapping_table_size(),
+                               [&](const CaptureModule& module, const ModuleMapping& range) {
+                                 add_mapping(range.start, range.end, range.file_offset, module.path, module.build_id);
+                               });
   }
 
   // One mapping for every kernel frame, over the kernel addresses sampled,
@@ -241,11 +237,8 @@ class RequestBuilder {
   int32_t marker_location(const std::string& name) {
     auto [it, added] = marker_indexes_.try_emplace(name, 0);
     if (added) {
-      SymbolizedFrame frame;
-      frame.kind = FrameKind::Truncated;
-      frame.name = name;
       it->second = dictionary_.location_table_size();
-      dictionary_.add_location_table()->add_lines()->set_function_index(function_index(frame));
+      dictionary_.add_location_table()->add_lines()->set_function_index(function_index(marker_frame(name)));
     }
     return it->second;
   }
@@ -255,7 +248,7 @@ class RequestBuilder {
   std::vector<int32_t> frame_locations_;  // by frame number (frame_chains.h)
   std::unordered_map<std::string, int32_t> string_indexes_;
   std::map<std::pair<int32_t, AttributeValue>, int32_t> attribute_indexes_;
-  std::map<std::pair<int32_t, size_t>, int32_t> mapping_indexes_;  // (module, mapping)
+  MappingNumbers<int32_t> mapping_indexes_;
   std::map<std::tuple<std::string, std::string, std::string, uint32_t>, int32_t> function_indexes_;
   std::map<std::string, int32_t> marker_indexes_;
   std::map<std::vector<int32_t>, int32_t> stack_indexes_;

@@ -36,6 +36,13 @@ std::string sanitize_folded_name(std::string_view name) {
   return out;
 }
 
+const std::string& most_sampled_comm(const std::map<std::string, uint64_t>& comms) {
+  auto best = comms.begin();
+  for (auto it = comms.begin(); it != comms.end(); ++it)
+    if (it->second > best->second) best = it;
+  return best->first;
+}
+
 std::string folded_frame(const SymbolizedFrame& frame) {
   std::string out;
   append_frame(out, frame);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,10 @@ namespace gsymprof {
 
 // `name` escaped (escape_control) with ';' -> ':'.
 std::string sanitize_folded_name(std::string_view name);
+
+// The comm with the most samples of a thread's `comms` (name -> samples, not
+// empty; the smallest name among equals): what names the thread.
+const std::string& most_sampled_comm(const std::map<std::string, uint64_t>& comms);
 
 // A frame as it appears in a folded line: sanitized name and its suffix
 // ("_[i]" if inlined, "_[k]", "_[j]", "_[p]" by kind).

@@ -60,4 +60,11 @@ gsym::Expected<FrameChains> symbolize_frames(const Capture& capture, GsymLocator
   return out;
 }
 
+SymbolizedFrame marker_frame(const std::string& name) {
+  SymbolizedFrame frame;
+  frame.kind = FrameKind::Truncated;
+  frame.name = name;
+  return frame;
+}
+
 }  // namespace gsymprof

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "gsym/base/expected.h"
@@ -32,6 +33,22 @@ struct FrameChains {
   // of every module a counted stack uses) are what callers keep.
   SymbolizeResult symbolized;
 };
+
+// A stack's entries leaf first, as pprof and OTLP list them: why its thread
+// was off the CPU and "[short waits]" leafward, its frames (`frame(number)`,
+// the frame's number in `numbers`), "[truncated]" at the root
+// (`marker(name)` for each marker).
+template <typename OnFrame, typename OnMarker>
+void for_each_stack_entry(const CaptureStack& stack, const std::map<CaptureFrame, uint32_t>& numbers,
+                          OnFrame&& frame, OnMarker&& marker) {
+  if (stack.off_cpu != OffCpuReason::None) marker(off_cpu_frame_name(stack.off_cpu));
+  if (stack.short_waits) marker(std::string(kShortWaitsFrame));
+  for (const CaptureFrame& f : stack.frames) frame(numbers.at(f));
+  if (stack.truncated) marker(std::string("[truncated]"));
+}
+
+// The frame a marker (a name no code has) is shown as.
+SymbolizedFrame marker_frame(const std::string& name);
 
 // options.pid_in_comm is ignored. Errors: symbolize()'s (a bad capture).
 gsym::Expected<FrameChains> symbolize_frames(const Capture& capture, GsymLocator& locator,

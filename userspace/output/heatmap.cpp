@@ -406,15 +406,9 @@ std::vector<std::string> folded_names(const CaptureStack& stack, const FrameChai
   return names;
 }
 
-}  // namespace
-
-gsym::Expected<HeatmapPage> heatmap_page(const Capture& capture, GsymLocator& locator,
-                                         const SymbolizeOptions& symbolize_options,
-                                         const HeatmapOptions& options) {
-  if (options.slice_ms == 0 || options.slice_ms > kMaxHeatmapSliceMs)
-    return gsym::Error("slice of " + std::to_string(options.slice_ms) + " ms: must be 1 to " +
-                       std::to_string(kMaxHeatmapSliceMs) + " ms");
-  HeatmapPage page;
+// Counts `capture`'s samples with and without times into `page`; returns
+// the last sample's time (microseconds from the start).
+uint64_t count_sample_times(const Capture& capture, HeatmapPage& page) {
   uint64_t last_us = 0;
   for (const CaptureStack& stack : capture.stacks) {
     if (stack.times_us.size() == stack.count && stack.count != 0) {
@@ -424,6 +418,50 @@ gsym::Expected<HeatmapPage> heatmap_page(const Capture& capture, GsymLocator& lo
       page.untimed_samples += stack.count;
     }
   }
+  return last_us;
+}
+
+// Numbers a map's entries 0, 1, ... in key order.
+template <typename Key>
+void number_in_order(std::map<Key, uint32_t>& numbers) {
+  uint32_t next = 0;
+  for (auto& [key, number] : numbers) number = next++;
+}
+
+// One stack of the page's data: [lane, [frame numbers, root first], [cell,
+// samples, ...]].
+void append_stack(std::string& data, uint32_t lane, const std::vector<std::string>& names,
+                  const std::map<std::string_view, uint32_t>& frame_numbers,
+                  const std::map<uint64_t, uint64_t>& cells) {
+  data += '[';
+  append_number(data, lane);
+  data += ",[";
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) data += ',';
+    append_number(data, frame_numbers.at(names[i]));
+  }
+  data += "],[";
+  bool first = true;
+  for (const auto& [cell, count] : cells) {
+    if (!first) data += ',';
+    first = false;
+    append_number(data, cell);
+    data += ',';
+    append_number(data, count);
+  }
+  data += "]]";
+}
+
+}  // namespace
+
+gsym::Expected<HeatmapPage> heatmap_page(const Capture& capture, GsymLocator& locator,
+                                         const SymbolizeOptions& symbolize_options,
+                                         const HeatmapOptions& options) {
+  if (options.slice_ms == 0 || options.slice_ms > kMaxHeatmapSliceMs)
+    return gsym::Error("slice of " + std::to_string(options.slice_ms) + " ms: must be 1 to " +
+                       std::to_string(kMaxHeatmapSliceMs) + " ms");
+  HeatmapPage page;
+  const uint64_t last_us = count_sample_times(capture, page);
   if (page.samples == 0)
     return gsym::Error("no sample times in this capture (written before gsymprof kept them, or from perf.data): "
                        "record it with 'gsymprof record'");
@@ -452,8 +490,7 @@ gsym::Expected<HeatmapPage> heatmap_page(const Capture& capture, GsymLocator& lo
   std::map<std::string_view, uint32_t> frame_numbers;
   for (const auto& [key, cells] : entries)
     for (const std::string& name : key.second) frame_numbers.emplace(name, 0);
-  uint32_t next = 0;
-  for (auto& [name, number] : frame_numbers) number = next++;
+  number_in_order(frame_numbers);
   std::map<Thread, uint32_t> lane_numbers;
   for (const auto& [thread, comms] : thread_comms) lane_numbers.emplace(thread, static_cast<uint32_t>(lane_numbers.size()));
 
@@ -461,55 +498,29 @@ gsym::Expected<HeatmapPage> heatmap_page(const Capture& capture, GsymLocator& lo
   append_data_string(data, options.title);
   data += ",\"host\":";
   append_data_string(data, capture.host);
-  data += ",\"start_unix_ns\":";
-  append_number(data, capture.start_time_unix_ns);
-  data += ",\"duration_us\":";
-  append_number(data, duration_us);
-  data += ",\"slice_us\":";
-  append_number(data, slice_us);
-  data += ",\"rows\":";
-  append_number(data, rows);
-  data += ",\"columns\":";
-  append_number(data, seconds);
-  data += ",\"unit\":\"samples\",\"samples\":";
-  append_number(data, page.samples);
-  data += ",\"untimed_samples\":";
-  append_number(data, page.untimed_samples);
-  data += ",\n\"frames\":[";
+  const std::pair<const char*, uint64_t> numbers[] = {
+      {"start_unix_ns", capture.start_time_unix_ns}, {"duration_us", duration_us}, {"slice_us", slice_us},
+      {"rows", rows}, {"columns", seconds}, {"samples", page.samples}, {"untimed_samples", page.untimed_samples}};
+  for (const auto& [key, value] : numbers) {
+    data += std::string(",\"") + key + "\":";
+    append_number(data, value);
+  }
+  data += ",\"unit\":\"samples\",\n\"frames\":[";
   for (const auto& [name, number] : frame_numbers) {
     if (number) data += ',';
     append_data_string(data, name);
   }
   data += "],\n\"lanes\":[";
   for (const auto& [thread, comms] : thread_comms) {
-    // The comm with the most samples names the thread (the first such).
-    auto best = comms.begin();
-    for (auto it = comms.begin(); it != comms.end(); ++it)
-      if (it->second > best->second) best = it;
     if (lane_numbers.at(thread)) data += ',';
     data += '[' + std::to_string(thread.first) + ',' + std::to_string(thread.second) + ',';
-    append_data_string(data, best->first);
+    append_data_string(data, most_sampled_comm(comms));
     data += ']';
   }
   data += "],\n\"stacks\":[";
   for (const auto& [key, cells] : entries) {
-    data += page.stacks++ ? ",\n[" : "\n[";
-    append_number(data, lane_numbers.at(key.first));
-    data += ",[";
-    for (size_t i = 0; i < key.second.size(); ++i) {
-      if (i) data += ',';
-      append_number(data, frame_numbers.at(key.second[i]));
-    }
-    data += "],[";
-    bool first = true;
-    for (const auto& [cell, count] : cells) {
-      if (!first) data += ',';
-      first = false;
-      append_number(data, cell);
-      data += ',';
-      append_number(data, count);
-    }
-    data += "]]";
+    data += page.stacks++ ? ",\n" : "\n";
+    append_stack(data, lane_numbers.at(key.first), key.second, frame_numbers, cells);
   }
   data += "\n]}";
 

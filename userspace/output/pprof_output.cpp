@@ -12,6 +12,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "userspace/output/frame_chains.h"
+#include "userspace/output/mapping_numbers.h"
 #include "userspace/output/profile.pb.h"
 
 namespace gsymprof {
@@ -58,11 +59,9 @@ class ProfileBuilder {
       if (stack.count == 0) continue;
       pb::Sample* sample = profile_.add_sample();
       // Off the CPU, the leaf is why: "[off-cpu S]", then "[short waits]".
-      if (stack.off_cpu != OffCpuReason::None)
-        sample->add_location_id(marker_location(off_cpu_frame_name(stack.off_cpu)));
-      if (stack.short_waits) sample->add_location_id(marker_location(kShortWaitsFrame));
-      for (const CaptureFrame& frame : stack.frames) sample->add_location_id(frame_numbers.at(frame) + 1);
-      if (stack.truncated) sample->add_location_id(marker_location("[truncated]"));
+      for_each_stack_entry(
+          stack, frame_numbers, [&](uint32_t number) { sample->add_location_id(number + 1); },
+          [&](const std::string& marker) { sample->add_location_id(marker_location(marker)); });
       const bool off = stack.off_cpu != OffCpuReason::None;
       switch (capture_.clock) {
         case ProfileClock::Cpu:
@@ -143,14 +142,10 @@ class ProfileBuilder {
  private:
   // The executable mapping of `module` holding `runtime` (0: none).
   uint64_t mapping_id(int32_t module_index, uint64_t runtime) {
-    const CaptureModule& module = capture_.modules[static_cast<size_t>(module_index)];
-    const int32_t m = mapping_holding(module, runtime);
-    if (m < 0) return 0;
-    const ModuleMapping& range = module.mappings[static_cast<size_t>(m)];
-    auto [it, added] = mapping_ids_.try_emplace(std::pair(module_index, static_cast<size_t>(m)),
-                                                static_cast<uint64_t>(profile_.mapping_size()) + 1);
-    if (added) add_mapping(range.start, range.end, range.file_offset, module.path, module.build_id);
-    return it->second;
+    return mapping_ids_.of(capture_, module_index, runtime, static_cast<uint64_t>(profile_.mapping_size()) + 1,
+                           [&](const CaptureModule& module, const ModuleMapping& range) {
+                             add_mapping(range.start, range.end, range.file_offset, module.path, module.build_id);
+                           });
   }
 
   // One mapping for every kernel frame, over the kernel addresses sampled,
@@ -222,13 +217,10 @@ class ProfileBuilder {
   uint64_t marker_location(const std::string& name) {
     auto [it, added] = marker_ids_.try_emplace(name, 0);
     if (added) {
-      SymbolizedFrame frame;
-      frame.kind = FrameKind::Truncated;
-      frame.name = name;
       pb::Location* location = profile_.add_location();
       it->second = static_cast<uint64_t>(profile_.location_size());
       location->set_id(it->second);
-      location->add_line()->set_function_id(function_id(frame));
+      location->add_line()->set_function_id(function_id(marker_frame(name)));
     }
     return it->second;
   }
@@ -237,7 +229,7 @@ class ProfileBuilder {
   const SymbolizeOptions& options_;
   pb::Profile profile_;
   StringTable strings_;
-  std::map<std::pair<int32_t, size_t>, uint64_t> mapping_ids_;  // (module, mapping) -> id
+  MappingNumbers<uint64_t> mapping_ids_;
   std::vector<MappingFlags> mapping_flags_;                       // by id - 1
   // (name, system name, file, start line)
   std::map<std::tuple<std::string, std::string, std::string, uint32_t>, uint64_t> function_ids_;

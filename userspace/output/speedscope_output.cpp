@@ -18,15 +18,74 @@ struct Thread {
   std::map<std::vector<uint32_t>, uint64_t> stacks;    // frame indexes, root first -> samples
 };
 
-// The comm with the most samples (the smallest name among equals).
-const std::string& main_comm(const Thread& thread) {
-  auto best = thread.comms.begin();
-  for (auto it = thread.comms.begin(); it != thread.comms.end(); ++it)
-    if (it->second > best->second) best = it;
-  return best->first;
-}
 
 void append_string(std::string& out, std::string_view text) { append_terminal_safe_json_string(out, text); }
+
+// speedscope's frames: one per distinct folded name (as the folded output
+// and flame graphs merge them), numbered in name order, with the source
+// file its occurrences agree on ("" when they differ: the concrete
+// function's line at an address can be in a header). A Python frame is
+// named without its "_[p]" (its name says what it is: "fib.fib
+// (fib.py:3)") and keeps its line, which its name holds anyway.
+struct Frame {
+  uint32_t number = 0;
+  std::string file;
+  bool files_differ = false;
+  uint32_t python_line = 0;  // 0: none, or not a Python frame
+};
+
+// The speedscope frame `named` is shown as, added to `frames` if new.
+Frame& add_frame(std::map<std::string, Frame>& frames, const SymbolizedFrame& named) {
+  const bool python = named.kind == FrameKind::Python;
+  auto [it, added] = frames.try_emplace(python ? sanitize_folded_name(named.name) : folded_frame(named));
+  if (added) {
+    it->second.file = named.file;
+    if (python) it->second.python_line = named.line;
+  } else if (it->second.file != named.file) {
+    it->second.files_differ = true;
+  }
+  return it->second;
+}
+
+void append_frame(std::string& json, const std::string& name, const Frame& frame) {
+  json += "{\"name\":";
+  append_string(json, name);
+  if (!frame.file.empty() && !frame.files_differ) {
+    json += ",\"file\":";
+    append_string(json, frame.file);
+    if (frame.python_line != 0) json += ",\"line\":" + std::to_string(frame.python_line);
+  }
+  json += '}';
+}
+
+// One thread's "sampled" profile: its stacks and their weights.
+void append_thread_profile(std::string& json, uint32_t pid, uint32_t tid, const Thread& thread) {
+  std::string name = most_sampled_comm(thread.comms) + " pid " + std::to_string(pid);
+  if (tid != 0) name += " tid " + std::to_string(tid);
+  uint64_t total = 0;
+  for (const auto& [frames, count] : thread.stacks) total += count;
+  json += "{\"type\":\"sampled\",\"name\":";
+  append_string(json, name);
+  json += ",\"unit\":\"none\",\"startValue\":0,\"endValue\":" + std::to_string(total) + ",\n\"samples\":[";
+  bool first = true;
+  for (const auto& [frames, count] : thread.stacks) {
+    json += first ? "\n[" : ",\n[";
+    first = false;
+    for (size_t i = 0; i < frames.size(); ++i) {
+      if (i != 0) json += ',';
+      json += std::to_string(frames[i]);
+    }
+    json += ']';
+  }
+  json += "\n],\n\"weights\":[";
+  first = true;
+  for (const auto& [frames, count] : thread.stacks) {
+    if (!first) json += ',';
+    first = false;
+    json += std::to_string(count);
+  }
+  json += "]}";
+}
 
 }  // namespace
 
@@ -36,32 +95,9 @@ gsym::Expected<SpeedscopeProfile> speedscope_profile(const Capture& capture, Gsy
   if (!chains) return chains.error();
   const std::vector<SymbolizedFrame>& named = chains->symbolized.frames;
 
-  // speedscope's frames: one per distinct folded name (as the folded output
-  // and flame graphs merge them), numbered in name order, with the source
-  // file its occurrences agree on ("" when they differ: the concrete
-  // function's line at an address can be in a header). A Python frame is
-  // named without its "_[p]" (its name says what it is: "fib.fib
-  // (fib.py:3)") and keeps its line, which its name holds anyway.
-  struct Frame {
-    uint32_t number = 0;
-    std::string file;
-    bool files_differ = false;
-    uint32_t python_line = 0;  // 0: none, or not a Python frame
-  };
   std::map<std::string, Frame> frame_numbers;
   std::vector<Frame*> frame_of(named.size(), nullptr);
-  for (size_t id = 0; id < named.size(); ++id) {
-    const bool python = named[id].kind == FrameKind::Python;
-    auto [it, added] =
-        frame_numbers.try_emplace(python ? sanitize_folded_name(named[id].name) : folded_frame(named[id]));
-    if (added) {
-      it->second.file = named[id].file;
-      if (python) it->second.python_line = named[id].line;
-    } else if (it->second.file != named[id].file) {
-      it->second.files_differ = true;
-    }
-    frame_of[id] = &it->second;
-  }
+  for (size_t id = 0; id < named.size(); ++id) frame_of[id] = &add_frame(frame_numbers, named[id]);
   const bool any_truncated = std::any_of(capture.stacks.begin(), capture.stacks.end(),
                                          [](const CaptureStack& s) { return s.count != 0 && s.truncated; });
   const std::string truncated_name = "[truncated]";
@@ -98,46 +134,14 @@ gsym::Expected<SpeedscopeProfile> speedscope_profile(const Capture& capture, Gsy
   for (const auto& [name, frame] : frame_numbers) {
     json += first ? "\n" : ",\n";
     first = false;
-    json += "{\"name\":";
-    append_string(json, name);
-    if (!frame.file.empty() && !frame.files_differ) {
-      json += ",\"file\":";
-      append_string(json, frame.file);
-      if (frame.python_line != 0) json += ",\"line\":" + std::to_string(frame.python_line);
-    }
-    json += '}';
+    append_frame(json, name, frame);
   }
   json += "\n]},\n\"profiles\":[";
   first = true;
   for (const auto& [id, thread] : threads) {
-    const auto [pid, tid] = id;
-    std::string name = main_comm(thread) + " pid " + std::to_string(pid);
-    if (tid != 0) name += " tid " + std::to_string(tid);
-    uint64_t total = 0;
-    for (const auto& [frames, count] : thread.stacks) total += count;
     json += first ? "\n" : ",\n";
     first = false;
-    json += "{\"type\":\"sampled\",\"name\":";
-    append_string(json, name);
-    json += ",\"unit\":\"none\",\"startValue\":0,\"endValue\":" + std::to_string(total) + ",\n\"samples\":[";
-    bool first_sample = true;
-    for (const auto& [frames, count] : thread.stacks) {
-      json += first_sample ? "\n[" : ",\n[";
-      first_sample = false;
-      for (size_t i = 0; i < frames.size(); ++i) {
-        if (i != 0) json += ',';
-        json += std::to_string(frames[i]);
-      }
-      json += ']';
-    }
-    json += "\n],\n\"weights\":[";
-    first_sample = true;
-    for (const auto& [frames, count] : thread.stacks) {
-      if (!first_sample) json += ',';
-      first_sample = false;
-      json += std::to_string(count);
-    }
-    json += "]}";
+    append_thread_profile(json, id.first, id.second, thread);
     out.samples += thread.stacks.size();
   }
   json += "\n]}\n";

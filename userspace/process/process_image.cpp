@@ -55,12 +55,8 @@ void ProcessImage::merge(
       if (it != by_file.end()) {
         module = it->second;
       } else {
-        ProcessModule m;
-        m.path = entry.path;
-        m.deleted = entry.deleted;
-        m.dev_major = entry.dev_major;
-        m.dev_minor = entry.dev_minor;
-        m.inode = entry.inode;
+        ProcessModule m{.path = entry.path, .deleted = entry.deleted, .dev_major = entry.dev_major,
+                        .dev_minor = entry.dev_minor, .inode = entry.inode};
         auto identity = load(entry);
         if (identity)
           m.identity = std::move(*identity);

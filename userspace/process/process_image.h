@@ -31,8 +31,8 @@ struct ProcessModule {
   bool deleted = false;
   uint32_t dev_major = 0, dev_minor = 0;
   uint64_t inode = 0;
-  ModuleIdentity identity;
-  std::string error;  // non-empty: the ELF could not be read, and why
+  ModuleIdentity identity{};
+  std::string error{};  // non-empty: the ELF could not be read, and why
   ModuleErrorKind error_kind = ModuleErrorKind::None;  // what kind of failure `error` is
   void set_error(const gsym::Error& failure) {
     error = failure.message;

@@ -103,8 +103,33 @@ gsym::Expected<std::optional<PythonSymbols>> python_symbols_of(Elf* elf) {
 // Measured by tests/tools/python_offsets.c from the headers of Debian's
 // 3.11.2 and pyenv's 3.11.7 (equal), and pyenv's 3.12.1, x86-64; the unit
 // test compiles it against every CPython it finds and compares.
+
+// What 3.11 and 3.12 share: the object model (PyObject, PyVarObject,
+// PyTypeObject, PyBytesObject), a string's length and state and the state's
+// kind, compact and ascii bits, and where a code object keeps its names and
+// line table.
+constexpr void set_shared_311_312(PythonLayout& l) {
+  l.object_type = 8;
+  l.var_object_size = 16;
+  l.type_name = 24;
+  l.type_flags = 168;
+  l.bytes_size = 16;
+  l.bytes_data = 32;
+  l.unicode_length = 16;
+  l.unicode_state = 32;
+  l.unicode_kind_shift = 2;
+  l.unicode_compact_shift = 5;
+  l.unicode_ascii_shift = 6;
+  l.code_filename = 112;
+  l.code_name = 120;
+  l.code_qualname = 128;
+  l.code_linetable = 136;
+  l.frame_owned_by_generator = 1;
+}
+
 constexpr PythonLayout kPython311 = [] {
   PythonLayout l;
+  set_shared_311_312(l);
   l.version = 0x030b;
   l.runtime_tstate_current = 576;
   l.runtime_interpreters_head = 40;
@@ -120,32 +145,17 @@ constexpr PythonLayout kPython311 = [] {
   l.frame_prev_instr = 56;
   l.frame_is_entry = 68;
   l.frame_owner = 69;
-  l.frame_owned_by_generator = 1;
   l.code_adaptive = 184;
-  l.object_type = 8;
-  l.var_object_size = 16;
-  l.type_name = 24;
-  l.type_flags = 168;
   l.code_firstlineno = 72;
-  l.code_filename = 112;
-  l.code_name = 120;
-  l.code_qualname = 128;
-  l.code_linetable = 136;
-  l.unicode_length = 16;
-  l.unicode_state = 32;
   l.unicode_ascii_size = 48;
   l.unicode_compact_size = 72;
-  l.unicode_kind_shift = 2;
-  l.unicode_compact_shift = 5;
-  l.unicode_ascii_shift = 6;
-  l.unicode_ready_shift = 7;
-  l.bytes_size = 16;
-  l.bytes_data = 32;
+  l.unicode_ready_shift = 7;  // 3.11 strings may still be built lazily (wstr)
   return l;
 }();
 
 constexpr PythonLayout kPython312 = [] {
   PythonLayout l;
+  set_shared_311_312(l);
   l.version = 0x030c;
   // No tstate_current: 3.12 keeps the current thread state in a thread-local.
   l.runtime_interpreters_head = 40;
@@ -160,27 +170,11 @@ constexpr PythonLayout kPython312 = [] {
   l.frame_previous = 8;
   l.frame_prev_instr = 56;
   l.frame_owner = 70;
-  l.frame_owned_by_generator = 1;
   l.frame_owned_by_cstack = 3;
   l.code_adaptive = 192;
-  l.object_type = 8;
-  l.var_object_size = 16;
-  l.type_name = 24;
-  l.type_flags = 168;
   l.code_firstlineno = 68;
-  l.code_filename = 112;
-  l.code_name = 120;
-  l.code_qualname = 128;
-  l.code_linetable = 136;
-  l.unicode_length = 16;
-  l.unicode_state = 32;
   l.unicode_ascii_size = 40;  // no wstr since 3.12
   l.unicode_compact_size = 56;
-  l.unicode_kind_shift = 2;
-  l.unicode_compact_shift = 5;
-  l.unicode_ascii_shift = 6;
-  l.bytes_size = 16;
-  l.bytes_data = 32;
   return l;
 }();
 

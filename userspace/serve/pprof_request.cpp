@@ -22,6 +22,38 @@ struct MappingInfo {
   bool any = false;
 };
 
+// The profile's mappings by id, each with its build ID; an error for a
+// mapping with id 0, a repeated id or a string index out of the table.
+gsym::Expected<std::map<uint64_t, MappingInfo>> checked_mappings(const pb::Profile& profile) {
+  const int64_t strings = profile.string_table_size();
+  std::map<uint64_t, MappingInfo> mappings;
+  for (const pb::Mapping& mapping : profile.mapping()) {
+    if (mapping.id() == 0) return gsym::Error("pprof: a mapping with id 0");
+    if (mapping.build_id() < 0 || mapping.build_id() >= strings || mapping.filename() < 0 || mapping.filename() >= strings)
+      return gsym::Error("pprof: mapping " + std::to_string(mapping.id()) + " refers to a missing string");
+    MappingInfo info;
+    info.build_id = parse_request_build_id(profile.string_table(static_cast<int>(mapping.build_id())));
+    info.view = {mapping.memory_start(), mapping.memory_limit(), mapping.file_offset()};
+    if (!mappings.emplace(mapping.id(), info).second)
+      return gsym::Error("pprof: two mappings with id " + std::to_string(mapping.id()));
+  }
+  return mappings;
+}
+
+// The first function id past the profile's own; an error for a function
+// with id 0 or a string index out of the table.
+gsym::Expected<uint64_t> checked_functions(const pb::Profile& profile) {
+  const int64_t strings = profile.string_table_size();
+  uint64_t next_function = 1;
+  for (const pb::Function& function : profile.function()) {
+    if (function.id() == 0) return gsym::Error("pprof: a function with id 0");
+    for (int64_t s : {function.name(), function.system_name(), function.filename()})
+      if (s < 0 || s >= strings) return gsym::Error("pprof: function " + std::to_string(function.id()) + " refers to a missing string");
+    next_function = std::max(next_function, function.id() + 1);
+  }
+  return next_function;
+}
+
 }  // namespace
 
 gsym::Expected<std::string> symbolize_pprof(std::string_view body, uint64_t max_plain_bytes, FrameNamer& namer) {
@@ -39,26 +71,12 @@ gsym::Expected<std::string> symbolize_pprof(std::string_view body, uint64_t max_
   plain.shrink_to_fit();
   if (profile.string_table_size() == 0 || !profile.string_table(0).empty())
     return gsym::Error("pprof: string_table[0] must be the empty string");
-  const int64_t strings = profile.string_table_size();
-
-  std::map<uint64_t, MappingInfo> mappings;
-  for (const pb::Mapping& mapping : profile.mapping()) {
-    if (mapping.id() == 0) return gsym::Error("pprof: a mapping with id 0");
-    if (mapping.build_id() < 0 || mapping.build_id() >= strings || mapping.filename() < 0 || mapping.filename() >= strings)
-      return gsym::Error("pprof: mapping " + std::to_string(mapping.id()) + " refers to a missing string");
-    MappingInfo info;
-    info.build_id = parse_request_build_id(profile.string_table(static_cast<int>(mapping.build_id())));
-    info.view = {mapping.memory_start(), mapping.memory_limit(), mapping.file_offset()};
-    if (!mappings.emplace(mapping.id(), info).second)
-      return gsym::Error("pprof: two mappings with id " + std::to_string(mapping.id()));
-  }
-  uint64_t next_function = 1;
-  for (const pb::Function& function : profile.function()) {
-    if (function.id() == 0) return gsym::Error("pprof: a function with id 0");
-    for (int64_t s : {function.name(), function.system_name(), function.filename()})
-      if (s < 0 || s >= strings) return gsym::Error("pprof: function " + std::to_string(function.id()) + " refers to a missing string");
-    next_function = std::max(next_function, function.id() + 1);
-  }
+  gsym::Expected<std::map<uint64_t, MappingInfo>> checked = checked_mappings(profile);
+  if (!checked) return checked.error();
+  std::map<uint64_t, MappingInfo>& mappings = *checked;
+  gsym::Expected<uint64_t> first_free_function = checked_functions(profile);
+  if (!first_free_function) return first_free_function.error();
+  uint64_t next_function = *first_free_function;
 
   StringTable table(*profile.mutable_string_table());
   std::unordered_map<FunctionKey, uint64_t, FunctionKeyHash> functions;  // ours, by (name, system name, file)

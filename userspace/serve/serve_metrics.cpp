@@ -82,9 +82,6 @@ void ServeMetrics::add_forward(const std::string& outcome) {
 }
 
 std::string ServeMetrics::prometheus_text() const {
-  double cpu = 0;
-  uint64_t rss = 0;
-  own_cpu_and_memory(&cpu, &rss);
   std::lock_guard lock(mutex_);
   std::string out;
   prometheus_metric(out, "gsymprof_serve_requests_total", "counter", "Requests by path and HTTP status (gRPC: 200 or 500).");
@@ -125,10 +122,7 @@ std::string ServeMetrics::prometheus_text() const {
   prometheus_metric(out, "gsymprof_serve_forwards_total", "counter", "OTLP requests passed on to --forward, by outcome.");
   for (const auto& [outcome, count] : forwards_)
     prometheus_sample(out, "gsymprof_serve_forwards_total", label("outcome", outcome), std::to_string(count));
-  prometheus_metric(out, "gsymprof_process_cpu_seconds_total", "counter", "The service's own user and system CPU time.");
-  prometheus_sample(out, "gsymprof_process_cpu_seconds_total", "", std::to_string(cpu));
-  prometheus_metric(out, "gsymprof_process_resident_memory_bytes", "gauge", "The service's resident memory.");
-  prometheus_sample(out, "gsymprof_process_resident_memory_bytes", "", std::to_string(rss));
+  append_own_usage(out, "service");
   return out;
 }
 

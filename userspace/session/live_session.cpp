@@ -52,14 +52,14 @@ SamplerOptions sampler_options_for(const TargetOptions& targets, size_t ring_buf
 
 Capture new_capture(const TargetOptions& targets) {
   Capture capture;
+  capture.frequency_hz = targets.frequency_hz;
+  capture.call_graph = targets.call_graph;
+  capture.clock = targets.clock;
   struct utsname host {};
   if (uname(&host) == 0) {
     capture.host = host.nodename;
     capture.kernel_release = host.release;
   }
-  capture.frequency_hz = targets.frequency_hz;
-  capture.call_graph = targets.call_graph;
-  capture.clock = targets.clock;
   return capture;
 }
 

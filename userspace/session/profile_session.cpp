@@ -289,18 +289,55 @@ gsym::Expected<std::string> sample_until_stopped(Sampler& sampler, const TargetO
   }
 }
 
-
-}  // namespace
-
-gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, SessionStats* stats) {
-  const TargetOptions& targets = options.targets;
-  if (std::string problem = validate_target_options(targets); !problem.empty())
-    return gsym::Error(problem);
+// The -p targets that are kernel threads (no user stack), once the targets
+// are known to be valid and alive.
+gsym::Expected<std::vector<uint32_t>> checked_kernel_threads(const TargetOptions& targets) {
+  if (std::string problem = validate_target_options(targets); !problem.empty()) return gsym::Error(problem);
   std::vector<uint32_t> kernel_threads;
   for (uint32_t pid : targets.pids) {
     if (!process_alive(pid)) return gsym::Error("no process with pid " + std::to_string(pid));
     if (is_kernel_thread(pid)) kernel_threads.push_back(pid);
   }
+  return kernel_threads;
+}
+
+// After each poll: the live line's numbers (every 500 ms), the modules
+// stacks started to use.
+struct PollProgress {
+  const SessionOptions& options;
+  CaptureAssembler& assembler;
+  std::chrono::steady_clock::time_point start, next_progress;
+  void operator()() {
+    const auto now = std::chrono::steady_clock::now();
+    if (options.on_progress && now >= next_progress) {
+      next_progress = now + std::chrono::milliseconds(500);
+      options.on_progress(assembler.aggregator().samples(), std::chrono::duration<double>(now - start).count());
+    }
+    if (!options.on_module_used) return;
+    for (const StackAggregator::ModuleUse& use : assembler.take_new_module_uses()) {
+      const ProcessImage& image = assembler.processes().image(use.image);
+      options.on_module_used(image.modules[static_cast<size_t>(use.module)]);
+    }
+  }
+};
+
+// What the assembler saw: stacks, /proc reads, Python frames, how the
+// unwinder found callers.
+void take_assembler_stats(SessionStats& stats, CaptureAssembler& assembler) {
+  stats.unique_raw_stacks = assembler.aggregator().unique_stacks();
+  stats.maps_reads = assembler.processes().map_reads();
+  stats.python = assembler.python().report();
+  stats.frame_pointer_steps = assembler.unwinder().frame_pointer_steps();
+  stats.frame_pointer_stacks = assembler.unwinder().frame_pointer_stacks();
+  stats.epilogue_steps = assembler.unwinder().epilogue_steps();
+}
+
+}  // namespace
+
+gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, SessionStats* stats) {
+  const TargetOptions& targets = options.targets;
+  gsym::Expected<std::vector<uint32_t>> kernel_threads = checked_kernel_threads(targets);
+  if (!kernel_threads) return kernel_threads.error();
 
   UnwindOptions unwind;
   unwind.max_frames = targets.max_depth;
@@ -339,22 +376,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   if (options.sample_times)
     assembler.keep_sample_times(static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count()));
-  // After each poll: the live line's numbers (every 500 ms), the modules
-  // stacks started to use.
-  auto next_progress = start;
-  auto after_poll = [&] {
-    const auto now = std::chrono::steady_clock::now();
-    if (options.on_progress && now >= next_progress) {
-      next_progress = now + std::chrono::milliseconds(500);
-      options.on_progress(assembler.aggregator().samples(),
-                          std::chrono::duration<double>(now - start).count());
-    }
-    if (!options.on_module_used) return;
-    for (const StackAggregator::ModuleUse& use : assembler.take_new_module_uses()) {
-      const ProcessImage& image = processes.image(use.image);
-      options.on_module_used(image.modules[static_cast<size_t>(use.module)]);
-    }
-  };
+  PollProgress after_poll{options, assembler, start, start};
   gsym::Expected<std::string> stop_reason =
       sample_until_stopped(**sampler, targets, command.get(), start, after_poll);
   if (!stop_reason) return stop_reason.error();
@@ -385,20 +407,15 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   // Named now, from this kernel: the capture may be symbolized elsewhere.
   attach_running_kernel_symbols(capture);
   if (stats) {
+    take_assembler_stats(*stats, assembler);
     stats->counters = counters;
-    stats->unique_raw_stacks = assembler.aggregator().unique_stacks();
-    stats->maps_reads = processes.map_reads();
     stats->stop_reason = *stop_reason;
     stats->command_exit_status = command ? command->status() : -1;
     stats->command_stopped = command_stopped;
     if (command) stats->command_name = targets.command.front();
     stats->jit = std::move(jit);
-    stats->python = assembler.python().report();
-    stats->frame_pointer_steps = assembler.unwinder().frame_pointer_steps();
-    stats->frame_pointer_stacks = assembler.unwinder().frame_pointer_stacks();
-    stats->epilogue_steps = assembler.unwinder().epilogue_steps();
     stats->ring_buffer_bytes = ring_buffer_bytes;
-    stats->kernel_threads = std::move(kernel_threads);
+    stats->kernel_threads = std::move(*kernel_threads);
     stats->features_off = std::move(features_off);
   }
   return capture;
