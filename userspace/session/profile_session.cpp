@@ -397,6 +397,10 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
     stats->frame_pointer_steps = assembler.unwinder().frame_pointer_steps();
     stats->frame_pointer_stacks = assembler.unwinder().frame_pointer_stacks();
     stats->epilogue_steps = assembler.unwinder().epilogue_steps();
+    stats->jit_cfi_steps = assembler.unwinder().jit_cfi_steps();
+    const CfiCacheStats cfi = assembler.unwinder().cfi_stats();
+    stats->jit_cfi_rejected = cfi.jit_code_rejected;
+    stats->jit_cfi_rejection = cfi.jit_code_rejection;
     stats->ring_buffer_bytes = ring_buffer_bytes;
     stats->kernel_threads = std::move(kernel_threads);
     stats->features_off = std::move(features_off);
