@@ -49,7 +49,8 @@ const UnwindModule* StackCopyUnwinder::jit_module(uint32_t image_id, uint64_t ad
   const uint32_t pid = processes_.image(image_id).pid;
   uint64_t moved_by = 0;
   const JitCode* code = jit_code_->find_code(pid, addr, moved_by);
-  if (!code || code->unwind.empty()) return nullptr;
+  // V8 writes an .eh_frame_hdr alone for code it has no CFI for: no CFI.
+  if (!code || code->unwind.size() <= code->eh_frame_hdr_size) return nullptr;
   // Code loaded again at the same place differs in its index (or size).
   const JitKey key{pid, image_id, code->start, code->end, code->code_index, moved_by, code->unwind.size()};
   if (auto it = jit_modules_.find(key); it != jit_modules_.end()) return &it->second;
