@@ -14,7 +14,8 @@ require_live_profiling
 
 py=""
 for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[3-9]*/bin/python3.1[3-9] /usr/bin/python3.1[3-9]; do
-  [[ -x $candidate ]] && "$candidate" -X perf_jit -c 'import sys; sys.exit(sys.version_info < (3, 13))' 2>/dev/null &&
+  # -X perf_jit (3.13+) would write a dump: the version alone is asked.
+  [[ -x $candidate ]] && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 13))' 2>/dev/null &&
     { py=$candidate; break; }
 done
 [[ -n $py ]] || skip "no CPython 3.13 or later (pyenv install 3.13 builds one)"
