@@ -8,7 +8,9 @@
 # of the calls in fib's callers' frames; the names are those the dump holds;
 # the leaf share agrees with perf's (perf inject -j) where perf is usable;
 # record, the dump deleted, symbolize gives the same names; so does
-# symbolize of perf's perf.data (the dump found through its mapping).
+# symbolize of perf's perf.data (the dump found through its mapping). V8's
+# .eh_frame (--perf-prof-unwinding-info) steps over its optimized frames:
+# --stats unwind.jit_cfi_steps, and fib's stacks whole to _start.
 set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 require_live_profiling
@@ -22,6 +24,11 @@ function fib(n) {
 }
 const end = Date.now() + Number(process.argv[2] || 3) * 1000;
 let total = 0;
+// V8 writes its jitdump through a 4 KiB stdio buffer: code compiled once fib
+// is optimized pushes fib's record (and its .eh_frame) into the file.
+const warm = Date.now() + 300;
+while (Date.now() < warm) total += fib(25);
+for (let i = 0; i < 64; i++) total += new Function('x', `return x + ${i};`)(i);
 while (Date.now() < end) total += fib(25);
 if (total <= 0) process.exit(1);
 EOF
@@ -54,11 +61,29 @@ check() {
 }
 
 echo "live profile"
-profile_run "$WORK/live.folded" "$WORK/live.err" -F 499 -- "$WORK/run-node" 2
+profile_run "$WORK/live.folded" "$WORK/live.err" -F 499 --stats "$WORK/live.stats.json" -- "$WORK/run-node" 2
 pid=$(tail -1 "$RUNS")
 [[ -f $WORK/run/jit-$pid.dump ]] || fail "node wrote no jit-$pid.dump in its working directory"
 [[ ! -e /tmp/perf-$pid.map ]] || fail "node wrote a perf map: the names would not be the jitdump's"
 check "$WORK/live.folded" "profile"
+# --perf-prof-unwinding-info: V8 writes an .eh_frame for its optimized
+# (TurboFan) code, and an .eh_frame_hdr alone for the rest. The dump's CFI
+# steps over fib's frames, and the stacks through them are whole: rooted at
+# _start (node's main thread), no [truncated].
+read -r steps refused fp < <(python3 -c '
+import json, sys
+u = json.load(open(sys.argv[1]))["unwind"]
+print(u["jit_cfi_steps"], u["jit_cfi_rejected"], u["frame_pointer_steps"])' "$WORK/live.stats.json")
+whole=$(awk -v re=";$FIB" '/^run-node;/ { next } { n = $NF; s = substr($0, 1, length($0) - length(n) - 1)
+    if (s !~ re) next
+    t += n; if (s ~ /^node;_start;/ && s !~ /\[truncated\]/) h += n }
+  END { printf "%.1f\n", t ? 100 * h / t : 0 }' "$WORK/live.folded")
+echo "  profile: $whole% of the samples in fib whole from _start; frames stepped by the dump's CFI $steps, by frame pointer $fp"
+(( steps > 0 )) || { cat "$WORK/live.err" >&2; fail "no frame stepped over by the jitdump's CFI"; }
+(( refused == 0 )) || { cat "$WORK/live.err" >&2; fail "$refused pieces of V8 code had their .eh_frame refused"; }
+awk -v s="$whole" 'BEGIN { exit !(s >= 95) }' ||
+  { sort -t' ' -k2 -nr "$WORK/live.folded" | grep -v '^node;_start;' | head -3 | cut -c1-600 >&2
+    fail "only $whole% of the samples in fib whole (want >= 95%)"; }
 grep -q 'JIT code: [0-9]* samples named from perf maps and jitdumps' "$WORK/live.err" ||
   { cat "$WORK/live.err" >&2; fail "the summary does not report the named JIT samples"; }
 # Every fib name in the profile is a name the dump holds, plus its line.

@@ -1,15 +1,20 @@
 // libFuzzer target: jitdump files (jit-PID.dump, written by the profiled
 // user). Any input parses, whole or in pieces, to the same records; the code
 // map's symbols are sorted, disjoint, non-empty and bounded, and a lookup
-// finds only code holding the address.
+// finds only code holding the address. Each load's .eh_frame is placed
+// within its code or refused (unwind/jit_eh_frame.h), and a walk from the
+// code's start through it by the CFI unwinder ends within its bounds.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <array>
 #include <span>
 
 #include "userspace/process/jitdump.h"
 #include "userspace/process/perf_map.h"
+#include "userspace/unwind/cfi_unwinder.h"
+#include "userspace/unwind/jit_eh_frame.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gsymprof;
@@ -29,6 +34,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (code.lines.size() > kMaxJitdumpLineRows) std::abort();
     for (const JitLine& line : code.lines)
       if (line.address < code.start || line.address >= code.end || line.line == 0) std::abort();
+  }
+  static CfiUnwinder unwinder({.max_frames = 8});
+  uint64_t serial = 0;
+  for (const JitdumpEvent& event : whole.events) {
+    const JitCode& code = event.code;
+    if (code.unwind.size() <= code.eh_frame_hdr_size) continue;
+    auto placed = place_jit_eh_frame(code.unwind, code.eh_frame_hdr_size, code.start, code.end);
+    if (placed && (placed->fdes == 0 || placed->eh_frame.size() > code.unwind.size())) std::abort();
+    UnwindModule module;
+    module.jit = JitUnwindCode{code.start, code.end, code.unwind, code.eh_frame_hdr_size, ++serial};
+    std::array<uint8_t, 64> stack{};
+    const StackView view{{code.start, 0x1000, 0x1000}, 0x1000, stack};
+    UnwindResult result;
+    unwinder.unwind(view, [&](uint64_t a) { return a >= code.start && a < code.end ? &module : nullptr; }, result);
+    if (result.ips.empty() || result.ips.size() > 8 || result.ips[0] != code.start) std::abort();
+    unwinder.forget_module(module);  // a serial per input: nothing kept across inputs
   }
   JitCodeMap map;
   map.apply(std::move(whole.events));

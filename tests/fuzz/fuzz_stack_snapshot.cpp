@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return first;
   }();
   for (gsymprof::UnwindModule& module : parsed->modules)
-    module = {"/proc/self/exe", {}, module.load_bias + base, {}};
+    module = {"/proc/self/exe", {}, module.load_bias + base, {}, {}};
   for (gsymprof::SnapshotMapping& m : parsed->mappings) {
     m.start += base;
     m.end += base;

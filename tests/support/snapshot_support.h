@@ -93,7 +93,7 @@ inline bool add_process_modules(const std::string& pid, gsymprof::RecordedSnapsh
         error = path + ": no PT_LOAD segment holds offset " + std::to_string(offset);
         return false;
       }
-      out.modules.push_back({path, elf.build_id(), *bias, {}});
+      out.modules.push_back({path, elf.build_id(), *bias, {}, {}});
     }
     out.mappings.push_back({start, end, it->second});
   }

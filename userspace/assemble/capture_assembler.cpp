@@ -7,7 +7,7 @@
 namespace gsymprof {
 
 CaptureAssembler::CaptureAssembler(ProcSource source, UnwindOptions unwind)
-    : processes_(std::move(source)), aggregator_(processes_, &perf_maps_, &python_), unwinder_(processes_, unwind) {}
+    : processes_(std::move(source)), aggregator_(processes_, &perf_maps_, &python_), unwinder_(processes_, unwind, &perf_maps_) {}
 
 void CaptureAssembler::on_stack_copy(const RawStackCopy& copy) { unwinder_.unwind(copy, add_); }
 

@@ -5,7 +5,7 @@
 // It keeps the process model (process_image.h: images, versions, modules),
 // unwinds copied stacks with CFI while their modules are known
 // (stack_copy_unwind.h), aggregates unique stacks (stack_aggregator.h),
-// names JIT code from perf maps, and counts what was lost by reason. A
+// names JIT code from perf maps (and unwinds it with a jitdump's CFI), and counts what was lost by reason. A
 // source differs only in the ProcSource it gives: the live one reads /proc
 // and opens files through the processes' own view; the recorded one has no
 // /proc and accepts a file only by its recorded build ID or device/inode.
@@ -38,6 +38,7 @@ class CaptureAssembler final : public EventSink {
   void on_short_waits(const RawShortWaits& waits) override { aggregator_.add(waits); }
   void on_exec(uint32_t tgid, uint64_t mm) override {
     python_.forget(tgid);
+    unwinder_.forget_jit_code(tgid);
     aggregator_.note_exec(tgid, mm);
   }
   void on_mapping(const RawMapping& mapping) override;
@@ -48,6 +49,7 @@ class CaptureAssembler final : public EventSink {
   }
   void on_exit(uint32_t tgid) override {
     python_.forget(tgid);
+    unwinder_.forget_jit_code(tgid);
     processes_.note_exit(tgid);
   }
   void on_lost(std::string_view reason, uint64_t count) override;

@@ -170,7 +170,7 @@ void PerfMaps::note_exec(uint32_t pid) {
   entry.jitdump = Jitdump{};
 }
 
-const JitSymbol* PerfMaps::find(uint32_t pid, uint64_t address, bool final) {
+PerfMaps::Entry& PerfMaps::entry_of(uint32_t pid) {
   Entry& entry = entries_[pid];
   if (!entry.root_tried) {
     // While the process lives: its root, owner and own pid.
@@ -194,20 +194,38 @@ const JitSymbol* PerfMaps::find(uint32_t pid, uint64_t address, bool final) {
     }
     if (entry.jitdump.path.empty()) entry.jitdump.path = mapped_jitdump(proc_pid);
   }
+  return entry;
+}
+
+bool PerfMaps::may_read_again(Entry& entry, bool final) {
+  if (final) {
+    if (entry.final_read) return false;
+    entry.final_read = true;
+    return true;
+  }
+  // While sampling, at most one look at the file per interval per process.
+  const int64_t now = steady_ns();
+  if (now - entry.last_try_ns < kRetryIntervalNs) return false;
+  entry.last_try_ns = now;
+  return true;
+}
+
+const JitSymbol* PerfMaps::find(uint32_t pid, uint64_t address, bool final) {
+  Entry& entry = entry_of(pid);
   if (const JitSymbol* symbol = find_jit_symbol(entry.jitdump.symbols, address)) return symbol;
   if (const JitSymbol* symbol = find_jit_symbol(entry.symbols, address)) return symbol;
-  if (final) {
-    if (entry.final_read) return nullptr;
-    entry.final_read = true;
-  } else {
-    // While sampling, at most one look at the file per interval per process.
-    const int64_t now = steady_ns();
-    if (now - entry.last_try_ns < kRetryIntervalNs) return nullptr;
-    entry.last_try_ns = now;
-  }
+  if (!may_read_again(entry, final)) return nullptr;
   read(pid, entry);
   if (const JitSymbol* symbol = find_jit_symbol(entry.jitdump.symbols, address)) return symbol;
   return find_jit_symbol(entry.symbols, address);
+}
+
+const JitCode* PerfMaps::find_code(uint32_t pid, uint64_t address, uint64_t& moved_by) {
+  Entry& entry = entry_of(pid);
+  if (const JitCode* code = entry.jitdump.code.find(address, &moved_by)) return code;
+  if (!may_read_again(entry, false)) return nullptr;
+  read(pid, entry);
+  return entry.jitdump.code.find(address, &moved_by);
 }
 
 void PerfMaps::read(uint32_t pid, Entry& entry) {

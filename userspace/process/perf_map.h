@@ -63,6 +63,10 @@ class PerfMaps {
   // process exits: it usually stays in /tmp). `final`: the last chance (end
   // of the session), not rate-limited.
   const JitSymbol* find(uint32_t pid, uint64_t address, bool final = false);
+  // The code of `pid`'s jitdump holding runtime `address` (nullptr: none),
+  // read as find() reads; `moved_by` as JitCodeMap::find. Valid until the
+  // next call of this object.
+  const JitCode* find_code(uint32_t pid, uint64_t address, uint64_t& moved_by);
 
   // A recording's processes are gone: their maps are read from this host's
   // /tmp (as perf script reads them), accepted only if owned by root or by
@@ -111,6 +115,10 @@ class PerfMaps {
     Jitdump jitdump;
   };
   static constexpr int64_t kRetryIntervalNs = 100'000'000;
+  // `pid`'s entry, its root, owner and own pid found on first use.
+  Entry& entry_of(uint32_t pid);
+  // Whether the files may be read again now (`final`: once more at the end).
+  bool may_read_again(Entry& entry, bool final);
   void read(uint32_t pid, Entry& entry);
   void read_perf_map(int root, Entry& entry);
   void read_jitdump(int root, Entry& entry);

@@ -145,6 +145,17 @@ void print_session_lines(const RunSummary& summary, const SessionStats& stats, b
                  "gsymprof: frame-pointer fallback: %" PRIu64 " frames in %" PRIu64
                  " stacks where no CFI covered the code (JIT code, assembly)\n",
                  stats.frame_pointer_steps, stats.frame_pointer_stacks);
+  if (stats.jit_cfi_steps || stats.jit_cfi_rejected) {
+    // The reason may quote the runtime's bytes (an augmentation string).
+    const std::string refused =
+        stats.jit_cfi_rejected ? "; refused for " + std::to_string(stats.jit_cfi_rejected) +
+                                     " pieces of code (first: " + escape_control(stats.jit_cfi_rejection) + ")"
+                               : "";
+    std::fprintf(stderr,
+                 "gsymprof: JIT code's own CFI: %" PRIu64
+                 " frames stepped over by the .eh_frame its runtime wrote in its jitdump%s\n",
+                 stats.jit_cfi_steps, refused.c_str());
+  }
   if (stats.epilogue_steps)
     std::fprintf(stderr,
                  "gsymprof: code without CFI: %" PRIu64
@@ -475,6 +486,14 @@ std::string run_summary_json(const RunSummary& summary) {
   } else {
     out["python"] = nullptr;
   }
+  // How the CFI unwinder (--call-graph dwarf) stepped over code without a
+  // module's CFI.
+  out["unwind"] = session ? nlohmann::ordered_json{{"jit_cfi_steps", session->jit_cfi_steps},
+                                                   {"jit_cfi_rejected", session->jit_cfi_rejected},
+                                                   {"epilogue_steps", session->epilogue_steps},
+                                                   {"frame_pointer_steps", session->frame_pointer_steps},
+                                                   {"frame_pointer_stacks", session->frame_pointer_stacks}}
+                          : nlohmann::ordered_json(nullptr);
   out["ring_buffer_bytes"] = session ? nlohmann::ordered_json(session->ring_buffer_bytes) : nullptr;
   out["sample_record_bytes"] =
       session && session->counters.sample_records

@@ -330,6 +330,10 @@ void take_assembler_stats(SessionStats& stats, CaptureAssembler& assembler) {
   stats.frame_pointer_steps = assembler.unwinder().frame_pointer_steps();
   stats.frame_pointer_stacks = assembler.unwinder().frame_pointer_stacks();
   stats.epilogue_steps = assembler.unwinder().epilogue_steps();
+  stats.jit_cfi_steps = assembler.unwinder().jit_cfi_steps();
+  const CfiCacheStats cfi = assembler.unwinder().cfi_stats();
+  stats.jit_cfi_rejected = cfi.jit_code_rejected;
+  stats.jit_cfi_rejection = cfi.jit_code_rejection;
 }
 
 }  // namespace

@@ -47,6 +47,9 @@ struct SessionStats {
   uint64_t frame_pointer_steps = 0;   // dwarf: frames the CFI unwinder reached by frame pointer
   uint64_t frame_pointer_stacks = 0;  // dwarf: stacks with such frames
   uint64_t epilogue_steps = 0;        // dwarf: frames reached by decoding how code without CFI returns
+  uint64_t jit_cfi_steps = 0;         // dwarf: frames reached by the CFI a JIT runtime wrote (jitdump)
+  uint64_t jit_cfi_rejected = 0;      // dwarf: pieces of JIT code whose .eh_frame was refused
+  std::string jit_cfi_rejection;      // why the first was
   size_t ring_buffer_bytes = 0;       // the size the sampler chose
   std::vector<uint32_t> kernel_threads;  // the -p targets that are kernel threads (no user stack)
   // What this kernel cannot do and what is lost, a line each

@@ -1,6 +1,7 @@
 #include "userspace/unwind/cfi_unwinder.h"
 
 #include "userspace/unwind/epilogue.h"
+#include "userspace/unwind/jit_eh_frame.h"
 
 #include "gsym/convert/elf_handle.h"
 #include "gsym/convert/elf_image.h"
@@ -533,7 +534,8 @@ using FramePtr = std::unique_ptr<Dwarf_Frame, FrameDeleter>;
 // One module's ELF and its CFI sections, opened once and kept.
 struct CfiUnwinder::ModuleCfi {
   gsym::FileDescriptor fd;
-  gsym::ElfHandle elf;  // reads `fd`: ended before it is closed
+  std::vector<uint8_t> image;  // JIT code's ELF image (jit_eh_frame_elf), instead of `fd`
+  gsym::ElfHandle elf;  // reads `fd` or `image`: ended before either goes
   Dwarf_CFI* eh_frame = nullptr;  // owned (dwarf_cfi_end)
   Dwarf* dwarf = nullptr;         // for .debug_frame, opened on first need
   Dwarf_CFI* debug_frame = nullptr;  // owned by `dwarf`
@@ -550,6 +552,7 @@ struct CfiUnwinder::ModuleCfi {
   }
 
   void load(const UnwindModule& module) {
+    if (module.jit) return load_jit(*module.jit);
     gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file(module.elf_path);
     if (!file) {
       error = file.error().message;
@@ -601,6 +604,22 @@ struct CfiUnwinder::ModuleCfi {
     eh_frame = dwarf_getcfi_elf(elf.get());
     if (!eh_frame && !load_debug_frame())
       error = module.elf_path + ": no .eh_frame or .debug_frame";
+  }
+
+  // The CFI a JIT runtime wrote for its code: an ELF image in memory holding
+  // just its .eh_frame, placed so the FDEs cover the code as loaded.
+  void load_jit(const JitUnwindCode& code) {
+    debug_frame_tried = true;  // there is no .debug_frame to look for
+    gsym::Expected<JitEhFrame> placed = place_jit_eh_frame(code.unwind, code.eh_frame_hdr_size, code.start, code.end);
+    if (!placed) {
+      error = "JIT code's .eh_frame: " + placed.error().to_string();
+      return;
+    }
+    image = jit_eh_frame_elf(*placed);
+    gsym::Expected<gsym::ElfHandle> opened = gsym::ElfHandle::from_memory(image);
+    if (opened) elf = std::move(*opened);
+    if (elf) eh_frame = dwarf_getcfi_elf(elf.get());
+    if (!eh_frame) error = "JIT code's .eh_frame: not read by libdw";
   }
 
   bool load_debug_frame() {
@@ -665,6 +684,7 @@ namespace {
 // Only CFI of a file nobody else could have written stands for its build ID
 // everywhere; anyone's file could claim any build ID.
 std::string success_key(const UnwindModule& module) {
+  if (module.jit) return "jit:" + std::to_string(module.jit->serial);
   if (module.file.known() && !module.file.trusted)
     return "file:" + module.file.key() + ":" + module.build_id.hex();
   if (module.build_id.empty()) return "path:" + module.elf_path;
@@ -673,6 +693,7 @@ std::string success_key(const UnwindModule& module) {
                                                       : std::string(kind_name(module.build_id.kind())) + ":" + bytes;
 }
 std::string failure_key(const UnwindModule& module) {
+  if (module.jit) return "failed:jit:" + std::to_string(module.jit->serial);
   return std::string("failed:") + kind_name(module.build_id.kind()) + ":" + module.build_id.hex() + ":" +
          module.elf_path;
 }
@@ -686,11 +707,12 @@ CfiUnwinder::ModuleCfi* CfiUnwinder::cfi_for(const UnwindModule& module) {
   auto cfi = std::make_unique<ModuleCfi>();
   cfi->load(module);
   if (!cfi->error.empty()) {
-    ++stats_.modules_failed;
+    if (module.jit && !stats_.jit_code_rejected++) stats_.jit_code_rejection = cfi->error;
+    if (!module.jit) ++stats_.modules_failed;
     cache_.emplace(std::move(failed), std::move(cfi));
     return nullptr;
   }
-  ++stats_.modules_opened;
+  ++(module.jit ? stats_.jit_code_loaded : stats_.modules_opened);
   return cache_.emplace(success_key(module), std::move(cfi)).first->second.get();
 }
 
@@ -701,13 +723,19 @@ std::string CfiUnwinder::module_error(const UnwindModule& module) {
   return it == cache_.end() ? "" : it->second->error;
 }
 
+void CfiUnwinder::forget_module(const UnwindModule& module) {
+  std::lock_guard lock(mutex_);
+  cache_.erase(success_key(module));
+  cache_.erase(failure_key(module));
+}
+
 void CfiUnwinder::forget_modules() {
   std::lock_guard lock(mutex_);
   cache_.clear();
   rows_cached_ = 0;
 }
 
-CfiCacheStats CfiUnwinder::stats() {
+CfiCacheStats CfiUnwinder::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
 }
@@ -726,6 +754,7 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
   out.stop = UnwindStop::Complete;
   out.frame_pointer_steps = 0;
   out.epilogue_steps = 0;
+  out.jit_cfi_steps = 0;
 
   Registers regs;
   regs.set(kRsp, stack.regs.sp);
@@ -763,7 +792,18 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
     // A signal trampoline (CFI augmentation S): the kernel made its address
     // the handler's return address, no call precedes it: it is exact.
     if (row && row->signal_frame) out.exact.back() = 1;
-    if (!row) {
+    std::optional<UnwindStop> cfi_end;
+    if (row) {
+      cfi_end = step_to_caller(*row, stack, regs, pc, exact_pc);
+      if (!cfi_end && module->jit) ++out.jit_cfi_steps;
+      // A JIT runtime's CFI that takes no step (its rules are the profiled
+      // user's) leaves the code to the fallbacks below, as code without CFI.
+      if (cfi_end && (!module->jit || *cfi_end == UnwindStop::Complete)) {
+        out.stop = *cfi_end;
+        return;
+      }
+    }
+    if (!row || cfi_end) {
       // A process's or thread's entry code is the root of its stack.
       if (cfi && cfi->in_entry_code(lookup_addr - module->load_bias)) {
         out.stop = UnwindStop::Complete;
@@ -778,12 +818,9 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
       } else if (options_.frame_pointer_fallback && frame_pointer_step(stack, regs, pc, exact_pc)) {
         ++out.frame_pointer_steps;
       } else {
-        out.stop = module ? UnwindStop::NoCfi : UnwindStop::NoModule;
+        out.stop = cfi_end.value_or(module ? UnwindStop::NoCfi : UnwindStop::NoModule);
         return;
       }
-    } else if (std::optional<UnwindStop> end = step_to_caller(*row, stack, regs, pc, exact_pc)) {
-      out.stop = *end;
-      return;
     }
     if (out.ips.size() >= options_.max_frames) {
       out.stop = UnwindStop::DepthLimit;

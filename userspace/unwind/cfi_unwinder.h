@@ -12,6 +12,9 @@
 // register expressions run on a bounded stack with a bounded op count, the
 // depth is bounded, and the stack pointer must strictly increase from frame
 // to frame (else: Loop). A module's file is used only if its build ID matches.
+// JIT code may come with the CFI its runtime wrote (UnwindModule::jit),
+// read from memory once placed and checked (jit_eh_frame.h); where that CFI
+// takes no step, the code is treated as having none.
 // Where no CFI covers a PC, the code there may say how its frame returns
 // (epilogue.h: read through a CodeReader, when one is given), else the frame
 // pointer may take one step (UnwindOptions::frame_pointer_fallback); the stop
@@ -70,12 +73,16 @@ struct UnwindResult {
   UnwindStop stop = UnwindStop::Complete;
   uint32_t frame_pointer_steps = 0;  // callers found by the frame-pointer fallback
   uint32_t epilogue_steps = 0;       // callers found by decoding a frame's return
+  uint32_t jit_cfi_steps = 0;        // callers found by the CFI a JIT runtime wrote for its code
   bool truncated() const { return stop != UnwindStop::Complete; }
 };
 
 struct CfiCacheStats {
   uint64_t modules_opened = 0;  // distinct modules whose CFI was loaded
   uint64_t modules_failed = 0;  // distinct modules with no usable CFI
+  uint64_t jit_code_loaded = 0;    // JIT code whose runtime's .eh_frame was placed and read
+  uint64_t jit_code_rejected = 0;  // JIT code whose .eh_frame was refused (jit_eh_frame.h)
+  std::string jit_code_rejection;  // why the first was refused
 };
 
 class CfiUnwinder {
@@ -93,10 +100,12 @@ class CfiUnwinder {
 
   // Why a module's CFI could not be used ("" when it loaded or was never tried).
   std::string module_error(const UnwindModule& module);
-  CfiCacheStats stats();
+  CfiCacheStats stats() const;
   // Drops every module's parsed CFI (the agent, once a minute: modules of
   // processes gone must not stay loaded for the uptime).
   void forget_modules();
+  // Drops one module's CFI (JIT code its runtime freed or its process left).
+  void forget_module(const UnwindModule& module);
 
   struct ModuleCfi;  // parsed CFI of one module (cfi_unwinder.cpp)
 
@@ -104,7 +113,7 @@ class CfiUnwinder {
   ModuleCfi* cfi_for(const UnwindModule& module);  // caller holds mutex_
 
   UnwindOptions options_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   // Loaded CFI keyed by build ID bytes (by path for modules without one);
   // failures keyed by build ID and path.
   std::map<std::string, std::unique_ptr<ModuleCfi>> cache_;

@@ -9,8 +9,8 @@
 
 namespace gsymprof {
 
-StackCopyUnwinder::StackCopyUnwinder(ProcessTable& processes, UnwindOptions options)
-    : processes_(processes), unwinder_(options) {}
+StackCopyUnwinder::StackCopyUnwinder(ProcessTable& processes, UnwindOptions options, PerfMaps* jit_code)
+    : processes_(processes), unwinder_(options), jit_code_(jit_code) {}
 
 const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t addr) {
   int32_t map = processes_.image(image_id).find_map(addr);
@@ -23,7 +23,7 @@ const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t a
   }
   const ProcessImage& image = processes_.image(image_id);
   const int32_t module_index = image.map_module[map];
-  if (module_index < 0) return nullptr;
+  if (module_index < 0) return image.maps[map].executable() ? jit_module(image_id, addr) : nullptr;
   auto key = std::pair(image_id, module_index);
   if (auto it = modules_.find(key); it != modules_.end()) return &it->second;
 
@@ -40,7 +40,42 @@ const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t a
   const std::string file = module.path == kVdsoPath               ? openable_module_path(module.path)
                            : !module.identity.local_file.empty() ? module.identity.local_file
                                                                   : map_files_path("/proc", image.pid, entry);
-  return &modules_.emplace(key, UnwindModule{file, module.identity.build_id, *bias, module.identity.file}).first->second;
+  return &modules_.emplace(key, UnwindModule{file, module.identity.build_id, *bias, module.identity.file, {}})
+              .first->second;
+}
+
+const UnwindModule* StackCopyUnwinder::jit_module(uint32_t image_id, uint64_t addr) {
+  if (!jit_code_) return nullptr;
+  const uint32_t pid = processes_.image(image_id).pid;
+  uint64_t moved_by = 0;
+  const JitCode* code = jit_code_->find_code(pid, addr, moved_by);
+  // V8 writes an .eh_frame_hdr alone for code it has no CFI for: no CFI.
+  if (!code || code->unwind.size() <= code->eh_frame_hdr_size) return nullptr;
+  // Code loaded again at the same place differs in its index (or size).
+  const JitKey key{pid, image_id, code->start, code->end, code->code_index, moved_by, code->unwind.size()};
+  if (auto it = jit_modules_.find(key); it != jit_modules_.end()) return &it->second;
+  UnwindModule module;
+  module.load_bias = moved_by;  // the CFI describes the code where it was loaded
+  module.jit = JitUnwindCode{code->start, code->end, code->unwind, code->eh_frame_hdr_size, next_jit_serial_++};
+  jit_module_bytes_ += code->unwind.size();
+  return &jit_modules_.emplace(key, std::move(module)).first->second;
+}
+
+void StackCopyUnwinder::forget_jit_code(uint32_t pid) {
+  JitKey first;
+  first.pid = pid;
+  for (auto it = jit_modules_.lower_bound(first); it != jit_modules_.end() && it->first.pid == pid;) {
+    unwinder_.forget_module(it->second);
+    jit_module_bytes_ -= it->second.jit->unwind.size();
+    it = jit_modules_.erase(it);
+  }
+}
+
+void StackCopyUnwinder::forget_jit_modules_over_bounds() {
+  if (jit_modules_.size() <= kMaxJitModules && jit_module_bytes_ <= kMaxJitModuleBytes) return;
+  for (const auto& [key, module] : jit_modules_) unwinder_.forget_module(module);
+  jit_modules_.clear();
+  jit_module_bytes_ = 0;
 }
 
 std::span<const uint8_t> StackCopyUnwinder::read_code(uint32_t image_id, uint64_t addr) {
@@ -56,6 +91,7 @@ std::span<const uint8_t> StackCopyUnwinder::read_code(uint32_t image_id, uint64_
 }
 
 bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack, bool copy_short) {
+  forget_jit_modules_over_bounds();  // between walks: a walk holds pointers to modules
   unwinder_.unwind(
       stack, [&](uint64_t addr) { return find_module(image_id, addr); }, result_,
       [&](uint64_t addr) { return read_code(image_id, addr); });
@@ -78,6 +114,7 @@ void StackCopyUnwinder::emit_result(const Origin& origin, const SampleCallback& 
   frame_pointer_steps_ += result_.frame_pointer_steps;
   if (result_.frame_pointer_steps) ++frame_pointer_stacks_;
   epilogue_steps_ += result_.epilogue_steps;
+  jit_cfi_steps_ += result_.jit_cfi_steps;
   RawSample sample;
   sample.pid = origin.pid;
   sample.tid = origin.tid;
@@ -142,7 +179,7 @@ void StackCopyUnwinder::flush(const SampleCallback& emit) { retry_held(emit, tru
 
 void StackCopyUnwinder::reset_counts() {
   stops_ = {};
-  stacks_ = retried_ = frame_pointer_steps_ = frame_pointer_stacks_ = epilogue_steps_ = 0;
+  stacks_ = retried_ = frame_pointer_steps_ = frame_pointer_stacks_ = epilogue_steps_ = jit_cfi_steps_ = 0;
 }
 
 std::string unwind_stop_loss_key(UnwindStop stop) {

@@ -21,6 +21,7 @@
 
 #include "userspace/unwind/cfi_unwinder.h"
 #include "userspace/unwind/epilogue.h"
+#include "userspace/process/perf_map.h"
 #include "userspace/process/process_image.h"
 #include "userspace/events/events.h"
 #include "userspace/unwind/stack_snapshot.h"
@@ -33,7 +34,8 @@ std::string unwind_stop_loss_key(UnwindStop stop);
 
 class StackCopyUnwinder {
  public:
-  explicit StackCopyUnwinder(ProcessTable& processes, UnwindOptions options = {});
+  // `jit_code` (optional, outlives this): where JIT code's CFI is found.
+  explicit StackCopyUnwinder(ProcessTable& processes, UnwindOptions options = {}, PerfMaps* jit_code = nullptr);
 
   // Unwinds `copy` with the modules of its process's current image and
   // passes the sample to `emit` (now, or later from a call of unwind() or
@@ -53,20 +55,33 @@ class StackCopyUnwinder {
   void forget_images() {
     modules_.clear();
     code_.clear();
+    jit_modules_.clear();
+    jit_module_bytes_ = 0;
     unwinder_.forget_modules();
   }
+  // `pid` exec'd or exited: the CFI of its JIT code is dropped (read again
+  // from its dump if a later walk needs it).
+  void forget_jit_code(uint32_t pid);
   // Frames reached by the frame-pointer fallback (cfi_unwinder.h), and the
   // stacks that have any.
   uint64_t frame_pointer_steps() const { return frame_pointer_steps_; }
   uint64_t frame_pointer_stacks() const { return frame_pointer_stacks_; }
   // Frames reached by decoding how the code without CFI returns (epilogue.h).
   uint64_t epilogue_steps() const { return epilogue_steps_; }
+  // Frames reached by the CFI a JIT runtime wrote (jitdump unwinding info).
+  uint64_t jit_cfi_steps() const { return jit_cfi_steps_; }
+  // JIT code whose CFI was read, or refused (and why the first was).
+  CfiCacheStats cfi_stats() const { return unwinder_.stats(); }
   uint64_t retried() const { return retried_; }
 
   // Most walks held at once, and most stack bytes they hold (a copy is up
   // to 1 MiB); beyond either, a walk is emitted as is (counted by its stop).
   static constexpr size_t kMaxHeld = 256;
   static constexpr size_t kMaxHeldBytes = size_t{16} << 20;
+  // JIT code whose CFI is kept at most, and its bytes; past either, all of
+  // it is dropped before the next walk (and read again as walks need it).
+  static constexpr size_t kMaxJitModules = 4096;
+  static constexpr size_t kMaxJitModuleBytes = size_t{64} << 20;
   size_t held_bytes() const { return held_bytes_; }
 
  private:
@@ -98,6 +113,9 @@ class StackCopyUnwinder {
   void emit_result(const Origin& origin, const SampleCallback& emit);
   void retry_held(const SampleCallback& emit, bool final);
   const UnwindModule* find_module(uint32_t image, uint64_t addr);
+  // The JIT code at `addr` with its runtime's CFI, or nullptr.
+  const UnwindModule* jit_module(uint32_t image, uint64_t addr);
+  void forget_jit_modules_over_bounds();
   // The code of image `image` at `addr` (CodeReader), read from the process
   // once per address and kept (a CPython trampoline returns to the same
   // places all session long); bounded by kMaxCodeEntries.
@@ -115,6 +133,16 @@ class StackCopyUnwinder {
   };
   static constexpr size_t kMaxCodeEntries = 4096;
   std::map<std::pair<uint32_t, uint64_t>, Code> code_;  // (image id, address)
+  PerfMaps* jit_code_ = nullptr;
+  // A piece of JIT code as the dump describes it where it is now.
+  struct JitKey {
+    uint32_t pid = 0, image = 0;
+    uint64_t start = 0, end = 0, code_index = 0, moved_by = 0, unwind_bytes = 0;
+    auto operator<=>(const JitKey&) const = default;
+  };
+  std::map<JitKey, UnwindModule> jit_modules_;
+  size_t jit_module_bytes_ = 0;
+  uint64_t next_jit_serial_ = 1;
   std::vector<Held> held_;
   size_t held_bytes_ = 0;  // stack bytes of held_
   bool can_hold(size_t stack_bytes) const {
@@ -123,7 +151,7 @@ class StackCopyUnwinder {
   uint64_t maps_reads_at_hold_ = 0;
   std::array<uint64_t, kUnwindStopCount> stops_{};
   uint64_t stacks_ = 0, retried_ = 0;
-  uint64_t frame_pointer_steps_ = 0, frame_pointer_stacks_ = 0, epilogue_steps_ = 0;
+  uint64_t frame_pointer_steps_ = 0, frame_pointer_stacks_ = 0, epilogue_steps_ = 0, jit_cfi_steps_ = 0;
 };
 
 }  // namespace gsymprof

@@ -6,12 +6,26 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "userspace/base/build_id.h"
 #include "userspace/process/module_identity.h"
 
 namespace gsymprof {
+
+// JIT code whose runtime wrote its CFI (a jitdump's unwinding info): the
+// code's range as loaded and the bytes (jit_eh_frame.h places them).
+struct JitUnwindCode {
+  uint64_t start = 0, end = 0;  // as loaded; UnwindModule::load_bias: how far it moved since
+  std::vector<uint8_t> unwind;  // .eh_frame followed by .eh_frame_hdr
+  uint64_t eh_frame_hdr_size = 0;
+  // Unique for the life of the unwinder that loads it (the key of its CFI):
+  // code loaded again at the same address is another piece of code.
+  uint64_t serial = 0;
+  bool operator==(const JitUnwindCode&) const = default;
+};
 
 // Where the unwinder reads a module's CFI, and how to turn runtime addresses
 // into the ELF's own (unslid) addresses.
@@ -23,6 +37,9 @@ struct UnwindModule {
   // of a file others could have written is used for that file only, never
   // shared by build ID, and elf_path must open that very file.
   FileStamp file;
+  // JIT code: no file (elf_path and build_id empty); its CFI is the
+  // runtime's .eh_frame, read from memory.
+  std::optional<JitUnwindCode> jit;
   bool operator==(const UnwindModule&) const = default;
 };
 

@@ -455,3 +455,28 @@ TEST_CASE("jitdumps of processes: found in /proc/PID/maps; exec forgets the old 
   REQUIRE(symbol != nullptr);
   CHECK(symbol->name == "after-exec");
 }
+
+TEST_CASE("jitdumps of processes: the code at an address, with its unwinding info, where it moved") {
+  FakeProc proc;
+  const std::string tmp = proc.add(400, 400);
+  DumpBuilder dump;
+  dump.unwinding({1, 2, 3, 4, 5, 6, 7, 8}, 4);
+  dump.load(0x1000, 0x20, "with-cfi");
+  dump.load(0x2000, 0x20, "without", 2);
+  dump.move(0x1000, 0x5000, 0x20);
+  write_bytes(tmp + "/jit-400.dump", dump.bytes);
+  PerfMaps maps(proc.path);
+  uint64_t moved_by = 0;
+  const JitCode* code = maps.find_code(400, 0x5010, moved_by);
+  REQUIRE(code != nullptr);
+  CHECK(code->name == "with-cfi");
+  CHECK(code->start == 0x1000);
+  CHECK(moved_by == 0x4000);
+  CHECK(code->unwind == std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8});
+  CHECK(code->eh_frame_hdr_size == 4);
+  CHECK(maps.find_code(400, 0x1010, moved_by) == nullptr);  // nothing is left where it was
+  code = maps.find_code(400, 0x2000, moved_by);
+  REQUIRE(code != nullptr);
+  CHECK(code->unwind.empty());
+  CHECK(moved_by == 0);
+}

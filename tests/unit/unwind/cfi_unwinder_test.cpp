@@ -321,7 +321,7 @@ TEST_CASE("cfi unwinder: missing module, missing CFI, wrong build ID") {
   CHECK(r.stop == UnwindStop::NoCfi);
   CHECK(unwinder.module_error(wrong_id).find("identity differs") != std::string::npos);
 
-  gsymprof::UnwindModule missing{"/nonexistent/libnothing.so", {}, 0, {}};
+  gsymprof::UnwindModule missing{"/nonexistent/libnothing.so", {}, 0, {}, {}};
   r = unwinder.unwind(view, [&](uint64_t) { return &missing; });
   CHECK(r.stop == UnwindStop::NoCfi);
   CHECK(unwinder.module_error(missing).find("cannot open") != std::string::npos);
@@ -347,7 +347,7 @@ TEST_CASE("cfi unwinder: code without CFI at the ELF entry point is the stack's 
   }
   dwarf_cfi_end(cfi);
   const uint64_t bias = uint64_t{0x7f12} << 32;
-  const gsymprof::UnwindModule module{ldso, gsymprof::BuildId(image->build_id()), bias, {}};
+  const gsymprof::UnwindModule module{ldso, gsymprof::BuildId(image->build_id()), bias, {}, {}};
   std::vector<uint8_t> stack(64, 0);
   gsymprof::StackView view;
   view.regs.sp = view.stack_start = 0x7ffd00001000;
@@ -526,8 +526,8 @@ TEST_CASE("stack snapshot: every truncation and corruption is a clean error") {
   s.snapshot.regs = {0x401000, 0x7ffd1000, 0x7ffd1040};
   s.snapshot.stack_start = 0x7ffd1000;
   s.snapshot.stack = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-  s.modules.push_back({"/bin/true", *gsymprof::BuildId::from_hex("0011aabb"), 0x1000, {}});
-  s.modules.push_back({"/lib/libx.so", {}, 0x7f0000000000, {}});
+  s.modules.push_back({"/bin/true", *gsymprof::BuildId::from_hex("0011aabb"), 0x1000, {}, {}});
+  s.modules.push_back({"/lib/libx.so", {}, 0x7f0000000000, {}, {}});
   s.mappings = {{0x401000, 0x402000, 0}, {0x7f0000001000, 0x7f0000002000, 1}};
   auto bytes = gsymprof::serialize_snapshot(s);
   REQUIRE(bytes.ok());
