@@ -27,7 +27,8 @@ build_fixture pie
 FIX=$WORK/pie/profile_fixture
 EXEC_STACK="_start;__libc_start_main_impl;__libc_start_call_main;main;phase_exec;exec_outer_inline_[i];exec_inner_inline_[i];exec_leaf"
 
-SERVICE=checkout "$FIX" exec 40 >/dev/null 2>&1 &
+# Long enough for a loaded host (the cleanup stops it).
+SERVICE=checkout "$FIX" exec 300 >/dev/null 2>&1 &
 fixture=$!
 agent_err=$WORK/agent.err
 "$GSYMPROF" agent -F 199 --window 2 --listen 127.0.0.1:0 --output-dir "$WORK/out" --output-max-files 3 \
@@ -42,6 +43,15 @@ for _ in $(seq 100); do
 done
 [[ -n $port ]] || { cat "$agent_err" >&2; fail "the agent said no port"; }
 echo "agent on port $port"
+# A fresh agent's first export opens (and, its GSYM cache being empty,
+# converts) every module the host runs: on a loaded CI host that can take
+# longer than go tool pprof waits (1.5 times the seconds asked). Pull once
+# the first window is out, as a scraper's later pulls are.
+for _ in $(seq 600); do
+  compgen -G "$WORK/out/*" >/dev/null && break
+  kill -0 $agent 2>/dev/null || { cat "$agent_err" >&2; fail "the agent exited"; }
+  sleep 0.1
+done
 
 echo "pull: go tool pprof -raw"
 "$GO" tool pprof -raw "http://127.0.0.1:$port/debug/pprof/profile?seconds=3" >"$WORK/raw.txt" 2>"$WORK/raw.err" ||

@@ -695,7 +695,13 @@ PythonCodeNamer::Outcome PythonCodeNamer::read_entry(const PythonLayout& layout,
   if (!ranges || (ranges->empty() ? 0 : ranges->back().end) != fields.code_units * 2) return Outcome::Implausible;
   entry.lines.clear();
   for (const PythonLineRange& range : *ranges) {
-    const uint32_t line = range.line.value_or(0);
+    // Code CPython gives no line (the POP_TOP a generator or coroutine runs
+    // when first resumed, some cleanup) or line 0 (a module's RESUME) is
+    // named by the line before it, the first line at the start: a frame
+    // always says where it is.
+    const uint32_t line = range.line && *range.line != 0 ? *range.line
+                          : entry.lines.empty()          ? static_cast<uint32_t>(fields.firstlineno)
+                                                         : entry.lines.back().line;
     if (!entry.lines.empty() && entry.lines.back().line == line)
       entry.lines.back().end = range.end;  // runs of one line merged
     else

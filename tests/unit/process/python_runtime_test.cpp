@@ -481,12 +481,16 @@ TEST_CASE("python namer: names, lines, the cache, strings of every kind") {
     const uint64_t run = image.python.make_function(U"Worker.run", U"/srv/app/worker.py", kSampleTable, 40);
     PythonCodeNamer namer;
     MemoryReader read = image.memory.reader();
+    // Code with no location (co_positions None) is named by the line
+    // before it: the frame always says where it is.
+    uint32_t line_before = 40;
     for (int32_t offset = 0; offset < 110; offset += 2) {
       auto name = namer.name(7, *layout, run, offset, read, 1000);
       REQUIRE(name);
       CHECK(name->qualname == "Worker.run");
       CHECK(name->file == "/srv/app/worker.py");
-      CHECK(name->line == (kSampleLines[offset / 2] ? kSampleLines[offset / 2] + 39 : 0));
+      if (kSampleLines[offset / 2]) line_before = kSampleLines[offset / 2] + 39;
+      CHECK(name->line == line_before);
     }
     CHECK(namer.name(7, *layout, run, -2, read, 1000) == PythonFrameName{"Worker.run", "/srv/app/worker.py", 40});
     CHECK(namer.stats().named == 56);
@@ -1050,7 +1054,7 @@ codes += [c for c in inner.__code__.co_consts if hasattr(c, "co_positions")]
 def hexed(text):
     return text.encode("utf-8", "surrogateescape").hex() or "-"
 for co in codes:
-    lines = ",".join("%d" % (p[0] or 0) for p in co.co_positions())
+    lines = ",".join("%d" % (-1 if p[0] is None else p[0]) for p in co.co_positions())
     print("code", id(co), co.co_firstlineno, len(co.co_code), hexed(co.co_qualname), hexed(co.co_filename), lines)
 print("ready", sys.hexversion, threading.get_native_id(), id(spin.__code__), id(sys._getframe().f_code),
       sys._getframe().f_lineno + 1, flush=True)
@@ -1069,7 +1073,7 @@ struct PythonCode {
   uint32_t firstlineno = 0;
   size_t code_bytes = 0;
   std::string qualname, file;
-  std::vector<uint32_t> lines;  // per code unit, 0: none
+  std::vector<int64_t> lines;  // per code unit, -1: none
 };
 
 struct RunningPython {
@@ -1124,7 +1128,7 @@ struct RunningPython {
         code.file = unhex(file);
         std::istringstream each(positions);
         std::string line;
-        while (std::getline(each, line, ',')) code.lines.push_back(static_cast<uint32_t>(std::stoul(line)));
+        while (std::getline(each, line, ',')) code.lines.push_back(std::stol(line));
         codes.push_back(code);
       } else if (kind == "ready") {
         lines >> hexversion >> tid >> spin_code >> module_code >> module_call_line;
@@ -1246,12 +1250,14 @@ void check_interpreter(const std::string& python, const std::string& minor) {
     CAPTURE(code.qualname);
     REQUIRE(code.lines.size() * 2 == code.code_bytes);
     qualnames.insert(code.qualname);
+    uint32_t line_before = code.firstlineno;  // where co_positions says None or 0
     for (size_t unit = 0; unit < code.lines.size(); ++unit) {
       auto name = namer.name(pid, *layout, code.address, static_cast<int32_t>(unit * 2), read, 0);
       REQUIRE(name);
       CHECK(name->qualname == code.qualname);
       CHECK(name->file == code.file);
-      CHECK(name->line == code.lines[unit]);
+      if (code.lines[unit] > 0) line_before = static_cast<uint32_t>(code.lines[unit]);  // 0: a module's RESUME
+      CHECK(name->line == line_before);
       ++offsets;
     }
     CHECK(namer.name(pid, *layout, code.address, -2, read, 0) ==
