@@ -77,6 +77,10 @@ gsym::Expected<GsymLocator> open_locator(const std::vector<std::string>& gsym_di
   LocatorOptions options;
   options.convert_in_child = use == LocatorUse::Daemon;
   options.lookup_indexes = use == LocatorUse::Command;
+  if (use == LocatorUse::Pull) {
+    options.max_convert_input_bytes = options.child_min_input_bytes;
+    options.use_debuginfod = false;
+  }
   options.cache_dir = default_cache_dir();
   options.progress = terminal_progress();
   GsymLocator locator(options);

@@ -43,8 +43,10 @@ void add_symbolize_flags(CommandLine& cli, SymbolizeFlags& flags);
 // Error: a dir that cannot be indexed (the message names it).
 // Who uses it: a command, once (conversions in process, lookup indexes
 // built), or the agent, for days (LocatorOptions::convert_in_child, no
-// lookup_indexes: its memory stays that of what it names).
-enum class LocatorUse : uint8_t { Command, Daemon };
+// lookup_indexes: its memory stays that of what it names), or one of the
+// agent's pulls, whose client waits (only quick conversions, in process;
+// no debuginfod).
+enum class LocatorUse : uint8_t { Command, Daemon, Pull };
 gsym::Expected<GsymLocator> open_locator(const std::vector<std::string>& gsym_dirs,
                                          LocatorUse use = LocatorUse::Command);
 

@@ -173,6 +173,14 @@ int cmd_agent(int argc, char** argv) {
       auto fresh = open_locator(dirs, LocatorUse::Daemon);
       return fresh ? std::move(*fresh) : open_locator({}, LocatorUse::Daemon).value();
     };
+    // A pull is answered on a thread of its own, with what the cache holds
+    // and what converts quickly: its client waits (go tool pprof: 1.5 times
+    // the seconds asked), while a window's export may be converting a big
+    // binary for minutes.
+    export_options.make_pull_locator = [dirs = symbolize_flags.gsym_dirs] {
+      auto fresh = open_locator(dirs, LocatorUse::Pull);
+      return fresh ? std::move(*fresh) : open_locator({}, LocatorUse::Pull).value();
+    };
   } else {
     // Addresses, build IDs and mappings: no GSYM is read or made.
     export_options.symbolize.local_elf_path = [](const CaptureModule&) { return std::string(); };

@@ -15,6 +15,19 @@ AgentExporter::AgentExporter(AgentExporterOptions options, GsymLocator locator,
                              std::vector<std::unique_ptr<WindowSink>> sinks, AgentMetrics& metrics)
     : options_(std::move(options)), locator_(std::move(locator)), sinks_(std::move(sinks)), metrics_(metrics) {
   thread_ = std::thread([this] { run(); });
+  if (options_.make_pull_locator) pull_thread_ = std::thread([this] { run_pulls(); });
+}
+
+void AgentExporter::pull_ready_locked(std::unique_ptr<Pull> pull) {
+  if (options_.make_pull_locator) {
+    ready_pulls_.push_back(std::move(pull));
+    pull_wake_.notify_one();
+    return;
+  }
+  // A client waits for it, with a deadline (go tool pprof: 1.5 times the
+  // seconds asked): served before the windows queued.
+  jobs_.push_front({Capture{}, std::move(pull)});
+  wake_.notify_one();
 }
 
 AgentExporter::~AgentExporter() { finish(); }
@@ -43,11 +56,8 @@ void AgentExporter::on_tick(Capture&& tick) {
     merge_capture((*it)->capture, tick);
     (*it)->remaining_s -= tick_s;
     if ((*it)->remaining_s <= 1e-3) {
-      // A client waits for it, with a deadline (go tool pprof: 1.5 times
-      // the seconds asked): served before the windows queued.
-      jobs_.push_front({Capture{}, std::move(*it)});
+      pull_ready_locked(std::move(*it));
       it = pulls_.erase(it);
-      wake_.notify_one();
     } else {
       ++it;
     }
@@ -76,13 +86,38 @@ void AgentExporter::finish() {
     if (!stopping_) {
       enqueue_window_locked();
       // Profiles still collecting get what there is.
-      for (auto& pull : pulls_) jobs_.push_back({Capture{}, std::move(pull)});
+      for (auto& pull : pulls_) pull_ready_locked(std::move(pull));
       pulls_.clear();
       stopping_ = true;
     }
     wake_.notify_one();
+    pull_wake_.notify_one();
   }
   if (thread_.joinable()) thread_.join();
+  if (pull_thread_.joinable()) pull_thread_.join();
+}
+
+void AgentExporter::serve_pull(Pull& pull, GsymLocator& locator) {
+  auto profile = pprof_profile(pull.capture, locator, options_.symbolize);
+  metrics_.add_pull(profile.ok());
+  if (profile) pull.promise.set_value(std::move(profile->gzipped));
+  else pull.promise.set_value(profile.error());
+}
+
+void AgentExporter::run_pulls() {
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);  // as the export thread
+  for (;;) {
+    std::unique_ptr<Pull> pull;
+    {
+      std::unique_lock lock(mutex_);
+      pull_wake_.wait(lock, [this] { return !ready_pulls_.empty() || stopping_; });
+      if (ready_pulls_.empty()) return;  // stopping, all answered
+      pull = std::move(ready_pulls_.front());
+      ready_pulls_.pop_front();
+    }
+    GsymLocator locator = options_.make_pull_locator();
+    serve_pull(*pull, locator);
+  }
 }
 
 void AgentExporter::run() {
@@ -103,10 +138,7 @@ void AgentExporter::run() {
       jobs_.pop_front();
     }
     if (job.pull) {
-      auto profile = pprof_profile(job.pull->capture, locator_, options_.symbolize);
-      metrics_.add_pull(profile.ok());
-      if (profile) job.pull->promise.set_value(std::move(profile->gzipped));
-      else job.pull->promise.set_value(profile.error());
+      serve_pull(*job.pull, locator_);
       continue;
     }
     for (const auto& sink : sinks_) sink->deliver(job.capture, locator_, options_.symbolize, metrics_);

@@ -3,7 +3,8 @@
 // HTTP, and symbolizes and hands them to the sinks on a thread of its own,
 // at a lower priority (nice 10), so neither GSYM conversion nor a slow
 // backend holds up sampling. At most max_queued windows wait; beyond that
-// the oldest is dropped and counted.
+// the oldest is dropped and counted. Pulls, whose client waits, are served
+// on a thread of their own (AgentExporterOptions::make_pull_locator).
 #pragma once
 
 #include <condition_variable>
@@ -39,6 +40,11 @@ struct AgentExporterOptions {
   // indexes (the agent's) opening one again is cheap.
   std::function<GsymLocator()> make_locator;
   uint64_t windows_per_locator = 6;
+  // Given: pulls are symbolized on a thread of their own, each with a
+  // locator made for it (one that converts only what is quick), so a
+  // window's export in progress does not hold up a client that waits.
+  // Empty: pulls wait their turn on the export thread, ahead of windows.
+  std::function<GsymLocator()> make_pull_locator;
   // ... and sooner once its readers hold this many heap bytes (their lookup
   // indexes): a host that rebuilds big programs all day opened 155 MB of
   // them within ten minutes.
@@ -73,6 +79,10 @@ class AgentExporter {
     std::unique_ptr<Pull> pull;  // null: a window for the sinks
   };
   void run();
+  void run_pulls();
+  void serve_pull(Pull& pull, GsymLocator& locator);
+  // A pull has all its ticks: to the pull thread, else the export thread.
+  void pull_ready_locked(std::unique_ptr<Pull> pull);
   void enqueue_window_locked();
 
   AgentExporterOptions options_;
@@ -87,6 +97,9 @@ class AgentExporter {
   bool stopping_ = false;
   uint64_t windows_since_locator_ = 0;  // the export thread's
   std::thread thread_;
+  std::condition_variable pull_wake_;
+  std::deque<std::unique_ptr<Pull>> ready_pulls_;  // for pull_thread_
+  std::thread pull_thread_;
 };
 
 }  // namespace gsymprof

@@ -365,6 +365,12 @@ struct GsymLocator::State {
     const gsym::OpenFile& file = *source.file;
     const bool shareable = gsym::writable_only_by_us(file.status);
     gsym::ConvertOptions convert_options = profiler_convert_options(local_path, module_path);
+    const uint64_t input_bytes = conversion_input_bytes(file, convert_options);
+    if (options.max_convert_input_bytes != 0 && input_bytes >= options.max_convert_input_bytes) {
+      out.reason = no_gsym_for(id) + " yet: " + std::to_string(input_bytes) +
+                   " bytes to convert, left to the agent's next window";
+      return out;
+    }
     // debuginfod may have what the local search lacks, also for a failure
     // remembered from a run without it.
     const bool ask_for_debuginfo = debuginfod_serves(id) && convert_options.debug_file.empty() &&
@@ -380,8 +386,7 @@ struct GsymLocator::State {
     std::optional<DebuginfodClient::Found> fetched_debuginfo;
     if (ask_for_debuginfo) fetched_debuginfo = fetch_debuginfo(id, convert_options, source.debuginfod_note);
     gsym::ConvertStats stats;
-    const bool in_child = options.convert_in_child &&
-                          conversion_input_bytes(file, convert_options) >= options.child_min_input_bytes;
+    const bool in_child = options.convert_in_child && input_bytes >= options.child_min_input_bytes;
     gsym::Expected<std::vector<uint8_t>> bytes =
         in_child ? convert_elf_in_child(file.fd.get(), convert_options, &stats, options.child)
                  : gsym::convert_elf(descriptor_path(file.fd.get()), convert_options, &stats);

@@ -94,6 +94,10 @@ struct LocatorOptions {
   // child costs an exec, more than their heap is worth, and a host's first
   // window has a hundred of them.
   uint64_t child_min_input_bytes = uint64_t{8} << 20;
+  // 0: any. Inputs this size or larger are not converted by this locator
+  // but left unresolved ("not converted yet"), nothing remembered: the
+  // agent's pulls, whose client waits, leave them to the export thread.
+  uint64_t max_convert_input_bytes = 0;
   // The readers' lookup indexes (gsym::Reader::Index): on for commands that
   // look up many addresses once; off for a daemon that keeps every module
   // of a host open to look up a few addresses of each per window, where the
