@@ -169,3 +169,30 @@ TEST_CASE("locator: a child's GSYM not cached is read into memory and served fro
   REQUIRE(found.ok());
   CHECK(found->has_value());
 }
+
+TEST_CASE("locator: an input small on disk but large decompressed converts in a child") {
+  TempDir tmp;
+  compile(tmp / "plain", kSource);
+  const std::string compress = "objcopy --compress-debug-sections=zlib " + tmp / "plain" + " " + tmp / "app";
+  REQUIRE(std::system(compress.c_str()) == 0);
+  struct stat compressed {};
+  REQUIRE(::stat((tmp / "app").c_str(), &compressed) == 0);
+  LocatorOptions options;
+  options.cache_dir = "";
+  options.convert_in_child = true;
+  // Above the file's size, below it with its debug sections inflated.
+  options.child_min_input_bytes = static_cast<uint64_t>(compressed.st_size) + 1;
+  // A child that only fails: its error says the conversion went to it.
+  options.child.program = script(tmp, "fails", "exit 3");
+  GsymLocator locator(options);
+  ModuleReport report;
+  CHECK(locator.locate(*BuildId::from_hex("c0ffee01"), tmp / "app", report) == nullptr);
+  CHECK(report.reason.find("conversion process exited with status 3") != std::string::npos);
+
+  // The same threshold past the whole inflated size: in process, converted.
+  options.child_min_input_bytes = uint64_t{1} << 30;
+  GsymLocator in_process(options);
+  ModuleReport converted;
+  CHECK(in_process.locate(*BuildId::from_hex("c0ffee01"), tmp / "app", converted) != nullptr);
+  CHECK(converted.origin == GsymOrigin::Converted);
+}
