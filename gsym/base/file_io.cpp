@@ -6,6 +6,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <utility>
 
 namespace gsym {
@@ -78,6 +81,17 @@ Expected<OpenFile> check_opened(int raw_fd, const std::string& label) {
 constexpr int kReadFlags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
 
 int symlink_flag(Symlinks symlinks) { return symlinks == Symlinks::RefuseFinal ? O_NOFOLLOW : 0; }
+
+// All of `from` (from offset 0 to its end) into `to`, copied by the kernel.
+bool copy_all(int from, int to) {
+  off_t offset = 0;
+  for (;;) {
+    const ssize_t n = ::sendfile(to, from, &offset, size_t{1} << 30);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+  }
+}
 
 bool write_all(int fd, std::span<const uint8_t> bytes) {
   size_t done = 0;
@@ -275,8 +289,10 @@ Expected<std::string> read_file_text(const std::string& path, uint64_t max_bytes
 namespace {
 
 // write_file_atomically_at, its errors naming the file `target`.
+// `write_content` writes the new file's contents to the descriptor it is
+// given (false: failed, errno set).
 Status write_named_file_atomically_at(int dir_fd, const std::string& target, const std::string& name,
-                                      std::span<const uint8_t> bytes, mode_t create_mode) {
+                                      const std::function<bool(int)>& write_content, mode_t create_mode) {
   struct stat existing {};
   if (::fstatat(dir_fd, name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISDIR(existing.st_mode)) return refused(target + ": is a directory", EISDIR);
@@ -316,7 +332,7 @@ Status write_named_file_atomically_at(int dir_fd, const std::string& target, con
     unregister_temporary(slot);
     return Status(errno_error(target, what, err));
   };
-  if (!write_all(fd.get(), bytes)) return fail("write failed");
+  if (!write_content(fd.get())) return fail("write failed");
   if (::fsync(fd.get()) != 0) return fail("fsync failed");
   if (::close(fd.release()) != 0) return fail("close failed");
   if (::renameat(dir_fd, temp.c_str(), dir_fd, name.c_str()) != 0)
@@ -330,7 +346,14 @@ Status write_named_file_atomically_at(int dir_fd, const std::string& target, con
 
 Status write_file_atomically_at(int dir_fd, const std::string& label, const std::string& name,
                                 std::span<const uint8_t> bytes, mode_t create_mode) {
-  return write_named_file_atomically_at(dir_fd, label + "/" + name, name, bytes, create_mode);
+  return write_named_file_atomically_at(
+      dir_fd, label + "/" + name, name, [bytes](int fd) { return write_all(fd, bytes); }, create_mode);
+}
+
+Status write_file_atomically_at(int dir_fd, const std::string& label, const std::string& name, int source_fd,
+                                mode_t create_mode) {
+  return write_named_file_atomically_at(
+      dir_fd, label + "/" + name, name, [source_fd](int fd) { return copy_all(source_fd, fd); }, create_mode);
 }
 
 Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes,
@@ -352,7 +375,8 @@ Status write_file_atomically(const std::string& path, std::span<const uint8_t> b
   Expected<FileDescriptor> dir_fd = open_output_directory(dir);
   if (!dir_fd) return dir_fd.error().prefixed(path + ": ");
   // Errors name the path as given, not DIR/NAME.
-  return write_named_file_atomically_at(dir_fd->get(), path, name, bytes, create_mode);
+  return write_named_file_atomically_at(
+      dir_fd->get(), path, name, [bytes](int fd) { return write_all(fd, bytes); }, create_mode);
 }
 
 Status write_file_atomically(const std::string& path, std::string_view text, mode_t create_mode) {

@@ -97,6 +97,11 @@ Status write_file_atomically(const std::string& path, std::string_view text,
 // symlinks); `label` names the directory in errors.
 Status write_file_atomically_at(int dir_fd, const std::string& label, const std::string& name,
                                 std::span<const uint8_t> bytes, mode_t create_mode);
+// The same, the contents all of `source_fd` (a regular file or memfd, from
+// offset 0), copied by the kernel (sendfile): a large file passes through
+// no memory of this process.
+Status write_file_atomically_at(int dir_fd, const std::string& label, const std::string& name, int source_fd,
+                                mode_t create_mode);
 
 // Unlinks every temporary file of a write still in progress. Async-signal-safe:
 // for handlers of SIGINT/SIGTERM that then end the process.

@@ -119,9 +119,12 @@ Status check_claim(const std::string& label, const GElf_Shdr& shdr, uint64_t cla
 
 // check_section_sizes; `names_refused` tells that the section name table
 // itself was refused (then no section name may be read: elf_strptr would
-// decompress it).
-Status check_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits, bool* names_refused) {
+// decompress it). `growth` (when given) receives what decompressing every
+// claim would add to the file's bytes.
+Status check_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits, bool* names_refused,
+                   uint64_t* growth = nullptr) {
   *names_refused = false;
+  if (growth) *growth = 0;
   size_t shstrndx = 0;
   bool have_names = elf_getshdrstrndx(elf, &shstrndx) == 0;
   // The name table first, by index: reading any name decompresses it.
@@ -151,6 +154,7 @@ Status check_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits
                            file_size, limits);
     if (!s) return s;
     total = total > UINT64_MAX - *claimed ? UINT64_MAX : total + *claimed;
+    if (growth && *claimed > shdr.sh_size) *growth += *claimed - shdr.sh_size;  // bounded by the checks
   }
   const uint64_t total_bound =
       std::min(limits.max_total, std::max(limits.min_bound, saturating_mul(limits.max_ratio, file_size)));
@@ -268,6 +272,7 @@ struct ElfImage::Impl {
   uint64_t file_size = 0;
   SectionSizeLimits limits;
   Status sizes;  // check_section_sizes at open
+  uint64_t decompression_growth = 0;  // decompression_growth()
   // .zdebug_* sections section_bytes decompressed: their contents may start
   // with "ZLIB" too, and must not be inflated twice.
   mutable std::vector<size_t> gnu_decompressed;
@@ -351,8 +356,9 @@ Expected<ElfImage> ElfImage::open(const std::string& path, const SectionSizeLimi
   impl->file_size = file_size;
   impl->limits = limits;
   bool names_refused = false;
-  impl->sizes = check_sizes(impl->elf.get(), file_size, limits, &names_refused);
+  impl->sizes = check_sizes(impl->elf.get(), file_size, limits, &names_refused, &impl->decompression_growth);
   if (names_refused) return impl->sizes.error();
+  if (!impl->sizes) impl->decompression_growth = 0;  // nothing will be decompressed
   return ElfImage(std::move(impl));
 }
 
@@ -360,6 +366,7 @@ const std::string& ElfImage::path() const { return impl_->path; }
 bool ElfImage::writable_only_by_us() const { return impl_->writable_only_by_us; }
 Elf* ElfImage::elf() const { return impl_->elf.get(); }
 bool ElfImage::little_endian() const { return impl_->little; }
+uint64_t ElfImage::decompression_growth() const { return impl_->decompression_growth; }
 
 Status ElfImage::decompress_debug_sections() const {
   if (!impl_->sizes) return impl_->sizes;

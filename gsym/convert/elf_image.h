@@ -149,6 +149,10 @@ class ElfImage {
   // While it fails, section_bytes fails for compressed sections and
   // compressed string tables read as absent.
   Status check_section_sizes() const;
+  // The bytes decompressing its compressed sections would add to the
+  // file's size (their claims, checked at open, less their compressed
+  // sizes); 0 when none, or when check_section_sizes refused them.
+  uint64_t decompression_growth() const;
 
   // read_gnu_build_id of this file.
   std::vector<uint8_t> build_id() const;

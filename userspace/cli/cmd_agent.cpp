@@ -167,6 +167,9 @@ int cmd_agent(int argc, char** argv) {
     auto opened = open_locator(symbolize_flags.gsym_dirs, LocatorUse::Daemon);
     if (!opened) return cli.failure(opened.error().to_string());
     locator = std::move(*opened);
+    // Each module's GSYM pages go as soon as it is looked up, not at the
+    // window's end: the export's peak holds one module's (symbolize.h).
+    export_options.symbolize.release_pages_per_module = true;
     // The --gsym-dirs indexed again every 10 minutes or so, the readers of
     // the last ones unmapped (a dir that went away: the cache only).
     export_options.make_locator = [dirs = symbolize_flags.gsym_dirs] {

@@ -206,9 +206,15 @@ gsym::Expected<int> wait_for_child(pid_t pid, std::chrono::milliseconds timeout)
 
 }  // namespace
 
-gsym::Expected<std::vector<uint8_t>> convert_elf_in_child(int elf_fd, const gsym::ConvertOptions& options,
-                                                          gsym::ConvertStats* stats,
-                                                          const ChildConversionOptions& child) {
+// A GSYM is bounded by its input's size in practice; 4 GiB is beyond any.
+constexpr size_t kMaxOutputBytes = size_t{4} << 30;
+
+gsym::Expected<std::vector<uint8_t>> ChildGsym::read() const {
+  return read_whole(fd.get(), kMaxOutputBytes, "output");
+}
+
+gsym::Expected<ChildGsym> convert_elf_in_child(int elf_fd, const gsym::ConvertOptions& options,
+                                               gsym::ConvertStats* stats, const ChildConversionOptions& child) {
   FileDescriptor output(::memfd_create("gsym-output", MFD_CLOEXEC));
   FileDescriptor report(::memfd_create("gsym-report", MFD_CLOEXEC));
   if (!output.valid() || !report.valid()) return system_error("cannot create a memfd");
@@ -248,8 +254,12 @@ gsym::Expected<std::vector<uint8_t>> convert_elf_in_child(int elf_fd, const gsym
     if (fields->contains("error-offset")) error.offset = number_or_zero(*fields, "error-offset");
     return error;
   }
-  // A GSYM is bounded by its input's size in practice; 4 GiB is beyond any.
-  return read_whole(output.get(), size_t{4} << 30, "output");
+  struct stat written {};
+  if (::fstat(output.get(), &written) != 0) return system_error("cannot stat its output");
+  if (static_cast<uint64_t>(written.st_size) > kMaxOutputBytes)
+    return gsym::Error("conversion process: its output is too large (" + std::to_string(written.st_size) +
+                       " bytes)");
+  return ChildGsym{std::move(output), static_cast<uint64_t>(written.st_size)};
 }
 
 int run_conversion_child(int argc, char** argv) {

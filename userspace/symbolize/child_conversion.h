@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "gsym/base/expected.h"
+#include "gsym/base/file_io.h"
 #include "gsym/convert/convert.h"
 
 namespace gsymprof {
@@ -39,12 +40,21 @@ struct ChildConversionOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
 };
 
+// The GSYM a child wrote, left in its memfd (ours alone once the child is
+// gone): a caller copies it to the cache (GsymCache::publish) and checks it
+// through a mapping without holding it all in its heap (a large binary's
+// GSYM is tens of MB), or reads it when it keeps it in memory.
+struct ChildGsym {
+  gsym::FileDescriptor fd;
+  uint64_t size = 0;
+  gsym::Expected<std::vector<uint8_t>> read() const;
+};
+
 // Converts the ELF open at `elf_fd` as gsym::convert_elf(options) would, in
 // a child process; `stats` (when given) receives compile_units,
 // inputs_writable_only_by_us and debug_file_used.
-gsym::Expected<std::vector<uint8_t>> convert_elf_in_child(int elf_fd, const gsym::ConvertOptions& options,
-                                                          gsym::ConvertStats* stats,
-                                                          const ChildConversionOptions& child = {});
+gsym::Expected<ChildGsym> convert_elf_in_child(int elf_fd, const gsym::ConvertOptions& options,
+                                               gsym::ConvertStats* stats, const ChildConversionOptions& child = {});
 
 // The child's side: argv[0] is kConversionChildCommand. Exit status 0 when
 // the report was written (whether the conversion succeeded or not).

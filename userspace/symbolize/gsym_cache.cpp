@@ -145,11 +145,24 @@ void GsymCache::remember_failure(const BuildId& id, const gsym::Error& error) {
 
 gsym::Expected<std::string> GsymCache::publish(const BuildId& id, std::span<const uint8_t> gsym_bytes,
                                                bool symbols_only) {
+  return publish_with(id, symbols_only, [&](int dir, const std::string& name) {
+    return gsym::write_file_atomically_at(dir, dir_, name, gsym_bytes, 0600);
+  });
+}
+
+gsym::Expected<std::string> GsymCache::publish(const BuildId& id, int gsym_fd, bool symbols_only) {
+  return publish_with(id, symbols_only, [&](int dir, const std::string& name) {
+    return gsym::write_file_atomically_at(dir, dir_, name, gsym_fd, 0600);
+  });
+}
+
+gsym::Expected<std::string> GsymCache::publish_with(
+    const BuildId& id, bool symbols_only,
+    const std::function<gsym::Status(int dir_fd, const std::string& name)>& write) {
   const int dir = descriptor(true);
   if (dir < 0) return gsym::Error(gsym::ErrorCode::Refused, refused_);
   const std::string name = cache_name(id, ".gsym");
-  if (gsym::Status written = gsym::write_file_atomically_at(dir, dir_, name, gsym_bytes, 0600); !written)
-    return written.error();
+  if (gsym::Status written = write(dir, name); !written) return written.error();
   mark_symbols_only(id, symbols_only);
   return dir_ + "/" + name;
 }

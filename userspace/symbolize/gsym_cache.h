@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -60,11 +61,18 @@ class GsymCache {
   // converted from symbols alone. Its path, or why it is not cached.
   gsym::Expected<std::string> publish(const BuildId& id, std::span<const uint8_t> gsym_bytes,
                                       bool symbols_only);
+  // The same from a descriptor (all of it: a child conversion's memfd),
+  // copied by the kernel rather than read into memory first.
+  gsym::Expected<std::string> publish(const BuildId& id, int gsym_fd, bool symbols_only);
 
  private:
   // The directory's descriptor, or -1; created only when `create` (to write).
   int descriptor(bool create);
   void mark_symbols_only(const BuildId& id, bool symbols_only);
+  // publish's steps around `write(dir_fd, name)`, which writes the GSYM.
+  gsym::Expected<std::string> publish_with(
+      const BuildId& id, bool symbols_only,
+      const std::function<gsym::Status(int dir_fd, const std::string& name)>& write);
 
   std::string dir_;
   std::vector<std::string>& notes_;

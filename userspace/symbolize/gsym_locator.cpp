@@ -89,20 +89,30 @@ bool has_local_debug_info(const gsym::OpenFile& elf, const gsym::ConvertOptions&
   return !gsym::find_debug_file(*image, gsym::DebugFileSearch{convert.debug_directories}).empty();
 }
 
-// The bytes a conversion of `elf` reads, about: the ELF, and its separate
-// debug file when it has no DWARF of its own (the converter's heap grows
-// with the DWARF).
+// The bytes a conversion of `elf` holds, about: the ELF, and its separate
+// debug file when it has no DWARF of its own, each with its compressed
+// sections as decompressed, into the heap (distributions compress debug
+// files' DWARF 3-10:1: libc6-dbg's 4 MB file, converted in process, was
+// 13 MB of inflated sections at the agent's first window). The converter's
+// heap grows with the DWARF. A file others could write is read whole to be
+// opened, so its sections are measured only when it is opened anyway.
 uint64_t conversion_input_bytes(const gsym::OpenFile& elf, const gsym::ConvertOptions& convert) {
   uint64_t bytes = static_cast<uint64_t>(elf.status.st_size);
+  const bool search = convert.debug_file.empty() && convert.search_debug_file;
   std::string debug_file = convert.debug_file;
-  if (debug_file.empty() && convert.search_debug_file) {
+  if (search || gsym::writable_only_by_us(elf.status)) {
     gsym::Expected<gsym::ElfImage> image =
         gsym::ElfImage::open(descriptor_path(elf.fd.get()), {}, convert.known_as);
-    if (image && !image->has_dwarf())
+    if (image) bytes += image->decompression_growth();
+    if (image && search && !image->has_dwarf())
       debug_file = gsym::find_debug_file(*image, gsym::DebugFileSearch{convert.debug_directories});
   }
   struct stat status {};
-  if (!debug_file.empty() && ::stat(debug_file.c_str(), &status) == 0) bytes += static_cast<uint64_t>(status.st_size);
+  if (debug_file.empty() || ::stat(debug_file.c_str(), &status) != 0) return bytes;
+  bytes += static_cast<uint64_t>(status.st_size);
+  if (gsym::writable_only_by_us(status))
+    if (gsym::Expected<gsym::ElfImage> debug = gsym::ElfImage::open(debug_file); debug)
+      bytes += debug->decompression_growth();
   return bytes;
 }
 
@@ -310,7 +320,16 @@ struct GsymLocator::State {
   // The converter's output, checked: it parses and carries the header build
   // ID a GSYM of `id` must carry. Else nullopt and `out` says why.
   std::optional<gsym::Reader> parse_converted(const BuildId& id, std::span<const uint8_t> bytes, Outcome& out) const {
-    gsym::Expected<gsym::Reader> reader = gsym::Reader::parse(bytes, index_kind());
+    return check_converted(id, gsym::Reader::parse(bytes, index_kind()), out);
+  }
+  // The same of a child's output, through a mapping of its memfd (only the
+  // pages parsing reads are resident).
+  std::optional<gsym::Reader> parse_converted(const BuildId& id, const ChildGsym& child, Outcome& out) const {
+    return check_converted(id, gsym::Reader::from_descriptor(child.fd.get(), gsym::Reader::Load::Map, index_kind()),
+                           out);
+  }
+  static std::optional<gsym::Reader> check_converted(const BuildId& id, gsym::Expected<gsym::Reader> reader,
+                                                     Outcome& out) {
     if (!reader) {
       out.reason = no_gsym_for(id) + "; conversion failed: output does not parse: " + reader.error().to_string();
       return std::nullopt;
@@ -323,11 +342,18 @@ struct GsymLocator::State {
     return std::move(*reader);
   }
 
+  // A conversion's output: the converter's bytes (in process), or the
+  // memfd a child wrote them to.
+  struct Converted {
+    std::vector<uint8_t> bytes;
+    std::optional<ChildGsym> child;
+  };
+
   // Step 4: a conversion whose every input only root (or we) could have
   // written is published in the cache; one of a debug file others could
   // write serves that very file only; one of a file others could write is
   // kept in memory only. `out.note` says which.
-  void publish(const BuildId& id, std::span<const uint8_t> gsym_bytes, const gsym::ConvertStats& stats,
+  void publish(const BuildId& id, const Converted& converted, const gsym::ConvertStats& stats,
                const gsym::OpenFile& file, const std::string& local_path,
                const std::optional<DebuginfodClient::Found>& fetched_debuginfo, Outcome& out) {
     const bool debug_shareable = stats.inputs_writable_only_by_us &&
@@ -340,7 +366,10 @@ struct GsymLocator::State {
                  (stats.debug_file_used.empty() ? std::string() : " (" + stats.debug_file_used + ")") +
                  " could be written by another user";
     } else if (cache.configured()) {
-      gsym::Expected<std::string> path = cache.publish(id, gsym_bytes, stats.compile_units == 0);
+      const bool symbols_only = stats.compile_units == 0;
+      gsym::Expected<std::string> path = converted.child
+                                             ? cache.publish(id, converted.child->fd.get(), symbols_only)
+                                             : cache.publish(id, converted.bytes, symbols_only);
       if (path) out.gsym_path = std::move(*path);
       else out.note = "not cached: " + path.error().to_string();
     }
@@ -387,20 +416,33 @@ struct GsymLocator::State {
     if (ask_for_debuginfo) fetched_debuginfo = fetch_debuginfo(id, convert_options, source.debuginfod_note);
     gsym::ConvertStats stats;
     const bool in_child = options.convert_in_child && input_bytes >= options.child_min_input_bytes;
-    gsym::Expected<std::vector<uint8_t>> bytes =
-        in_child ? convert_elf_in_child(file.fd.get(), convert_options, &stats, options.child)
-                 : gsym::convert_elf(descriptor_path(file.fd.get()), convert_options, &stats);
-    if (!bytes) {
-      say_failed(id, bytes.error(), !fetched_debuginfo && !has_local_debug_info(file, convert_options), "", out);
-      if (shareable) cache.remember_failure(id, bytes.error());
+    // A child's GSYM stays in its memfd unless it is kept in memory: checked
+    // through a mapping, copied to the cache by the kernel, then served
+    // mapped from there (read into the heap, a large binary's GSYM was the
+    // agent's peak after each conversion).
+    Converted converted;
+    std::optional<gsym::Error> failed;
+    if (in_child) {
+      gsym::Expected<ChildGsym> child = convert_elf_in_child(file.fd.get(), convert_options, &stats, options.child);
+      if (child) converted.child = std::move(*child);
+      else failed = child.error();
+    } else {
+      gsym::Expected<std::vector<uint8_t>> bytes =
+          gsym::convert_elf(descriptor_path(file.fd.get()), convert_options, &stats);
+      if (bytes) converted.bytes = std::move(*bytes);
+      else failed = bytes.error();
+    }
+    if (failed) {
+      say_failed(id, *failed, !fetched_debuginfo && !has_local_debug_info(file, convert_options), "", out);
+      if (shareable) cache.remember_failure(id, *failed);
       return out;
     }
-    std::vector<uint8_t> owned = std::move(*bytes);
-    std::optional<gsym::Reader> reader = parse_converted(id, owned, out);
+    std::optional<gsym::Reader> reader =
+        converted.child ? parse_converted(id, *converted.child, out) : parse_converted(id, converted.bytes, out);
     if (!reader) return out;
     out.origin = GsymOrigin::Converted;
     out.symbols_only = stats.compile_units == 0;
-    publish(id, owned, stats, file, local_path, fetched_debuginfo, out);
+    publish(id, converted, stats, file, local_path, fetched_debuginfo, out);
     const std::string& said = source.debuginfod_note;
     if (!said.empty()) out.note = out.note.empty() ? said : said + "; " + out.note;
     // Cached, without lookup indexes (the agent): served from the cache
@@ -416,11 +458,22 @@ struct GsymLocator::State {
           return out;
         }
       }
-      reader = parse_converted(id, owned, out);  // parsed once already: cannot fail
-      if (!reader) return out;
     }
-    // The reader borrows `owned`; the heap buffer does not move with the vector.
-    out.reader = keep(std::move(owned), std::move(*reader));
+    // Kept in memory: a child's GSYM is read whole now.
+    if (converted.child) {
+      reader.reset();  // it maps the memfd
+      gsym::Expected<std::vector<uint8_t>> bytes = converted.child->read();
+      if (!bytes) {
+        out.origin = GsymOrigin::None;
+        out.reason = no_gsym_for(id) + "; conversion failed: " + bytes.error().to_string();
+        return out;
+      }
+      converted.bytes = std::move(*bytes);
+    }
+    if (!reader) reader = parse_converted(id, converted.bytes, out);  // parsed once already: cannot fail
+    if (!reader) return out;
+    // The reader borrows the bytes; the heap buffer does not move with the vector.
+    out.reader = keep(std::move(converted.bytes), std::move(*reader));
     return out;
   }
 };

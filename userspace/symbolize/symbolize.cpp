@@ -255,7 +255,8 @@ class Symbolizer {
 
     gsym::LookupScratch scratch;
     addresses_.reserve(keys.size());
-    for (const AddressKey& key : keys) {
+    for (size_t k = 0; k < keys.size(); ++k) {
+      const AddressKey& key = keys[k];
       const gsym::Reader& reader = *readers_[key.reader];
       ++result_.stats.lookups;
       gsym::Expected<bool> found =
@@ -283,6 +284,10 @@ class Symbolizer {
           fill_start_lines(reader, key.address, entry, scratch);
       }
       addresses_.push_back(entry);
+      // Keys are sorted by reader: its last one ends its lookups (named_
+      // holds copies; scratch's views fault the pages back in if read).
+      if (options_.release_pages_per_module && (k + 1 == keys.size() || keys[k + 1].reader != key.reader))
+        reader.release_pages();
     }
   }
 

@@ -114,6 +114,12 @@ struct SymbolizeOptions {
   std::function<std::string(const CaptureModule&)> local_elf_path;
   // Default (empty function): reader.lookup_into(addr, options, scratch).
   LookupFunction lookup;
+  // A mapped GSYM's pages leave the resident set as soon as its last address
+  // is looked up (gsym::Reader::release_pages), so a daemon holds one
+  // module's pages at a time, not every module's of a window: the page
+  // cache maps whole large folios (up to MBs) per fault, and the agent's
+  // window touched 20-45 MB of GSYM pages.
+  bool release_pages_per_module = false;
 };
 
 struct SymbolizeStats {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tests/unit/test_files.h"
+#include "gsym/base/file_io.h"
 #include "gsym/convert/convert.h"
 #include "gsym/convert/elf_handle.h"
 #include "gsym/convert/elf_image.h"
@@ -464,6 +465,50 @@ TEST_CASE("elf bounds: compressed debug info (zlib, zlib-gnu) converts exactly a
       CHECK(stats.inline_nodes == plain_stats.inline_nodes);
       CHECK(bytes->size() == plain->size());
     }
+  }
+}
+
+TEST_CASE("elf bounds: decompression_growth is what inflating the debug sections adds") {
+  if (!have_tools("gcc objcopy")) {
+    MESSAGE("skipped: no gcc or objcopy");
+    return;
+  }
+  TempDir dir;
+  std::ofstream(dir.file("a.c")) << "static inline int sq(int x) { return x * x; }\n"
+                                    "int main(int argc, char** argv) { (void)argv; return sq(argc) + 1; }\n";
+  const std::string d = "'" + dir.path + "'/";
+  REQUIRE(std::system(("cd " + d + " && gcc -O2 -g -o plain a.c && "
+                       "objcopy --compress-debug-sections=zlib plain zlib && "
+                       "objcopy --compress-debug-sections=zlib-gnu plain zlib-gnu")
+                          .c_str()) == 0);
+  // The debug sections' bytes as the file holds them (compressed or not).
+  auto debug_bytes = [](const std::string& path) {
+    FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    REQUIRE(fd.valid());
+    REQUIRE(libelf_ready());
+    Elf* elf = elf_begin(fd.get(), ELF_C_READ, nullptr);
+    REQUIRE(elf != nullptr);
+    size_t names = 0;
+    REQUIRE(elf_getshdrstrndx(elf, &names) == 0);
+    uint64_t total = 0;
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr shdr;
+      REQUIRE(gelf_getshdr(scn, &shdr) != nullptr);
+      const char* name = elf_strptr(elf, names, shdr.sh_name);
+      if (name && (std::strncmp(name, ".debug", 6) == 0 || std::strncmp(name, ".zdebug", 7) == 0)) total += shdr.sh_size;
+    }
+    elf_end(elf);
+    return total;
+  };
+  Expected<ElfImage> plain = ElfImage::open(dir.file("plain"));
+  REQUIRE(plain.ok());
+  CHECK(plain->decompression_growth() == 0);
+  for (const char* name : {"zlib", "zlib-gnu"}) {
+    CAPTURE(name);
+    Expected<ElfImage> compressed = ElfImage::open(dir.file(name));
+    REQUIRE(compressed.ok());
+    CHECK(compressed->decompression_growth() > 0);
+    CHECK(compressed->decompression_growth() == debug_bytes(dir.file("plain")) - debug_bytes(dir.file(name)));
   }
 }
 

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -158,6 +159,23 @@ TEST_CASE("file_io: whole-file reads have a limit") {
   CHECK(gsym::read_file_text(tmp / "f", 100).ok());
   CHECK(gsym::read_file_text(tmp / "f", 99).error().message ==
         tmp / "f" + ": file too large (100 bytes, limit 99)");
+}
+
+TEST_CASE("file_io: an output copied from a descriptor is all of it, from offset 0, atomically") {
+  TempDir tmp;
+  // A memfd, as a child conversion leaves its GSYM, read to its end already.
+  gsym::FileDescriptor source(::memfd_create("source", MFD_CLOEXEC));
+  REQUIRE(source.valid());
+  const std::string text(3 << 20, 'g');  // beyond one copy's pipe-sized chunks
+  REQUIRE(::write(source.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  spit(tmp / "out", "older");
+  gsym::FileDescriptor dir(::open(tmp.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(gsym::write_file_atomically_at(dir.get(), tmp.path, "out", source.get(), 0600).ok());
+  CHECK(slurp(tmp / "out") == text);
+  CHECK(names_in(tmp.path) == std::vector<std::string>{"out"});  // no temporaries
+  struct stat st {};
+  REQUIRE(::stat((tmp / "out").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
 }
 
 TEST_CASE("file_io: an output replaces a symlink instead of writing through it") {

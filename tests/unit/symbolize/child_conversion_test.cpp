@@ -65,7 +65,10 @@ TEST_CASE("child conversion: the same GSYM and statistics as in process, input b
   REQUIRE(::unlink((tmp / "app").c_str()) == 0);
   auto in_child = convert_elf_in_child(fd.get(), options, &child_stats);
   REQUIRE(in_child.ok());
-  CHECK(*in_child == *in_process);
+  CHECK(in_child->size == in_process->size());
+  auto child_bytes = in_child->read();  // left in the child's memfd until read
+  REQUIRE(child_bytes.ok());
+  CHECK(*child_bytes == *in_process);
   CHECK(child_stats.compile_units == in_process_stats.compile_units);
   CHECK(child_stats.compile_units == 1);
   CHECK(child_stats.inputs_writable_only_by_us == in_process_stats.inputs_writable_only_by_us);
@@ -143,4 +146,53 @@ TEST_CASE("locator: the agent's options convert in a child, cache, and serve it 
   auto found = reader->lookup(reader->function_start(0));
   REQUIRE(found.ok());
   CHECK(found->has_value());
+}
+
+TEST_CASE("locator: a child's GSYM not cached is read into memory and served from there") {
+  TempDir tmp;
+  compile(tmp / "app", kSource);
+  LocatorOptions options;
+  options.cache_dir = "";  // nothing on disk: kept in memory
+  options.convert.threads = 1;
+  options.convert_in_child = true;
+  options.child_min_input_bytes = 0;
+  options.lookup_indexes = false;
+  GsymLocator locator(options);
+  ModuleReport report;
+  const BuildId id = *BuildId::from_hex("c0ffee01");
+  const gsym::Reader* reader = locator.locate(id, tmp / "app", report);
+  REQUIRE(reader != nullptr);
+  CHECK(report.origin == GsymOrigin::Converted);
+  CHECK(report.gsym_path == "");
+  CHECK(locator.reader_memory_bytes() == reader->bytes().size());  // the bytes, held
+  auto found = reader->lookup(reader->function_start(0));
+  REQUIRE(found.ok());
+  CHECK(found->has_value());
+}
+
+TEST_CASE("locator: an input small on disk but large decompressed converts in a child") {
+  TempDir tmp;
+  compile(tmp / "plain", kSource);
+  const std::string compress = "objcopy --compress-debug-sections=zlib " + tmp / "plain" + " " + tmp / "app";
+  REQUIRE(std::system(compress.c_str()) == 0);
+  struct stat compressed {};
+  REQUIRE(::stat((tmp / "app").c_str(), &compressed) == 0);
+  LocatorOptions options;
+  options.cache_dir = "";
+  options.convert_in_child = true;
+  // Above the file's size, below it with its debug sections inflated.
+  options.child_min_input_bytes = static_cast<uint64_t>(compressed.st_size) + 1;
+  // A child that only fails: its error says the conversion went to it.
+  options.child.program = script(tmp, "fails", "exit 3");
+  GsymLocator locator(options);
+  ModuleReport report;
+  CHECK(locator.locate(*BuildId::from_hex("c0ffee01"), tmp / "app", report) == nullptr);
+  CHECK(report.reason.find("conversion process exited with status 3") != std::string::npos);
+
+  // The same threshold past the whole inflated size: in process, converted.
+  options.child_min_input_bytes = uint64_t{1} << 30;
+  GsymLocator in_process(options);
+  ModuleReport converted;
+  CHECK(in_process.locate(*BuildId::from_hex("c0ffee01"), tmp / "app", converted) != nullptr);
+  CHECK(converted.origin == GsymOrigin::Converted);
 }

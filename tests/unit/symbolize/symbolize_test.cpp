@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -11,6 +14,7 @@
 #include "userspace/output/folded_output.h"
 #include "userspace/symbolize/gsym_locator.h"
 #include "userspace/symbolize/symbolize.h"
+#include "tests/unit/test_files.h"
 
 using namespace gsymprof;
 
@@ -533,4 +537,56 @@ TEST_CASE("symbolize: Python frames carry their file and line, suffixed _[p], no
   auto bad = symbolize(capture, locator);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message == "stack 0 frame 1: Python frame index 2 out of range (2 Python frames)");
+}
+
+namespace {
+
+// Pages of `bytes` mapped in this process's page tables (/proc/self/pagemap
+// bit 63), whatever the page cache holds.
+size_t resident_pages(std::span<const uint8_t> bytes) {
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(bytes.data()) / page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size() + page - 1) / page;
+  size_t resident = 0;
+  for (uintptr_t p = begin; p < end; ++p) {
+    uint64_t entry = 0;
+    REQUIRE(::pread(fd, &entry, sizeof entry, static_cast<off_t>(p * sizeof entry)) == sizeof entry);
+    resident += entry >> 63;
+  }
+  ::close(fd);
+  return resident;
+}
+
+}  // namespace
+
+TEST_CASE("symbolize: release_pages_per_module drops each mapped GSYM's pages after its lookups") {
+  test_files::TempDir dir;
+  test_files::write_file(dir / "app.gsym", app_gsym());
+  test_files::write_file(dir / "lib.gsym", lib_gsym());
+  LocatorOptions options;
+  options.cache_dir = "";
+  GsymLocator locator(options);
+  REQUIRE(locator.add_gsym_dir(dir.path).ok());
+  ModuleReport report;
+  const gsym::Reader* app = locator.locate(BuildId(kAppId), "", report);
+  const gsym::Reader* lib = locator.locate(BuildId(kLibId), "", report);
+  REQUIRE(app);
+  REQUIRE(lib);
+
+  const Capture capture = make_capture();
+  auto kept = symbolize(capture, locator);
+  REQUIRE(kept.ok());
+  CHECK(resident_pages(app->bytes()) > 0);  // mapped, read by the lookups
+  CHECK(resident_pages(lib->bytes()) > 0);
+
+  SymbolizeOptions release;
+  release.release_pages_per_module = true;
+  auto released = symbolize(capture, locator, release);
+  REQUIRE(released.ok());
+  CHECK(resident_pages(app->bytes()) == 0);
+  CHECK(resident_pages(lib->bytes()) == 0);
+  CHECK(released->frames == kept->frames);  // the same names
+  CHECK(released->stacks == kept->stacks);
 }
