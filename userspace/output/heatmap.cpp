@@ -492,7 +492,8 @@ gsym::Expected<HeatmapPage> heatmap_page(const Capture& capture, GsymLocator& lo
     for (const std::string& name : key.second) frame_numbers.emplace(name, 0);
   number_in_order(frame_numbers);
   std::map<Thread, uint32_t> lane_numbers;
-  for (const auto& [thread, comms] : thread_comms) lane_numbers.emplace(thread, static_cast<uint32_t>(lane_numbers.size()));
+  for (const auto& [thread, comms] : thread_comms) lane_numbers.emplace(thread, 0);
+  number_in_order(lane_numbers);
 
   std::string data = "{\"title\":";
   append_data_string(data, options.title);

@@ -48,6 +48,18 @@ std::string script(const TempDir& tmp, const std::string& name, const std::strin
   return path;
 }
 
+// The agent's locator (conversions in a child, however small the input;
+// no lookup indexes), caching in `cache_dir` ("" = nothing on disk).
+LocatorOptions child_locator_options(const std::string& cache_dir) {
+  LocatorOptions options;
+  options.cache_dir = cache_dir;
+  options.convert.threads = 1;
+  options.convert_in_child = true;
+  options.child_min_input_bytes = 0;
+  options.lookup_indexes = false;
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE("child conversion: the same GSYM and statistics as in process, input by descriptor") {
@@ -126,13 +138,7 @@ TEST_CASE("child conversion: a child that hangs is killed at the timeout, one th
 TEST_CASE("locator: the agent's options convert in a child, cache, and serve it mapped from the cache") {
   TempDir tmp;
   compile(tmp / "app", kSource);
-  LocatorOptions options;
-  options.cache_dir = tmp / "cache";
-  options.convert.threads = 1;
-  options.convert_in_child = true;
-  options.child_min_input_bytes = 0;  // however small
-  options.lookup_indexes = false;      // as the agent's
-  GsymLocator locator(options);
+  GsymLocator locator(child_locator_options(tmp / "cache"));
   ModuleReport report;
   const BuildId id = *BuildId::from_hex("c0ffee01");
   const gsym::Reader* reader = locator.locate(id, tmp / "app", report);
@@ -151,13 +157,7 @@ TEST_CASE("locator: the agent's options convert in a child, cache, and serve it 
 TEST_CASE("locator: a child's GSYM not cached is read into memory and served from there") {
   TempDir tmp;
   compile(tmp / "app", kSource);
-  LocatorOptions options;
-  options.cache_dir = "";  // nothing on disk: kept in memory
-  options.convert.threads = 1;
-  options.convert_in_child = true;
-  options.child_min_input_bytes = 0;
-  options.lookup_indexes = false;
-  GsymLocator locator(options);
+  GsymLocator locator(child_locator_options(""));  // nothing on disk: kept in memory
   ModuleReport report;
   const BuildId id = *BuildId::from_hex("c0ffee01");
   const gsym::Reader* reader = locator.locate(id, tmp / "app", report);
