@@ -168,11 +168,19 @@ void StackAggregator::add(const RawSample& sample) {
       view.truncated = view.truncated || cut_short;
     }
   }
-  auto it = stacks_.find(view);
-  if (it != stacks_.end()) {
-    ++it->second.count;
-    it->second.off_cpu_ns += sample.off_cpu.ns;
-    if (keep_times_) it->second.times_ns.push_back(sample.time_ns);
+  const size_t hash = KeyHash{}(view);
+  RecentStack& recent = recent_stack(hash);
+  Weight* seen = nullptr;
+  if (recent.entry && recent.hash == hash && KeyEqual{}(view, recent.entry->first)) {
+    seen = &recent.entry->second;
+  } else if (auto it = stacks_.find(view); it != stacks_.end()) {
+    recent = {hash, &*it};
+    seen = &it->second;
+  }
+  if (seen) {
+    ++seen->count;
+    seen->off_cpu_ns += sample.off_cpu.ns;
+    if (keep_times_) seen->times_ns.push_back(sample.time_ns);
     return;
   }
   // First sight of this stack: make sure the process image covers it.
@@ -196,11 +204,12 @@ void StackAggregator::add(const RawSample& sample) {
   key.ips.insert(key.ips.end(), view.user_ips.begin(), view.user_ips.end());
   Weight weight{1, sample.off_cpu.ns, {}};
   if (keep_times_) weight.times_ns.push_back(sample.time_ns);
-  stacks_.emplace(std::move(key), std::move(weight));
+  recent = {hash, &*stacks_.emplace(std::move(key), std::move(weight)).first};
 }
 
 void StackAggregator::clear(bool images_renumbered) {
   stacks_.clear();
+  recent_stacks_.fill({});
   samples_ = 0;
   if (python_) {
     python_->clear_names();

@@ -5,7 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <array>
 #include <map>
+#include <random>
 
 #include "tests/unit/test_files.h"
 #include "userspace/capture/capture_file.h"
@@ -203,6 +206,45 @@ TEST_CASE("stack aggregator: sample times only when asked, in microseconds after
   for (const CaptureStack& stack : capture.stacks)
     CHECK(stack.times_us == (stack.frames.size() == 2 ? std::vector<uint64_t>{0, 1000, 2999}
                                                        : std::vector<uint64_t>{1500}));
+}
+
+// add() looks a stack up in a small direct-mapped array of recent entries
+// before the table: thousands of stacks (more than its slots, so they
+// collide), added in a shuffled order and again after clear(), must count
+// as a plain map counts them.
+TEST_CASE("stack aggregator: counts many interleaved stacks exactly, also after clear") {
+  FakeProc proc;
+  proc.maps[10] = std::string(kApp) + kLib;
+  ProcessTable table(proc.source());
+  StackAggregator aggregator(table);
+  std::mt19937_64 random(7);
+  std::vector<std::array<uint64_t, 3>> stacks;
+  for (uint64_t i = 0; i < 3000; ++i) stacks.push_back({0x400100 + i % 97, 0x7f0000000200 + i / 97, 0x400050});
+  for (int pass = 0; pass < 2; ++pass) {
+    std::map<size_t, uint64_t> expected;
+    uint64_t total = 0;
+    for (int n = 0; n < 20000; ++n) {
+      // Skewed: a few hot stacks, as profiles are.
+      const size_t which = random() % 4 == 0 ? random() % stacks.size() : random() % 16;
+      aggregator.add({10, 10, "app", stacks[which], false, {}});
+      ++expected[which];
+      ++total;
+    }
+    CHECK(aggregator.samples() == total);
+    CHECK(aggregator.unique_stacks() == expected.size());
+    Capture capture;
+    aggregator.build(capture);
+    // Each stack's count (stacks are sorted by their frames, the expected
+    // ones by index: compare the sorted counts).
+    std::vector<uint64_t> counts, expected_counts;
+    for (const CaptureStack& stack : capture.stacks) counts.push_back(stack.count);
+    for (const auto& [which, count] : expected) expected_counts.push_back(count);
+    std::sort(counts.begin(), counts.end());
+    std::sort(expected_counts.begin(), expected_counts.end());
+    CHECK(counts == expected_counts);
+    aggregator.clear(false);
+    CHECK(aggregator.unique_stacks() == 0);
+  }
 }
 
 TEST_CASE("stack aggregator: kernel frames go leafward of the user frames, leaf exact") {

@@ -487,6 +487,32 @@ TEST_CASE("cfi unwinder: garbage stacks end safely") {
   }
 }
 
+// The unwinder keeps each module's decoded rows and, in front of them, a
+// small direct-mapped array of recent ones: a long-lived unwinder that has
+// seen thousands of addresses (colliding in that array) must walk every
+// stack as a new one does.
+TEST_CASE("cfi unwinder: a warm unwinder walks as a cold one") {
+  const Captured& full = interrupted();
+  std::mt19937_64 random(2024);
+  CfiUnwinder warm({.max_frames = 64});
+  UnwindResult warm_result, cold_result;
+  std::vector<uint64_t> code_addrs(full.result.ips);
+  for (int round = 0; round < 400; ++round) {
+    RecordedSnapshot s = full.snapshot;
+    // The real stack with a random leaf (any instruction near a frame's
+    // address): the walk goes through rows of many addresses.
+    s.snapshot.regs.ip = code_addrs[random() % code_addrs.size()] - random() % 512;
+    CfiUnwinder cold({.max_frames = 64});
+    cold.unwind(s.snapshot.view(), s.finder(), cold_result);
+    warm.unwind(s.snapshot.view(), s.finder(), warm_result);
+    REQUIRE(warm_result.ips == cold_result.ips);
+    REQUIRE(warm_result.stop == cold_result.stop);
+  }
+  // The real stack, after all that, still walks whole.
+  warm.unwind(full.snapshot.snapshot.view(), full.snapshot.finder(), warm_result);
+  CHECK(warm_result.ips == full.result.ips);
+}
+
 TEST_CASE("cfi unwinder: concurrent unwinds agree") {
   const Captured& full = interrupted();
   CfiUnwinder unwinder;
