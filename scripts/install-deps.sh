@@ -7,6 +7,8 @@ set -eu
 # dependencies), busybox-static and cpio: the kernel matrix (tests/kernels/).
 # cppcheck: the dead-function check (tests/checks/unused_functions.sh).
 # python3-venv: the venv py-spy is installed into (tests/e2e/profile_python.sh).
+# strace: profile_kernel.sh checks that a warm run names kernel frames
+# without reading /proc/kallsyms.
 # python3.11, python3.11-dev: Debian 12's CPython, profiled by profile_python.sh,
 # and its headers, which the unit tests compile tests/tools/python_offsets.c
 # against to check the layout table.
@@ -22,7 +24,7 @@ libdebuginfod-dev debuginfod libssl-dev openssl curl
 nlohmann-json3-dev doctest-dev libcli11-dev
 llvm-22
 libc6-dbg
-procps linux-perf
+procps linux-perf strace
 nodejs
 dwz
 zstd python3 python3-venv python3.11 python3.11-dev

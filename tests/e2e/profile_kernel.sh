@@ -74,6 +74,58 @@ sed 's/"name":"do_syscall_64"/"name":"recorded_do_syscall_64"/' "$WORK/cap.json"
 grep -q ';recorded_do_syscall_64_\[k\];' "$WORK/renamed.folded" || fail "kernel names were not taken from the capture"
 grep -q ';do_syscall_64_\[k\];' "$WORK/renamed.folded" && fail "kernel names were read from this machine"
 
+echo "the kernel image's symbols kept per boot in the cache"
+# The first run above read /proc/kallsyms and kept the image's text in the
+# cache; a later run whose kernel frames all lie in the image names them
+# from that copy, as /proc/kallsyms would.
+ls "$GSYMPROF_CACHE"/*.kallsyms >/dev/null 2>&1 || fail "no copy of the kernel image's symbols in $GSYMPROF_CACHE"
+if command -v strace >/dev/null; then
+  strace -f -qq -e trace=openat -o "$WORK/strace.txt" \
+    "$GSYMPROF" record -F 499 -o "$WORK/cap2.json" -- "$FIX" syscall 1 2>"$WORK/rec2.err" ||
+    { cat "$WORK/rec2.err" >&2; fail "record under strace failed"; }
+  read_kallsyms=no
+  grep -q '/proc/kallsyms' "$WORK/strace.txt" && read_kallsyms=yes
+else
+  echo "  (no strace: whether the copy was used is not checked)"
+  "$GSYMPROF" record -F 499 -o "$WORK/cap2.json" -- "$FIX" syscall 1 2>"$WORK/rec2.err" || fail "record failed"
+  read_kallsyms=unknown
+fi
+# Every kernel symbol of both captures is /proc/kallsyms's: a function
+# symbol starting there with that name, ending at the next one. A run that
+# read /proc/kallsyms anyway must have had a frame outside the image.
+python3 - "$read_kallsyms" "$WORK/cap.json" "$WORK/cap2.json" <<'PY' || fail "kernel symbols differ from /proc/kallsyms"
+import json, sys
+starts, names, module_of = [], {}, {}
+stext = etext = None
+for line in open("/proc/kallsyms"):
+    f = line.split()
+    if len(f) < 3 or f[1] not in "tTwW":
+        continue
+    a = int(f[0], 16)
+    starts.append(a)
+    names.setdefault(a, []).append(f[2])
+    if f[2] == "_stext" and len(f) == 3: stext = a
+    if f[2] == "_etext" and len(f) == 3: etext = a
+starts = sorted(set(starts))
+import bisect
+def num(v):  # the capture writes addresses as hex strings
+    return int(v, 0) if isinstance(v, str) else v
+for path in sys.argv[2:]:
+    cap = json.load(open(path))
+    frames = [num(fr["address"]) for st in cap["stacks"] for fr in st["frames"] if fr.get("kernel")]
+    outside = [a for a in frames if not (stext <= a < etext)]
+    for sym in cap["kernel"]["symbols"]:
+        sym["start"], sym["end"] = num(sym["start"]), num(sym["end"])
+        i = bisect.bisect_left(starts, sym["start"])
+        assert i < len(starts) and starts[i] == sym["start"], (path, sym)
+        assert sym["name"] == names[sym["start"]][0], (path, sym, names[sym["start"]])
+        assert i + 1 < len(starts) and starts[i + 1] == sym["end"], (path, sym)
+    print(f"  {path.split('/')[-1]}: {len(cap['kernel']['symbols'])} kernel symbols as /proc/kallsyms has them, {len(outside)} frames outside the image")
+    if path.endswith("cap2.json") and sys.argv[1] == "yes" and not outside:
+        sys.exit("the warm run read /proc/kallsyms though every kernel frame lies in the image")
+PY
+[[ $read_kallsyms == no ]] && echo "  the warm run did not read /proc/kallsyms"
+
 echo "pprof: kernel frames on a kernel mapping"
 if command -v go >/dev/null; then
   "$GSYMPROF" symbolize --format pprof -o "$WORK/cap.pb.gz" "$WORK/cap.json" 2>/dev/null || fail "pprof output failed"

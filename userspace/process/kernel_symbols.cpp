@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "userspace/base/parse_number.h"
 #include "userspace/base/pseudo_file.h"
@@ -88,6 +89,116 @@ std::optional<KernelSymbol> KernelSymbolTable::find(uint64_t address) const {
   return symbol;
 }
 
+std::optional<KernelSymbolTable> KernelSymbolTable::image_text() const {
+  if (addresses_hidden_) return std::nullopt;
+  std::optional<uint64_t> start, end;
+  for (const Entry& entry : symbols_) {
+    if (entry.module_size != 0) continue;
+    const std::string_view name(names_.data() + entry.name, entry.name_size);
+    if (name == "_stext") start = entry.address;
+    if (name == "_etext") end = entry.address;
+  }
+  if (!start || !end || *start >= *end) return std::nullopt;
+  KernelSymbolTable image;
+  image.covered_ = {*start, *end};
+  for (const Entry& entry : symbols_) {
+    if (entry.module_size != 0 || entry.address < *start || entry.address > *end) continue;
+    Entry copy = entry;
+    copy.name = static_cast<uint32_t>(image.names_.size());
+    copy.module = copy.name + entry.name_size;
+    copy.module_size = 0;
+    image.names_.append(names_, entry.name, entry.name_size);
+    image.symbols_.push_back(copy);
+  }
+  return image;
+}
+
+bool KernelSymbolTable::covers(uint64_t address) const {
+  return !covered_ || (address >= covered_->first && address < covered_->second);
+}
+
+namespace {
+
+constexpr std::string_view kSerializedMagic("GSPKSYM\x01", 8);
+constexpr size_t kMaxBootIdBytes = 64;
+constexpr size_t kSerializedEntryBytes = 24;  // address, name, name size, module, module size
+
+void put(std::string& out, uint64_t value, size_t bytes) {
+  for (size_t i = 0; i < bytes; ++i) out.push_back(static_cast<char>(value >> (8 * i)));
+}
+
+// Reads a little-endian number of `bytes` bytes from `in` at `at`, advancing.
+bool take(std::string_view in, size_t& at, size_t bytes, uint64_t& value) {
+  if (in.size() - at < bytes) return false;
+  value = 0;
+  for (size_t i = 0; i < bytes; ++i) value |= uint64_t{static_cast<uint8_t>(in[at + i])} << (8 * i);
+  at += bytes;
+  return true;
+}
+
+}  // namespace
+
+std::string KernelSymbolTable::serialize(std::string_view boot_id) const {
+  std::string out(kSerializedMagic);
+  put(out, boot_id.size(), 4);
+  out += boot_id;
+  put(out, covered_ ? covered_->first : 0, 8);
+  put(out, covered_ ? covered_->second : 0, 8);
+  put(out, symbols_.size(), 8);
+  put(out, names_.size(), 8);
+  for (const Entry& entry : symbols_) {
+    put(out, entry.address, 8);
+    put(out, entry.name, 4);
+    put(out, entry.name_size, 4);
+    put(out, entry.module, 4);
+    put(out, entry.module_size, 4);
+  }
+  out += names_;
+  return out;
+}
+
+gsym::Expected<KernelSymbolTable> KernelSymbolTable::deserialize(std::string_view bytes, std::string_view boot_id) {
+  auto bad = [](const std::string& why) { return gsym::Error("kernel symbol copy: " + why); };
+  if (bytes.substr(0, kSerializedMagic.size()) != kSerializedMagic) return bad("not one (magic)");
+  size_t at = kSerializedMagic.size();
+  uint64_t boot_size = 0, first = 0, end = 0, count = 0, names_size = 0;
+  if (!take(bytes, at, 4, boot_size) || boot_size > kMaxBootIdBytes || bytes.size() - at < boot_size)
+    return bad("truncated boot ID");
+  if (bytes.substr(at, boot_size) != boot_id) return bad("of another boot");
+  at += boot_size;
+  if (!take(bytes, at, 8, first) || !take(bytes, at, 8, end) || !take(bytes, at, 8, count) ||
+      !take(bytes, at, 8, names_size))
+    return bad("truncated header");
+  const size_t left = bytes.size() - at;
+  if (count > left / kSerializedEntryBytes || names_size != left - count * kSerializedEntryBytes ||
+      names_size > UINT32_MAX)
+    return bad("sizes do not match the file");
+  KernelSymbolTable table;
+  if (first != 0 || end != 0) {
+    if (first >= end) return bad("empty range");
+    table.covered_ = {first, end};
+  }
+  table.symbols_.resize(count);
+  for (Entry& entry : table.symbols_) {
+    uint64_t name = 0, name_size = 0, module = 0, module_size = 0;
+    take(bytes, at, 8, entry.address);
+    take(bytes, at, 4, name);
+    take(bytes, at, 4, name_size);
+    take(bytes, at, 4, module);
+    take(bytes, at, 4, module_size);
+    if (name + name_size > names_size || module + module_size > names_size || name_size == 0)
+      return bad("a name outside the names");
+    if (table.covered_ && (entry.address < first || entry.address > end)) return bad("a symbol outside its range");
+    if (&entry != &table.symbols_.front() && entry.address < (&entry - 1)->address) return bad("not sorted");
+    entry.name = static_cast<uint32_t>(name);
+    entry.name_size = static_cast<uint32_t>(name_size);
+    entry.module = static_cast<uint32_t>(module);
+    entry.module_size = static_cast<uint32_t>(module_size);
+  }
+  table.names_.assign(bytes.substr(at));
+  return table;
+}
+
 BuildId build_id_from_notes(std::string_view notes) {
   constexpr uint32_t kNtGnuBuildId = 3;
   size_t offset = 0;
@@ -144,17 +255,47 @@ namespace {
 // capture built here (a profile, each perf.data file symbolized) names its
 // frames from the same kernel, and kallsyms takes tens of milliseconds.
 struct RunningKernel {
+  std::mutex mutex;
   BuildId build_id;
-  gsym::Expected<KernelSymbolTable> table = gsym::Error("not read");
+  std::string boot_id;  // "" when unreadable: nothing is kept in the store
+  std::unique_ptr<KernelSymbolStore> store;
+  std::optional<gsym::Expected<KernelSymbolTable>> all;  // /proc/kallsyms, once read
+  std::optional<std::optional<KernelSymbolTable>> image;  // the image's text, once looked for
+
+  RunningKernel() {
+    if (auto id = read_kernel_build_id()) build_id = std::move(*id);
+    if (auto text = read_pseudo_file("/proc/sys/kernel/random/boot_id", 256)) {
+      boot_id = std::move(*text);
+      while (!boot_id.empty() && boot_id.back() == '\n') boot_id.pop_back();
+    }
+  }
+  bool can_keep() const { return store && !build_id.empty() && !boot_id.empty(); }
+
+  const gsym::Expected<KernelSymbolTable>& all_symbols() {
+    if (!all) {
+      all = KernelSymbolTable::load();
+      // Kept for the next run of this boot, unless it came from there.
+      if (*all && can_keep() && !(image && *image)) {
+        image = (*all)->image_text();
+        if (*image) store->save(build_id, boot_id, **image);
+      }
+    }
+    return *all;
+  }
+
+  // The image's text when it names every kernel frame of `capture`.
+  const KernelSymbolTable* image_text_for(const Capture& capture) {
+    if (!image) image = can_keep() ? store->load(build_id, boot_id) : std::nullopt;
+    if (!*image) return nullptr;
+    for (const CaptureStack& stack : capture.stacks)
+      for (const CaptureFrame& frame : stack.frames)
+        if (frame.kernel && !(*image)->covers(frame.address)) return nullptr;
+    return &**image;
+  }
 };
 
-const RunningKernel& running_kernel() {
-  static const RunningKernel kernel = [] {
-    RunningKernel k;
-    if (auto id = read_kernel_build_id()) k.build_id = std::move(*id);
-    k.table = KernelSymbolTable::load();
-    return k;
-  }();
+RunningKernel& running_kernel() {
+  static RunningKernel kernel;
   return kernel;
 }
 
@@ -162,21 +303,33 @@ const RunningKernel& running_kernel() {
 
 const BuildId& running_kernel_build_id() { return running_kernel().build_id; }
 
+void keep_running_kernel_symbols_in(std::unique_ptr<KernelSymbolStore> store) {
+  RunningKernel& kernel = running_kernel();
+  std::lock_guard lock(kernel.mutex);
+  kernel.store = std::move(store);
+}
+
 void attach_running_kernel_symbols(Capture& capture) {
   if (!has_kernel_frames(capture)) return;
-  const RunningKernel& kernel = running_kernel();
-  if (!kernel.table) {
-    attach_kernel_symbols(capture, nullptr, kernel.build_id,
-                          "cannot read kernel symbols: " + kernel.table.error().message);
+  RunningKernel& kernel = running_kernel();
+  std::lock_guard lock(kernel.mutex);
+  if (const KernelSymbolTable* image = kernel.image_text_for(capture)) {
+    attach_kernel_symbols(capture, image, kernel.build_id, "");
     return;
   }
-  if (kernel.table->addresses_hidden()) {
+  const gsym::Expected<KernelSymbolTable>& table = kernel.all_symbols();
+  if (!table) {
+    attach_kernel_symbols(capture, nullptr, kernel.build_id,
+                          "cannot read kernel symbols: " + table.error().message);
+    return;
+  }
+  if (table->addresses_hidden()) {
     attach_kernel_symbols(capture, nullptr, kernel.build_id,
                           "/proc/kallsyms shows no addresses (kernel.kptr_restrict is set; "
                           "run as root with sysctl kernel.kptr_restrict=1 or 0)");
     return;
   }
-  attach_kernel_symbols(capture, &*kernel.table, kernel.build_id, "");
+  attach_kernel_symbols(capture, &*table, kernel.build_id, "");
 }
 
 }  // namespace gsymprof

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gsym/base/expected.h"
@@ -33,6 +35,21 @@ class KernelSymbolTable {
   // Every address reads 0: kernel.kptr_restrict hides them from us.
   bool addresses_hidden() const { return addresses_hidden_; }
 
+  // The kernel image's text alone: its function symbols from _stext to
+  // _etext. Modules, BPF programs and trampolines are left out: they come
+  // and go within a boot, the image's text does not. nullopt when a bound
+  // is missing (or the addresses are hidden).
+  std::optional<KernelSymbolTable> image_text() const;
+  // Whether find(address) answers as the whole table would: always, but
+  // for an image_text() table only inside [_stext, _etext).
+  bool covers(uint64_t address) const;
+
+  // A binary copy for a private cache, tied to one boot (its boot_id), and
+  // back. deserialize checks every offset and the order: a damaged or
+  // foreign file is an error, never a wrong name.
+  std::string serialize(std::string_view boot_id) const;
+  static gsym::Expected<KernelSymbolTable> deserialize(std::string_view bytes, std::string_view boot_id);
+
  private:
   struct Entry {
     uint64_t address = 0;
@@ -42,7 +59,25 @@ class KernelSymbolTable {
   std::vector<Entry> symbols_;  // sorted by address
   std::string names_;
   bool addresses_hidden_ = false;
+  std::optional<std::pair<uint64_t, uint64_t>> covered_;  // image_text(): [_stext, _etext)
 };
+
+// Where the running kernel's image text symbols are kept between runs of
+// one boot (cli/kernel_symbol_cache.h: in the GSYM cache): a run whose
+// kernel frames all lie in the image then does not read /proc/kallsyms,
+// which the kernel formats anew for every reader (40-50 ms, a quarter of a
+// short profile's fixed cost).
+class KernelSymbolStore {
+ public:
+  virtual ~KernelSymbolStore() = default;
+  // What was saved for this kernel and boot, or nullopt.
+  virtual std::optional<KernelSymbolTable> load(const BuildId& kernel, std::string_view boot_id) = 0;
+  virtual void save(const BuildId& kernel, std::string_view boot_id, const KernelSymbolTable& image_text) = 0;
+};
+
+// From now on attach_running_kernel_symbols looks in `store` first and
+// saves there what it read (set once, at start-up; nullptr: none).
+void keep_running_kernel_symbols_in(std::unique_ptr<KernelSymbolStore> store);
 
 // The GNU build ID in the ELF notes at `notes_path` (/sys/kernel/notes: the
 // running kernel's), empty when there is none.
@@ -59,9 +94,11 @@ void attach_kernel_symbols(Capture& capture, const KernelSymbolTable* table,
 // The running kernel's build ID (empty: unreadable), read once per process.
 const BuildId& running_kernel_build_id();
 
-// Loads the running kernel's symbols and build ID (once per process) and attaches what the
-// capture's kernel frames need (nothing when it has none); problems become
-// capture.kernel.error ("kernel.kptr_restrict hides kernel addresses", ...).
+// Loads the running kernel's symbols and build ID (once per process; the
+// image's text from the store when it covers every kernel frame) and
+// attaches what the capture's kernel frames need (nothing when it has
+// none); problems become capture.kernel.error ("kernel.kptr_restrict hides
+// kernel addresses", ...).
 void attach_running_kernel_symbols(Capture& capture);
 
 }  // namespace gsymprof

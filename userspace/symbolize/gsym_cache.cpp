@@ -78,10 +78,31 @@ int GsymCache::descriptor(bool create) {
   return fd_ ? fd_->get() : -1;
 }
 
-std::optional<gsym::OpenFile> GsymCache::open_gsym(const BuildId& id) {
+std::optional<gsym::OpenFile> GsymCache::open_gsym(const BuildId& id) { return open_entry(id, ".gsym"); }
+
+std::optional<std::string> GsymCache::read_entry(const BuildId& id, const char* suffix, uint64_t max_bytes) {
+  std::optional<gsym::OpenFile> file = open_entry(id, suffix);
+  if (!file) return std::nullopt;
+  gsym::Expected<std::vector<uint8_t>> bytes = gsym::read_descriptor(file->fd.get(), max_bytes, path_of(id, suffix));
+  if (!bytes) {
+    notes_.push_back("skipped " + bytes.error().to_string());
+    return std::nullopt;
+  }
+  return std::string(bytes->begin(), bytes->end());
+}
+
+gsym::Status GsymCache::write_entry(const BuildId& id, const char* suffix, std::string_view bytes) {
+  const int dir = descriptor(true);
+  if (dir < 0) return gsym::Error(gsym::ErrorCode::Refused, refused_);
+  return gsym::write_file_atomically_at(
+      dir, dir_, cache_name(id, suffix),
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), 0600);
+}
+
+std::optional<gsym::OpenFile> GsymCache::open_entry(const BuildId& id, const char* suffix) {
   const int dir = descriptor(false);
   if (dir < 0) return std::nullopt;
-  const std::string name = cache_name(id, ".gsym");
+  const std::string name = cache_name(id, suffix);
   const std::string path = dir_ + "/" + name;
   gsym::Expected<gsym::OpenFile> file = gsym::open_regular_file_at(dir, name, gsym::Symlinks::RefuseFinal, path);
   if (!file) {

@@ -19,6 +19,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gsym/base/expected.h"
@@ -57,6 +58,12 @@ class GsymCache {
                                                 const std::vector<std::string>& debug_directories);
   void remember_failure(const BuildId& id, const gsym::Error& error);
 
+  // Another entry of `id` (".kallsyms": the kernel's symbols of one boot,
+  // kernel_symbol_cache.h): its bytes when present, ours and at most
+  // `max_bytes`; written atomically, private.
+  std::optional<std::string> read_entry(const BuildId& id, const char* suffix, uint64_t max_bytes);
+  gsym::Status write_entry(const BuildId& id, const char* suffix, std::string_view bytes);
+
   // Writes a converted GSYM of `id` atomically and marks (or unmarks) it as
   // converted from symbols alone. Its path, or why it is not cached.
   gsym::Expected<std::string> publish(const BuildId& id, std::span<const uint8_t> gsym_bytes,
@@ -68,6 +75,8 @@ class GsymCache {
  private:
   // The directory's descriptor, or -1; created only when `create` (to write).
   int descriptor(bool create);
+  // The entry of `id` with `suffix`, open, when it is ours (notes otherwise).
+  std::optional<gsym::OpenFile> open_entry(const BuildId& id, const char* suffix);
   void mark_symbols_only(const BuildId& id, bool symbols_only);
   // publish's steps around `write(dir_fd, name)`, which writes the GSYM.
   gsym::Expected<std::string> publish_with(

@@ -1,7 +1,9 @@
 // The running kernel's symbols (/proc/kallsyms text) and build ID (ELF notes).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "userspace/process/kernel_symbols.h"
@@ -102,4 +104,80 @@ TEST_CASE("attach_kernel_symbols: only the symbols the capture's kernel frames n
   attach_kernel_symbols(capture, nullptr, BuildId(), "no kallsyms");
   CHECK(capture.kernel.symbols.empty());
   CHECK(capture.kernel.error == "no kallsyms");
+}
+
+TEST_CASE("kallsyms: the image's text alone answers as the whole table, inside its range only") {
+  const std::string text = std::string(kKallsyms) + "ffffffff81000400 T _etext\n" +
+                           "ffffffffa0000000 t bpf_prog_1234_sample\t[bpf]\n";
+  auto all = KernelSymbolTable::parse(text);
+  REQUIRE(all.ok());
+  std::optional<KernelSymbolTable> image = all->image_text();
+  REQUIRE(image);
+  CHECK(image->size() == 6);  // _stext .. _etext, no module or BPF symbol
+  for (uint64_t address = 0xffffffff81000000; address < 0xffffffff81000400; address += 0x10) {
+    REQUIRE(image->covers(address));
+    CHECK(image->find(address) == all->find(address));
+  }
+  CHECK(!image->covers(0xffffffff81000400));
+  CHECK(!image->covers(0xffffffffc0000010));
+  CHECK(!image->covers(0xffffffffa0000010));
+  CHECK(all->covers(0xffffffffa0000010));
+  // No bounds, or hidden addresses: no image table.
+  CHECK(!KernelSymbolTable::parse(kKallsyms)->image_text());
+  CHECK(!KernelSymbolTable::parse("0000000000000000 T _stext\n0000000000000000 T _etext\n")->image_text());
+}
+
+TEST_CASE("kallsyms: a serialized copy reads back for its boot only, damage is an error") {
+  const std::string text = std::string(kKallsyms) + "ffffffff81000400 T _etext\n";
+  std::optional<KernelSymbolTable> image = KernelSymbolTable::parse(text)->image_text();
+  REQUIRE(image);
+  const std::string boot = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+  const std::string bytes = image->serialize(boot);
+  auto back = KernelSymbolTable::deserialize(bytes, boot);
+  REQUIRE(back.ok());
+  CHECK(back->size() == image->size());
+  for (uint64_t address = 0xffffffff80fffff0; address < 0xffffffff81000500; address += 8) {
+    CHECK(back->covers(address) == image->covers(address));
+    CHECK(back->find(address) == image->find(address));
+  }
+  CHECK(KernelSymbolTable::deserialize(bytes, "another-boot").error().message == "kernel symbol copy: of another boot");
+  // Every truncation, and every byte changed, is an error or a table that
+  // still answers within its range (never a crash, never an out-of-range read).
+  for (size_t size = 0; size < bytes.size(); ++size) CHECK(!KernelSymbolTable::deserialize(bytes.substr(0, size), boot));
+  for (size_t at = 0; at < bytes.size(); ++at) {
+    std::string damaged = bytes;
+    damaged[at] = static_cast<char>(damaged[at] ^ 0x5a);
+    auto table = KernelSymbolTable::deserialize(damaged, boot);
+    if (!table) continue;
+    for (uint64_t address : {uint64_t{0xffffffff81000010}, uint64_t{0xffffffff81000390}})
+      if (auto symbol = table->find(address)) CHECK((symbol->start <= address && address < symbol->end));
+  }
+  // Out of order: refused.
+  std::string swapped = bytes;
+  const size_t entries = 8 + 4 + boot.size() + 32;
+  std::swap_ranges(swapped.begin() + static_cast<long>(entries), swapped.begin() + static_cast<long>(entries + 8),
+                   swapped.begin() + static_cast<long>(entries + 24 * 3));
+  CHECK(KernelSymbolTable::deserialize(swapped, boot).error().message == "kernel symbol copy: not sorted");
+}
+
+// The running kernel, read from /proc/kallsyms: its image text, through a
+// serialized copy, names every address inside the image as the whole table.
+TEST_CASE("kallsyms: the running kernel's image text, through a copy, names as /proc/kallsyms") {
+  auto all = KernelSymbolTable::load();
+  REQUIRE(all.ok());
+  if (all->addresses_hidden()) return;  // not root: nothing to compare
+  std::optional<KernelSymbolTable> image = all->image_text();
+  REQUIRE(image);
+  CHECK(image->size() > 1000);
+  auto back = KernelSymbolTable::deserialize(image->serialize("boot"), "boot");
+  REQUIRE(back.ok());
+  auto stext = all->find(0);  // nothing below every symbol
+  CHECK(!stext);
+  size_t compared = 0;
+  for (uint64_t address = 0xffffffff80000000; address < 0xffffffffc0000000; address += 0x1000 - 8) {
+    if (!back->covers(address)) continue;
+    ++compared;
+    REQUIRE(back->find(address) == all->find(address));
+  }
+  CHECK(compared > 1000);
 }
