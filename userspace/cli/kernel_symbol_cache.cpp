@@ -17,7 +17,9 @@ std::optional<KernelSymbolTable> KernelSymbolCache::load(const BuildId& kernel, 
   std::optional<std::string> bytes = cache_.read_entry(kernel, kSuffix, kMaxBytes);
   if (!bytes) return std::nullopt;
   gsym::Expected<KernelSymbolTable> table = KernelSymbolTable::deserialize(*bytes, boot_id);
-  if (!table) return std::nullopt;  // another boot's, or damaged: read again and rewritten
+  // Another boot's, damaged, or not an image table (which would claim every
+  // address): read again and rewritten.
+  if (!table || !table->is_image_text()) return std::nullopt;
   return std::move(*table);
 }
 

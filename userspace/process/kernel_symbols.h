@@ -43,6 +43,7 @@ class KernelSymbolTable {
   // Whether find(address) answers as the whole table would: always, but
   // for an image_text() table only inside [_stext, _etext).
   bool covers(uint64_t address) const;
+  bool is_image_text() const { return covered_.has_value(); }
 
   // A binary copy for a private cache, tied to one boot (its boot_id), and
   // back. deserialize checks every offset and the order: a damaged or

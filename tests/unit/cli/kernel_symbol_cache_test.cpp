@@ -62,6 +62,16 @@ TEST_CASE("kernel symbol cache: saved for a kernel and boot, read back for them 
   KernelSymbolCache(cache_dir).save(kernel, "boot-1", image_table());
   CHECK(KernelSymbolCache(cache_dir).load(kernel, "boot-1"));
 
+  // A whole table (no image range: it would claim every address) is not used.
+  auto whole = KernelSymbolTable::parse("ffffffff81000000 T _stext\nffffffffc0000000 t ext4_read\t[ext4]\n");
+  REQUIRE(whole.ok());
+  test_files::write_file(file, [&] {
+    const std::string bytes = whole->serialize("boot-1");
+    return std::vector<uint8_t>(bytes.begin(), bytes.end());
+  }());
+  CHECK(!KernelSymbolCache(cache_dir).load(kernel, "boot-1"));
+  KernelSymbolCache(cache_dir).save(kernel, "boot-1", image_table());
+
   // A file another user owns is not read (root can make one to test).
   if (::geteuid() == 0) {
     REQUIRE(::chown(file.c_str(), 65534, 65534) == 0);
