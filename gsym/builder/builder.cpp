@@ -3,6 +3,7 @@
 #include "gsym/builder/builder.h"
 
 #include "gsym/base/file_io.h"
+#include "gsym/base/pod_array.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,14 +12,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <compare>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
-#include <new>
 #include <numeric>
 #include <string>
-#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -363,63 +361,6 @@ uint8_t address_offset_size(uint64_t max_delta) {
   if (max_delta <= 0xffffffff) return 4;
   return 8;
 }
-
-// A growable array of trivially copyable elements, for the pools of flat
-// functions (line rows, inline nodes, their ranges: tens of MB for a large
-// C++ program). It grows with realloc instead of std::vector's
-// allocate-copy-free: glibc moves a large block's pages (mremap) instead of
-// copying them into freshly faulted ones; that copying and its page faults
-// were 40% of the page faults of converting cppcheck.
-template <typename T>
-class PodArray {
-  static_assert(std::is_trivially_copyable_v<T>);
-
- public:
-  PodArray() = default;
-  PodArray(const PodArray&) = delete;
-  PodArray& operator=(const PodArray&) = delete;
-  ~PodArray() { std::free(data_); }
-
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  const T* data() const { return data_; }
-  const T* begin() const { return data_; }
-  const T* end() const { return data_ + size_; }
-  const T& operator[](size_t i) const { return data_[i]; }
-  T& operator[](size_t i) { return data_[i]; }
-  T& back() { return data_[size_ - 1]; }
-
-  void push_back(const T& value) {
-    const T copy = value;  // `value` may be an element, moved by the growth
-    make_room(1);
-    data_[size_++] = copy;
-  }
-  // `items` must not point into this array (growth would move them).
-  void append(std::span<const T> items) {
-    if (items.empty()) return;
-    make_room(items.size());
-    std::memcpy(static_cast<void*>(data_ + size_), items.data(), items.size() * sizeof(T));
-    size_ += items.size();
-  }
-  // Drops the elements from `size` on (a failed function's).
-  void truncate(size_t size) { size_ = std::min(size_, size); }
-
- private:
-  void make_room(size_t more) {
-    if (capacity_ - size_ >= more) return;
-    constexpr size_t kMax = SIZE_MAX / sizeof(T);
-    if (more > kMax - size_) throw std::bad_alloc();
-    const size_t doubled = capacity_ > kMax / 2 ? kMax : capacity_ * 2;
-    const size_t capacity = std::max({doubled, size_ + more, size_t{64}});
-    void* grown = std::realloc(data_, capacity * sizeof(T));
-    if (!grown) throw std::bad_alloc();
-    data_ = static_cast<T*>(grown);
-    capacity_ = capacity;
-  }
-
-  T* data_ = nullptr;
-  size_t size_ = 0, capacity_ = 0;
-};
 
 }  // namespace
 
