@@ -1,5 +1,6 @@
 #include "gsym/convert/dwarf_unit_converter.h"
 
+#include "gsym/base/pod_array.h"
 #include "gsym/convert/dwarf_die_walker.h"
 #include "gsym/convert/elf_handle.h"
 #include "gsym/format/leb128.h"
@@ -376,7 +377,7 @@ struct DwarfUnitConverter::Impl {
   // Per unit.
   UnitOutput out;
   std::vector<std::vector<UnitOp>> groups;
-  std::vector<std::unique_ptr<FunctionContext>> function_stack;
+  std::vector<std::unique_ptr<FunctionContext>> function_stack;  // null: a declaration
   std::vector<std::unique_ptr<FunctionContext>> pending;  // finished after the walk
   std::optional<DwarfLineTable> line_table;
   std::string comp_dir;
@@ -389,8 +390,8 @@ struct DwarfUnitConverter::Impl {
   std::vector<uint32_t> row_indexes;
   std::vector<AddressRange> range_scratch;  // one DIE's raw ranges, reused
   std::vector<AddressRange> normalized_scratch;
-  std::vector<RawInline> raw_nodes;       // per unit
-  std::vector<AddressRange> raw_ranges;   // per unit
+  PodArray<RawInline> raw_nodes;       // per unit (realloc'd: millions in C++ units)
+  PodArray<AddressRange> raw_ranges;   // per unit
   std::string path_buffer;
   bool failed = false;
   std::string failure;
@@ -785,7 +786,7 @@ struct DwarfUnitConverter::Impl {
     }
     ctx->collects = !ctx->ranges.empty();
     ctx->root = static_cast<uint32_t>(raw_nodes.size());
-    raw_nodes.emplace_back();
+    raw_nodes.push_back(RawInline{});
     return ctx;
   }
 
@@ -875,7 +876,7 @@ struct DwarfUnitConverter::Impl {
   bool direct_dies = false;
 
   void end_subprogram() {
-    if (function_stack.back()->named) pending.push_back(std::move(function_stack.back()));
+    if (function_stack.back() && function_stack.back()->named) pending.push_back(std::move(function_stack.back()));
     function_stack.pop_back();
   }
 
@@ -905,7 +906,7 @@ struct DwarfUnitConverter::Impl {
         if (failed) break;
         is_subprogram = true;
       } else if (step.tag == DW_TAG_inlined_subroutine) {
-        if (!function_stack.empty()) {
+        if (!function_stack.empty() && function_stack.back()) {
           FunctionContext& fn = *function_stack.back();
           fn.has_inline = true;
           if (inline_parent >= 0 && fn.collects && options.inline_info) {
@@ -949,6 +950,7 @@ struct DwarfUnitConverter::Impl {
     unit_die_offset = unit.die_offset;
     unit_end_offset = unit.end_offset;
     direct_dies = cu->addr == info.data() + unit.die_offset;
+    abbrev_has_pc.clear();  // codes are the unit's abbreviation table's
     if (!walker.start(unit_abbrev, abbrev_offset,
                       info.subspan(unit.die_offset, unit.end_offset - unit.die_offset), unit.die_offset,
                       shape))
@@ -970,18 +972,31 @@ struct DwarfUnitConverter::Impl {
     // declaration, an abstract instance) has no ranges: LLVM reads only
     // a DIE's own low_pc/high_pc/ranges. Most C++ subprogram DIEs are
     // such declarations, and libdw's dwarf_ranges would look at each.
-    const bool may_have_ranges = walker.has_attribute(step, DW_AT_low_pc) ||
-                                 walker.has_attribute(step, DW_AT_high_pc) ||
-                                 walker.has_attribute(step, DW_AT_ranges);
-    if (may_have_ranges) {
-      function_stack.push_back(start_subprogram(&die));
-    } else {
-      function_stack.push_back(std::make_unique<FunctionContext>());
-      function_stack.back()->die = die;
+    // Nothing below one is collected either, so it gets no context (null).
+    if (!may_have_ranges(step)) {
+      function_stack.push_back(nullptr);
+      return -1;
     }
+    function_stack.push_back(start_subprogram(&die));
     const FunctionContext& fn = *function_stack.back();
     return fn.collects ? int64_t{fn.root} : int64_t{-1};
   }
+
+  // Whether the DIE's abbreviation has low_pc, high_pc or ranges: looked up
+  // once per abbreviation of the unit (millions of subprogram DIEs share a
+  // few hundred abbreviations).
+  bool may_have_ranges(const DwarfDieWalker::Step& step) {
+    if (step.abbrev >= abbrev_has_pc.size()) abbrev_has_pc.resize(size_t(step.abbrev) + 1, kPcUnknown);
+    uint8_t& known = abbrev_has_pc[step.abbrev];
+    if (known == kPcUnknown)
+      known = walker.has_attribute(step, DW_AT_low_pc) || walker.has_attribute(step, DW_AT_high_pc) ||
+                      walker.has_attribute(step, DW_AT_ranges)
+                  ? kPcYes
+                  : kPcNo;
+    return known == kPcYes;
+  }
+  enum : uint8_t { kPcUnknown, kPcNo, kPcYes };
+  std::vector<uint8_t> abbrev_has_pc;  // by abbreviation code, for the walker's unit
 
   // attributes() for an inlined subroutine, read from the walker's bytes
   // in the shapes gcc and clang write (abstract_origin a unit reference,
@@ -1070,7 +1085,7 @@ struct DwarfUnitConverter::Impl {
       for (const AddressRange& r : range_scratch) insert_range(normalized_scratch, r);
     raw.ranges_begin = static_cast<uint32_t>(raw_ranges.size());
     raw.ranges_count = static_cast<uint32_t>(normalized_scratch.size());
-    raw_ranges.insert(raw_ranges.end(), normalized_scratch.begin(), normalized_scratch.end());
+    raw_ranges.append(normalized_scratch);
     if (attrs.call_file) raw.call_file = *attrs.call_file;
     raw.call_line = static_cast<uint32_t>(attrs.call_line.value_or(0));
     const uint32_t index = static_cast<uint32_t>(raw_nodes.size());
@@ -1195,6 +1210,9 @@ struct DwarfUnitConverter::Impl {
       if (table) {
         line_table = std::move(*table);
         file_cache.assign(line_table->file_index_limit(), -1);
+        // Functions' rows are about the table's rows: reserved (address
+        // space only) so the unit's row list is not copied as it grows.
+        out.lines.reserve(line_table->rows.size());
       } else {
         out.warnings.push_back("unit at " + hex_number(unit_die_offset) +
                                ": line table ignored: " + table.error().message);
