@@ -646,6 +646,7 @@ Status convert_dwarf(const ElfImage& dwarf_image, const std::string& binary_path
     for (size_t i = 0; i < units.size(); ++i) {
       UnitOutput out = converter.convert(units[i]);
       replayer.replay(out);
+      converter.recycle(std::move(out));
       report(i + 1);
     }
     return Status::success();

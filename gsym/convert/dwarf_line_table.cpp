@@ -405,9 +405,14 @@ class LineProgram {
 
 }  // namespace
 
-Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& s, uint64_t offset,
-                                          uint8_t unit_address_size) {
+Status parse_line_table_into(const DwarfLineSections& s, uint64_t offset, uint8_t unit_address_size,
+                            DwarfLineTable& table) {
   (void)unit_address_size;  // rows keep addresses of any width as read
+  table.version = 0;
+  table.include_directories.clear();
+  table.file_names.clear();
+  table.rows.clear();
+  table.sequences.clear();
   const auto& sec = s.debug_line;
   if (offset >= sec.size())
     return Error("line table offset " + std::to_string(offset) + " is past .debug_line");
@@ -424,7 +429,6 @@ Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& s, uint64_t o
   if (!c.ok() || unit_length > c.remaining()) return Error("line table is truncated");
   DataCursor unit = c.sub(static_cast<size_t>(unit_length));
 
-  DwarfLineTable table;
   table.version = unit.u16();
   if (!unit.ok()) return Error("line table is truncated");
   if (table.version < 2 || table.version > 5)
@@ -448,6 +452,13 @@ Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& s, uint64_t o
                    [](const DwarfLineSequence& a, const DwarfLineSequence& b) {
                      return a.high_pc < b.high_pc;
                    });
+  return Status::success();
+}
+
+Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& sections, uint64_t offset,
+                                          uint8_t address_size) {
+  DwarfLineTable table;
+  if (Status s = parse_line_table_into(sections, offset, address_size, table); !s) return s.error();
   return table;
 }
 

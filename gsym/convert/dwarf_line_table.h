@@ -65,6 +65,12 @@ struct DwarfLineTable {
 // unit's (for the tombstone value).
 Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& sections, uint64_t offset,
                                           uint8_t address_size);
+// The same into `table`, whose vectors are cleared and reused: a converter
+// decoding one table per unit keeps one table's memory (rows of the largest
+// unit) instead of faulting in and unmapping each unit's anew. On error the
+// table's contents are unspecified.
+Status parse_line_table_into(const DwarfLineSections& sections, uint64_t offset, uint8_t address_size,
+                             DwarfLineTable& table);
 
 // LLVM's sys::path::parent_path / filename for POSIX paths, which
 // GsymCreator::insertFile uses to split a path into directory and basename.

@@ -379,7 +379,8 @@ struct DwarfUnitConverter::Impl {
   std::vector<std::vector<UnitOp>> groups;
   std::vector<std::unique_ptr<FunctionContext>> function_stack;  // null: a declaration
   std::vector<std::unique_ptr<FunctionContext>> pending;  // finished after the walk
-  std::optional<DwarfLineTable> line_table;
+  const DwarfLineTable* line_table = nullptr;  // the unit's: line_storage, or none
+  DwarfLineTable line_storage;  // reused from unit to unit
   std::string comp_dir;
   uint64_t language = 0;
   uint8_t address_size = 8;
@@ -1163,12 +1164,33 @@ struct DwarfUnitConverter::Impl {
   }
 
   // Every per-unit table emptied before the next unit.
+  // recycle()'s vectors, emptied, for the next unit's output.
+  UnitOutput spare;
+  void recycle(UnitOutput&& used) {
+    auto keep = [](auto& to, auto& from) {
+      from.clear();
+      if (from.capacity() > to.capacity()) to.swap(from);
+    };
+    keep(spare.ops, used.ops);
+    keep(spare.strings, used.strings);
+    keep(spare.functions, used.functions);
+    keep(spare.lines, used.lines);
+    keep(spare.inline_nodes, used.inline_nodes);
+    keep(spare.inline_ranges, used.inline_ranges);
+  }
+
   void reset_unit_state() {
     out = UnitOutput{};
+    out.ops.swap(spare.ops);
+    out.strings.swap(spare.strings);
+    out.functions.swap(spare.functions);
+    out.lines.swap(spare.lines);
+    out.inline_nodes.swap(spare.inline_nodes);
+    out.inline_ranges.swap(spare.inline_ranges);
     groups.clear();
     function_stack.clear();
     pending.clear();
-    line_table.reset();
+    line_table = nullptr;
     comp_dir.clear();
     file_cache.clear();
     local_file_by_path.clear();
@@ -1206,9 +1228,9 @@ struct DwarfUnitConverter::Impl {
       comp_dir = dir;
     }
     if (auto stmt_list = split ? split->stmt_list : attr_unsigned(&cu, DW_AT_stmt_list, false)) {
-      Expected<DwarfLineTable> table = parse_line_table(line_sections, *stmt_list, address_size);
+      Status table = parse_line_table_into(line_sections, *stmt_list, address_size, line_storage);
       if (table) {
-        line_table = std::move(*table);
+        line_table = &line_storage;
         file_cache.assign(line_table->file_index_limit(), -1);
         // Functions' rows are about the table's rows: reserved (address
         // space only) so the unit's row list is not copied as it grows.
@@ -1277,5 +1299,7 @@ DwarfUnitConverter::~DwarfUnitConverter() = default;
 UnitOutput DwarfUnitConverter::convert(const UnitLocation& unit) {
   return impl_->convert(unit);
 }
+
+void DwarfUnitConverter::recycle(UnitOutput&& used) { impl_->recycle(std::move(used)); }
 
 }  // namespace gsym

@@ -104,6 +104,10 @@ class DwarfUnitConverter {
 
   // Converts one compile unit.
   UnitOutput convert(const UnitLocation& unit);
+  // Hands a converted unit's output back once it is replayed: the next
+  // units reuse its vectors' memory (rows, inline nodes, ...) instead of
+  // faulting in new pages for each unit. Optional.
+  void recycle(UnitOutput&& used);
 
  private:
   struct Impl;
