@@ -409,6 +409,12 @@ struct Builder::State {
                                           std::span<const FlatInlineNode> b, size_t& j) const;
   bool llvm_equal(const Record& a, const Record& b) const;
   Status add_flat(const FlatFunction& f);
+  struct OpenNode {  // add_flat's walk: an ancestor and its children still to come
+    size_t node;
+    uint32_t children_left;
+  };
+  std::vector<OpenNode> open_scratch;
+  std::vector<AddressRange> ranges_scratch;
   std::optional<std::string> add_flat_node(FlatInlineNode node, std::span<const AddressRange> function_ranges,
                                            std::span<const AddressRange> parent,
                                            std::vector<AddressRange>& scratch);
@@ -526,14 +532,16 @@ Status Builder::State::add_flat(const FlatFunction& f) {
   if (!strings.is_string_start(f.name))
     return Error("function at " + hex_number(f.range.start) + " has name offset " + std::to_string(f.name) +
                  ", which is not a string added with add_string");
-  const std::string name_text(string_at(f.name));
-  const std::string where = " in function \"" + name_text + "\"";  // per function, not per node
+  // A view into the string table, which add_flat does not grow. Messages
+  // are composed only on failure (this runs for every function).
+  const std::string_view name_text = string_at(f.name);
+  auto where = [&] { return " in function \"" + std::string(name_text) + "\""; };
   if (Status s = check_range_and_lines(name_text, f.range, f.lines, files.size()); !s) return s;
   const uint64_t pool_limit = UINT32_MAX;
   if (line_pool.size() + f.lines.size() > pool_limit ||
       node_pool.size() + f.inline_nodes.size() > pool_limit ||
       range_pool.size() + f.inline_ranges.size() > pool_limit)
-    return Error("too many line rows or inline nodes for one builder" + where);
+    return Error("too many line rows or inline nodes for one builder" + where());
 
   Record record;
   record.range = f.range;
@@ -543,16 +551,13 @@ Status Builder::State::add_flat(const FlatFunction& f) {
   auto fail = [&](std::string message) -> Status {
     range_pool.truncate(ranges_before);
     node_pool.truncate(nodes_before);
-    return Error(std::move(message) + where);
+    return Error(std::move(message) + where());
   };
   // Pre-order walk: `open` holds, per ancestor, its node index and how many
-  // of its children are still to come.
-  struct Open {
-    size_t node;
-    uint32_t children_left;
-  };
-  std::vector<Open> open;
-  std::vector<AddressRange> ranges;  // one node's, reused
+  // of its children are still to come (scratch kept from call to call).
+  std::vector<OpenNode>& open = open_scratch;
+  open.clear();
+  std::vector<AddressRange>& ranges = ranges_scratch;  // one node's
   for (size_t i = 0; i < f.inline_nodes.size(); ++i) {
     if (i > 0 && open.empty()) return fail("inline nodes follow the end of the tree");
     const size_t depth = open.size() + 1;
