@@ -296,7 +296,23 @@ Status read_file_tables_v5(DataCursor& header, bool dwarf64, const DwarfLineSect
 // The line-number program's state machine: rows and sequences into `table`.
 class LineProgram {
  public:
-  LineProgram(const LineProgramHeader& header, DwarfLineTable& table) : h_(header), table_(table) {}
+  LineProgram(const LineProgramHeader& header, DwarfLineTable& table) : h_(header), table_(table) {
+    // What each special opcode adds to the address and line, computed once
+    // per table (two divisions per row otherwise; most rows are special
+    // opcodes): adjusted = opcode - opcode_base, its quotient and remainder
+    // by line_range counted up without dividing. Opcodes below opcode_base
+    // are not special and have no entry.
+    uint64_t quotient = 0;
+    uint32_t remainder = 0;
+    for (unsigned opcode = h_.opcode_base; opcode < 256; ++opcode) {
+      address_step_[opcode] = h_.line_range ? quotient * h_.min_inst_length : 0;
+      line_step_[opcode] = h_.line_range ? static_cast<uint32_t>(int32_t(h_.line_base) + int32_t(remainder)) : 0;
+      if (h_.line_range && ++remainder == h_.line_range) {
+        remainder = 0;
+        ++quotient;
+      }
+    }
+  }
 
   void run(DataCursor& program) {
     // About one row per 3 bytes in compiler output.
@@ -304,9 +320,8 @@ class LineProgram {
     while (program.ok() && !program.at_end()) {
       const uint8_t opcode = program.u8();
       if (opcode >= h_.opcode_base) {
-        const uint8_t adjusted = static_cast<uint8_t>(opcode - h_.opcode_base);
-        row_.address += advance_for(opcode);
-        if (h_.line_range) row_.line += static_cast<uint32_t>(int32_t(h_.line_base) + adjusted % h_.line_range);
+        row_.address += address_step_[opcode];
+        row_.line += line_step_[opcode];
         append_row();
       } else if (opcode == 0) {
         if (!run_extended(program)) break;
@@ -332,11 +347,6 @@ class LineProgram {
       if (sequence_.low_pc < sequence_.high_pc) table_.sequences.push_back(sequence_);
       sequence_empty_ = true;
     }
-  }
-
-  uint64_t advance_for(uint8_t opcode) const {
-    const uint8_t adjusted = static_cast<uint8_t>(opcode - h_.opcode_base);
-    return h_.line_range ? uint64_t(adjusted / h_.line_range) * h_.min_inst_length : 0;
   }
 
   // An extended opcode; false when its length is unusable (the program ends).
@@ -386,7 +396,7 @@ class LineProgram {
       case kLnsSetColumn: program.uleb(); break;
       case kLnsNegateStmt: case kLnsSetBasicBlock: case kLnsSetPrologueEnd:
       case kLnsSetEpilogueBegin: break;
-      case kLnsConstAddPc: row_.address += advance_for(255); break;
+      case kLnsConstAddPc: row_.address += address_step_[255]; break;
       case kLnsFixedAdvancePc: row_.address += program.u16(); break;
       case kLnsSetIsa: program.uleb(); break;
       default:
@@ -397,6 +407,8 @@ class LineProgram {
 
   const LineProgramHeader& h_;
   DwarfLineTable& table_;
+  uint64_t address_step_[256];
+  uint32_t line_step_[256];
   DwarfLineRow row_;
   DwarfLineSequence sequence_;
   bool sequence_empty_ = true;
