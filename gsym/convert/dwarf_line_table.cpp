@@ -341,7 +341,9 @@ class LineProgram {
       sequence_.first_row = index;
     }
     table_.rows.push_back(row_);
-    if (row_.end_sequence) {
+    if (end_sequence_) {
+      if (table_.end_rows.size() <= index / 64) table_.end_rows.resize(index / 64 + 1);
+      table_.end_rows[index / 64] |= uint64_t{1} << (index % 64);
       sequence_.high_pc = row_.address;
       sequence_.end_row = index + 1;
       if (sequence_.low_pc < sequence_.high_pc) table_.sequences.push_back(sequence_);
@@ -356,8 +358,9 @@ class LineProgram {
     DataCursor ext = program.sub(static_cast<size_t>(length));
     switch (ext.u8()) {
       case kLneEndSequence:
-        row_.end_sequence = true;
+        end_sequence_ = true;
         append_row();
+        end_sequence_ = false;
         row_ = DwarfLineRow{};
         tombstoned_ = false;
         break;
@@ -410,6 +413,7 @@ class LineProgram {
   uint64_t address_step_[256];
   uint32_t line_step_[256];
   DwarfLineRow row_;
+  bool end_sequence_ = false;  // the row being appended ends its sequence
   DwarfLineSequence sequence_;
   bool sequence_empty_ = true;
   bool tombstoned_ = false;  // in a sequence at a tombstone address (discarded code)
@@ -424,6 +428,7 @@ Status parse_line_table_into(const DwarfLineSections& s, uint64_t offset, uint8_
   table.include_directories.clear();
   table.file_names.clear();
   table.rows.clear();
+  table.end_rows.clear();
   table.sequences.clear();
   const auto& sec = s.debug_line;
   if (offset >= sec.size())

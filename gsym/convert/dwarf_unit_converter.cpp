@@ -684,7 +684,7 @@ struct DwarfUnitConverter::Impl {
       if (index != row_indexes[0] && row.address < prev_address) break;
       if (lines.size() > first && lines.back().file == *file && lines.back().line == row.line)
         continue;
-      if (row.end_sequence) {
+      if (table.ends_sequence(index)) {
         prev_address = 0;
       } else {
         lines.push_back(entry);

@@ -128,7 +128,7 @@ TEST_CASE("convert: a line table decoded into a reused one equals a fresh decode
   for (size_t i = 0; i < reused.rows.size(); ++i) {
     CHECK(reused.rows[i].address == fresh->rows[i].address);
     CHECK(reused.rows[i].line == fresh->rows[i].line);
-    CHECK(reused.rows[i].end_sequence == fresh->rows[i].end_sequence);
+    CHECK(reused.ends_sequence(i) == fresh->ends_sequence(i));
   }
   CHECK(reused.sequences.size() == 1);
   CHECK(fresh->sequences.size() == 1);
@@ -153,7 +153,7 @@ TEST_CASE("convert: DWARF 4 line program rows, sequences and tombstones") {
     CHECK(t.rows[i].address == want[i][0]);
     CHECK(t.rows[i].file == want[i][1]);
     CHECK(t.rows[i].line == want[i][2]);
-    CHECK(t.rows[i].end_sequence == (want[i][3] == 1));
+    CHECK(t.ends_sequence(i) == (want[i][3] == 1));
   }
   REQUIRE(t.sequences.size() == 2);
   CHECK(t.sequences[0].low_pc == 0x1000);
