@@ -13,6 +13,7 @@
 #include <cstring>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <unordered_map>
 
 namespace gsym {
@@ -328,12 +329,15 @@ struct FunctionContext {
   uint32_t root = kNoNode;  // the subprogram itself, in Impl::raw_nodes
 };
 
-// Open-addressing map from a string's address to its index in the unit's
-// string list (hot: one lookup per function and inline node).
-class PointerIndex {
+// Open-addressing map from a key (a string's address, a DIE key) to a small
+// index; `kEmpty` is never a key. Hot: one lookup per function and inline
+// node, millions in a C++ unit, where std::unordered_map allocated a node
+// per entry.
+template <typename Key, Key kEmpty>
+class KeyIndex {
  public:
-  // Returns {index, inserted}.
-  std::pair<uint32_t, bool> emplace(const char* key, uint32_t value) {
+  // Returns {index, inserted}: the key's index, or `value` stored for it.
+  std::pair<uint32_t, bool> emplace(Key key, uint32_t value) {
     if ((count_ + 1) * 2 > slots_.size()) grow();
     size_t i = slot_for(key);
     if (slots_[i].key == key) return {slots_[i].value, false};
@@ -348,24 +352,33 @@ class PointerIndex {
 
  private:
   struct Slot {
-    const char* key = nullptr;
+    Key key = kEmpty;
     uint32_t value = 0;
   };
-  size_t slot_for(const char* key) const {
+  static uint64_t bits(Key key) {
+    if constexpr (std::is_pointer_v<Key>) return reinterpret_cast<uintptr_t>(key);
+    else return static_cast<uint64_t>(key);
+  }
+  size_t slot_for(Key key) const {
     const size_t mask = slots_.size() - 1;
-    size_t i = (reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull >> 20) & mask;
-    while (slots_[i].key && slots_[i].key != key) i = (i + 1) & mask;
+    size_t i = (bits(key) * 0x9E3779B97F4A7C15ull >> 20) & mask;
+    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & mask;
     return i;
   }
   void grow() {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
     for (const Slot& s : old)
-      if (s.key) slots_[slot_for(s.key)] = s;
+      if (s.key != kEmpty) slots_[slot_for(s.key)] = s;
   }
   std::vector<Slot> slots_ = std::vector<Slot>(64);
   size_t count_ = 0;
 };
+
+// By address: each DWARF string has one.
+using PointerIndex = KeyIndex<const char*, nullptr>;
+// DIE keys are offsets (with kAltFileBit): never all ones.
+using DieKeyIndex = KeyIndex<DieKey, ~DieKey{0}>;
 
 }  // namespace
 
@@ -407,10 +420,12 @@ struct DwarfUnitConverter::Impl {
   // inlined DIE without names of its own is named exactly like its origin
   // (LLVM never qualifies it through its own parents), and C++ inlines the
   // same few hundred functions thousands of times.
-  std::unordered_map<DieKey, std::string_view> origin_names;
+  DieKeyIndex origin_name_index;  // -> origin_name_values
+  std::vector<std::string_view> origin_name_values;
   // The rest of an abstract_origin/specification chain, by its first DIE:
   // every inlined copy of a function scans the same origin chain.
-  std::unordered_map<DieKey, DieAttributes> origin_attributes;
+  DieKeyIndex origin_attribute_index;  // -> origin_attribute_values
+  std::vector<DieAttributes> origin_attribute_values;
   // LLVM's qualification walks the same namespaces and classes for every
   // member: memoize each DIE's declaration context and each context's
   // "outer::inner" prefix (per unit).
@@ -606,9 +621,10 @@ struct DwarfUnitConverter::Impl {
   // Fills in what `out` lacks from the chain of its origin `origin_die`
   // (out.origin), memoized per origin.
   void inherit_from_origin(DieAttributes& out, Dwarf_Die* origin_die) {
-    auto [it, inserted] = origin_attributes.try_emplace(out.origin);
-    if (inserted) it->second = die_attributes(dwarf, origin_die, 15);
-    const DieAttributes& rest = it->second;
+    const auto [index, inserted] =
+        origin_attribute_index.emplace(out.origin, static_cast<uint32_t>(origin_attribute_values.size()));
+    if (inserted) origin_attribute_values.push_back(die_attributes(dwarf, origin_die, 15));
+    const DieAttributes& rest = origin_attribute_values[index];
     if (!out.linkage_name) out.linkage_name = rest.linkage_name;
     if (!out.name) out.name = rest.name;
     if (!out.call_file) out.call_file = rest.call_file;
@@ -795,9 +811,10 @@ struct DwarfUnitConverter::Impl {
     if (!raw.name_resolved) {
       raw.name_resolved = true;
       if (raw.origin && !raw.own_names) {
-        auto [it, inserted] = origin_names.emplace(raw.origin, std::string_view());
-        if (inserted) it->second = qualified_name(&raw.die, raw.linkage_name, raw.short_name);
-        raw.name = it->second;
+        const auto [index, inserted] =
+            origin_name_index.emplace(raw.origin, static_cast<uint32_t>(origin_name_values.size()));
+        if (inserted) origin_name_values.push_back(qualified_name(&raw.die, raw.linkage_name, raw.short_name));
+        raw.name = origin_name_values[index];
       } else {
         raw.name = qualified_name(&raw.die, raw.linkage_name, raw.short_name);
       }
@@ -1197,8 +1214,10 @@ struct DwarfUnitConverter::Impl {
     string_index.clear();
     file_stamp.clear();
     walk_parents.clear();
-    origin_names.clear();
-    origin_attributes.clear();
+    origin_name_index.clear();
+    origin_name_values.clear();
+    origin_attribute_index.clear();
+    origin_attribute_values.clear();
     raw_nodes.clear();
     raw_ranges.clear();
     context_of.clear();
