@@ -113,6 +113,9 @@ struct DieAttributes {
   // dwarf_ranges (DW_AT_ranges, or forms not read here).
   AddressRange pc_range;
   bool pc_range_known = false;
+  // The DIE's own DW_AT_ranges when it is a DW_FORM_sec_offset (read by
+  // inline_attributes only): the list is then read by own_range_list.
+  std::optional<uint64_t> ranges_offset;
 };
 
 struct AttributeScan {
@@ -747,10 +750,98 @@ struct DwarfUnitConverter::Impl {
 
   // die_ranges with the DIE's own pc pair already read (DieAttributes).
   bool die_ranges(Dwarf_Die* die, const DieAttributes& attrs, std::vector<AddressRange>& ranges) {
-    if (!attrs.pc_range_known) return die_ranges(die, ranges);
+    if (!attrs.pc_range_known) {
+      // Without its own low_pc and high_pc, libdw reads DW_AT_ranges.
+      if (attrs.ranges_offset && own_range_list(*attrs.ranges_offset, ranges)) return true;
+      return die_ranges(die, ranges);
+    }
     ranges.clear();
     ranges.push_back(attrs.pc_range);
     return true;
+  }
+
+  // libdw's dwarf_ranges for a DW_AT_ranges of form DW_FORM_sec_offset of a
+  // DIE of the unit being walked, read here (libdw's was 5% of converting
+  // C++: inlined code split in pieces). Only lists libdw reads without
+  // error and without .debug_addr: plain pairs and base selections (DWARF
+  // 2-4), DW_RLE_offset_pair, base_address, start_end, start_length and
+  // end_of_list (DWARF 5). Anything else - another entry kind, a list
+  // running off its section, a LEB128 libdw would read differently, more
+  // ranges than die_ranges takes, a split unit - returns false and is left
+  // to libdw, so the answer (or the error) stays libdw's.
+  bool own_range_list(uint64_t offset, std::vector<AddressRange>& out) {
+    if (split_unit || !direct_dies || (address_size != 4 && address_size != 8)) return false;
+    const bool v5 = unit_version >= 5;
+    const std::span<const uint8_t> section = v5 ? options.debug_rnglists : options.debug_ranges;
+    if (offset >= section.size()) return false;
+    uint64_t base = unit_base_address();
+    if (base == ~uint64_t{0}) return false;  // libdw: an error
+    const uint8_t* p = section.data() + offset;
+    const uint8_t* const end = section.data() + section.size();
+    const bool little = line_sections.little_endian;  // the file's byte order
+    auto address = [&](uint64_t& value) {
+      if (end - p < address_size) return false;
+      value = 0;
+      for (int i = 0; i < address_size; ++i) value |= uint64_t(p[i]) << (little ? 8 * i : 8 * (address_size - 1 - i));
+      p += address_size;
+      return true;
+    };
+    auto uleb = [&](uint64_t& value) {
+      return leb128::decode_uleb<kMaxLebBytes>(p, end, value) == leb128::Result::Ok;
+    };
+    out.clear();
+    const uint64_t escape = address_size == 8 ? ~uint64_t{0} : uint64_t{UINT32_MAX};
+    while (out.size() <= (1u << 20)) {
+      uint64_t begin = 0, finish = 0;
+      if (!v5) {
+        if (!address(begin) || !address(finish)) return false;
+        if (begin == escape) {
+          if (finish == escape) return false;
+          base = finish;
+          continue;
+        }
+        if (begin == 0 && finish == 0) return true;
+        out.push_back({begin + base, finish + base});
+        continue;
+      }
+      if (p == end) return false;
+      switch (*p++) {
+        case DW_RLE_end_of_list:
+          return true;
+        case DW_RLE_offset_pair:
+          if (!uleb(begin) || !uleb(finish)) return false;
+          out.push_back({begin + base, finish + base});
+          break;
+        case DW_RLE_base_address:
+          if (!address(base)) return false;
+          break;
+        case DW_RLE_start_end:
+          if (!address(begin) || !address(finish)) return false;
+          out.push_back({begin, finish});
+          break;
+        case DW_RLE_start_length:
+          if (!address(begin) || !uleb(finish)) return false;
+          out.push_back({begin, begin + finish});
+          break;
+        default:
+          return false;
+      }
+    }
+    return false;  // past die_ranges' limit: libdw's loop gives up the same way
+  }
+
+  // libdw's base address of the unit's range lists (__libdw_cu_base_address):
+  // the unit DIE's low_pc, else its entry_pc, else 0; computed once a unit.
+  uint64_t unit_base_address() {
+    if (!unit_base) {
+      Dwarf_Addr base = 0;
+      Dwarf_Attribute mem;
+      if (dwarf_lowpc(&unit_cu_die, &base) != 0 &&
+          dwarf_formaddr(dwarf_attr(&unit_cu_die, DW_AT_entry_pc, &mem), &base) != 0)
+        base = 0;
+      unit_base = base;
+    }
+    return *unit_base;
   }
 
   bool die_ranges(Dwarf_Die* die, std::vector<AddressRange>& ranges) {
@@ -891,6 +982,9 @@ struct DwarfUnitConverter::Impl {
   const SplitSource* split_unit = nullptr;  // the split unit being converted, if any
   SplitRanges split_ranges;                 // its range-list sections
   Dwarf_Off unit_header_offset = 0, unit_die_offset = 0, unit_end_offset = 0;
+  uint16_t unit_version = 0;
+  Dwarf_Die unit_cu_die{};             // libdw's handle of the unit DIE
+  std::optional<uint64_t> unit_base;   // unit_base_address()'s
   bool direct_dies = false;
 
   void end_subprogram() {
@@ -967,6 +1061,9 @@ struct DwarfUnitConverter::Impl {
     unit_header_offset = unit.header_offset;
     unit_die_offset = unit.die_offset;
     unit_end_offset = unit.end_offset;
+    unit_version = version;
+    unit_cu_die = *cu;
+    unit_base.reset();
     direct_dies = cu->addr == info.data() + unit.die_offset;
     abbrev_has_pc.clear();  // codes are the unit's abbreviation table's
     if (!walker.start(unit_abbrev, abbrev_offset,
@@ -1059,6 +1156,9 @@ struct DwarfUnitConverter::Impl {
           has_high = walker.unsigned_value(attr, high);
           high_is_length = attr.form != DW_FORM_addr;
           supported = supported && has_high;
+          break;
+        case DW_AT_ranges:
+          if (attr.form == DW_FORM_sec_offset && walker.unsigned_value(attr, v)) out.ranges_offset = v;
           break;
         case DW_AT_name:
         case DW_AT_linkage_name:
