@@ -239,6 +239,11 @@ std::pair<int64_t, int64_t> line_delta_window(std::span<const LineEntry> lines) 
     }
     min_delta = histogram[best_first].delta;
     max_delta = histogram[best_last].delta;
+    // A long-lived thread (the agent's) keeps no huge scratch after an
+    // outsized table.
+    constexpr size_t kKeep = size_t{1} << 16;
+    if (far.capacity() > kKeep) std::vector<int64_t>().swap(far);
+    if (histogram.capacity() > kKeep) std::vector<DeltaCount>().swap(histogram);
   }
   if (min_delta == max_delta && min_delta > 0 && min_delta < kMaxLineRange) min_delta = 0;
   return {min_delta, max_delta};
