@@ -3,6 +3,7 @@
 #include "gsym/builder/builder.h"
 
 #include "gsym/base/file_io.h"
+#include "gsym/base/pod_array.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -384,9 +385,9 @@ struct Builder::State {
   };
   std::vector<Record> records;
   std::vector<Function> rich;
-  std::vector<LineEntry> line_pool;
-  std::vector<FlatInlineNode> node_pool;  // ranges_begin index range_pool
-  std::vector<AddressRange> range_pool;
+  PodArray<LineEntry> line_pool;
+  PodArray<FlatInlineNode> node_pool;  // ranges_begin index range_pool
+  PodArray<AddressRange> range_pool;
   std::vector<Function> materialized;  // finalize()'s copy
   bool materialized_valid = false;
   bool finalized = false;
@@ -408,6 +409,12 @@ struct Builder::State {
                                           std::span<const FlatInlineNode> b, size_t& j) const;
   bool llvm_equal(const Record& a, const Record& b) const;
   Status add_flat(const FlatFunction& f);
+  struct OpenNode {  // add_flat's walk: an ancestor and its children still to come
+    size_t node;
+    uint32_t children_left;
+  };
+  std::vector<OpenNode> open_scratch;
+  std::vector<AddressRange> ranges_scratch;
   std::optional<std::string> add_flat_node(FlatInlineNode node, std::span<const AddressRange> function_ranges,
                                            std::span<const AddressRange> parent,
                                            std::vector<AddressRange>& scratch);
@@ -525,14 +532,16 @@ Status Builder::State::add_flat(const FlatFunction& f) {
   if (!strings.is_string_start(f.name))
     return Error("function at " + hex_number(f.range.start) + " has name offset " + std::to_string(f.name) +
                  ", which is not a string added with add_string");
-  const std::string name_text(string_at(f.name));
-  const std::string where = " in function \"" + name_text + "\"";  // per function, not per node
+  // A view into the string table, which add_flat does not grow. Messages
+  // are composed only on failure (this runs for every function).
+  const std::string_view name_text = string_at(f.name);
+  auto where = [&] { return " in function \"" + std::string(name_text) + "\""; };
   if (Status s = check_range_and_lines(name_text, f.range, f.lines, files.size()); !s) return s;
   const uint64_t pool_limit = UINT32_MAX;
   if (line_pool.size() + f.lines.size() > pool_limit ||
       node_pool.size() + f.inline_nodes.size() > pool_limit ||
       range_pool.size() + f.inline_ranges.size() > pool_limit)
-    return Error("too many line rows or inline nodes for one builder" + where);
+    return Error("too many line rows or inline nodes for one builder" + where());
 
   Record record;
   record.range = f.range;
@@ -540,18 +549,15 @@ Status Builder::State::add_flat(const FlatFunction& f) {
   const size_t ranges_before = range_pool.size();
   const size_t nodes_before = node_pool.size();
   auto fail = [&](std::string message) -> Status {
-    range_pool.resize(ranges_before);
-    node_pool.resize(nodes_before);
-    return Error(std::move(message) + where);
+    range_pool.truncate(ranges_before);
+    node_pool.truncate(nodes_before);
+    return Error(std::move(message) + where());
   };
   // Pre-order walk: `open` holds, per ancestor, its node index and how many
-  // of its children are still to come.
-  struct Open {
-    size_t node;
-    uint32_t children_left;
-  };
-  std::vector<Open> open;
-  std::vector<AddressRange> ranges;  // one node's, reused
+  // of its children are still to come (scratch kept from call to call).
+  std::vector<OpenNode>& open = open_scratch;
+  open.clear();
+  std::vector<AddressRange>& ranges = ranges_scratch;  // one node's
   for (size_t i = 0; i < f.inline_nodes.size(); ++i) {
     if (i > 0 && open.empty()) return fail("inline nodes follow the end of the tree");
     const size_t depth = open.size() + 1;
@@ -576,7 +582,7 @@ Status Builder::State::add_flat(const FlatFunction& f) {
   }
   record.lines_begin = static_cast<uint32_t>(line_pool.size());
   record.lines_count = static_cast<uint32_t>(f.lines.size());
-  line_pool.insert(line_pool.end(), f.lines.begin(), f.lines.end());
+  line_pool.append(f.lines);
   records.push_back(record);
   return Status::success();
 }
@@ -620,7 +626,7 @@ std::optional<std::string> Builder::State::add_flat_node(FlatInlineNode node,
            " but the file table has " + std::to_string(files.size()) + " entries";
   node.ranges_begin = static_cast<uint32_t>(range_pool.size());
   node.ranges_count = static_cast<uint32_t>(own.size());
-  range_pool.insert(range_pool.end(), own.begin(), own.end());
+  range_pool.append(own);
   node_pool.push_back(node);
   return std::nullopt;
 }
@@ -812,8 +818,12 @@ Expected<std::vector<uint8_t>> Builder::encode() {
     return Error("string table exceeds 4 GiB (GSYM limit of this writer)");
 
   ByteWriter out(opt.endian, v2 ? 8 : 4);
-  out.reserve(records.size() * 64 + st.strings.size() + st.line_pool.size() * 2 +
-              st.node_pool.size() * 12);
+  // Above what compilers' output needs (about 2.5 bytes a row, 20 a node
+  // with its ranges, on sqlite3, libc and cppcheck): untouched capacity
+  // costs address space only, while growing past it would copy the file
+  // written so far into new pages.
+  out.reserve(records.size() * 64 + st.strings.size() + st.files.size() * 16 + st.line_pool.size() * 4 +
+              st.node_pool.size() * 16 + st.range_pool.size() * 8);
   if (v2) return st.encode_v2(out, strings, base, offset_size);
   out.u32(kMagic);
   out.u16(kVersion);

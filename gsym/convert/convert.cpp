@@ -459,7 +459,9 @@ Status read_own_sections(const ElfImage& dwarf_image, DwarfLineSections& section
                               std::pair{".debug_line_str", &sections.debug_line_str},
                               std::pair{".debug_str", &sections.debug_str},
                               std::pair{".debug_info", &tree_options.debug_info},
-                              std::pair{".debug_abbrev", &tree_options.debug_abbrev}}) {
+                              std::pair{".debug_abbrev", &tree_options.debug_abbrev},
+                              std::pair{".debug_ranges", &tree_options.debug_ranges},
+                              std::pair{".debug_rnglists", &tree_options.debug_rnglists}}) {
     Expected<std::span<const uint8_t>> bytes = dwarf_image.section_bytes(name);
     if (!bytes) return Error(path + ": " + bytes.error().message);
     *target = *bytes;
@@ -646,6 +648,7 @@ Status convert_dwarf(const ElfImage& dwarf_image, const std::string& binary_path
     for (size_t i = 0; i < units.size(); ++i) {
       UnitOutput out = converter.convert(units[i]);
       replayer.replay(out);
+      converter.recycle(std::move(out));
       report(i + 1);
     }
     return Status::success();

@@ -133,9 +133,9 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
         fail("abbreviation " + std::to_string(code) + " has an unknown form " + hex_number(form));
         return false;
       }
-      specs_.push_back({static_cast<uint16_t>(name <= UINT16_MAX ? name : 0), static_cast<uint16_t>(form),
-                        implicit_const});
       const int size = fixed_form_size(form);
+      specs_.push_back({static_cast<uint16_t>(name <= UINT16_MAX ? name : 0), static_cast<uint16_t>(form),
+                        static_cast<int16_t>(size), implicit_const});
       fixed = size < 0 || fixed < 0 ? -1 : fixed + size;
       if (size == 0) continue;
       if (size > 0 && ops_.size() > a.ops_begin && ops_.back().form == 0 && ops_.back().size < 0x7fff)
@@ -177,6 +177,10 @@ bool DwarfDieWalker::skip_value(uint64_t form, const uint8_t*& p, int indirectio
     p += fixed;
     return true;
   }
+  return skip_variable_value(form, p, indirections);
+}
+
+bool DwarfDieWalker::skip_variable_value(uint64_t form, const uint8_t*& p, int indirections) const {
   uint64_t length = 0;
   switch (form) {
     case DW_FORM_udata:
@@ -272,7 +276,7 @@ DwarfDieWalker::Step DwarfDieWalker::next() {
           return step;
         }
         pos_ += op.size;
-      } else if (!skip_value(op.form, pos_, 0)) {
+      } else if (!skip_variable_value(op.form, pos_, 0)) {  // ops of other forms are all variable
         fail("DIE at " + hex_number(offset) + ": cannot read an attribute of form " + hex_number(op.form));
         return step;
       }

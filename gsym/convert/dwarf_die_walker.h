@@ -59,7 +59,12 @@ class DwarfDieWalker {
     for (uint32_t i = 0; i < a.specs_count; ++i) {
       const Spec& spec = specs_[a.specs_begin + i];
       Attribute attr{spec.name, spec.form, p, spec.implicit_const};
-      if (!skip_value(spec.form, p, 0)) return false;
+      if (spec.size >= 0) {
+        if (end_ - p < spec.size) return false;
+        p += spec.size;
+      } else if (!skip_variable_value(spec.form, p, 0)) {
+        return false;
+      }
       f(attr);
     }
     return true;
@@ -112,10 +117,13 @@ class DwarfDieWalker {
   struct Spec {
     uint16_t name = 0;
     uint16_t form = 0;
+    int16_t size = -1;  // fixed_form_size(form), computed once
     int64_t implicit_const = 0;
   };
   bool parse_abbrevs(std::span<const uint8_t> section, uint64_t offset);
   bool skip_value(uint64_t form, const uint8_t*& p, int indirections) const;
+  // skip_value for a form whose size is not fixed (fixed_form_size < 0).
+  bool skip_variable_value(uint64_t form, const uint8_t*& p, int indirections) const;
   int fixed_form_size(uint64_t form) const;  // -1 = not fixed
   void fail(std::string message);
 

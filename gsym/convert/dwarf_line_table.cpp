@@ -296,7 +296,23 @@ Status read_file_tables_v5(DataCursor& header, bool dwarf64, const DwarfLineSect
 // The line-number program's state machine: rows and sequences into `table`.
 class LineProgram {
  public:
-  LineProgram(const LineProgramHeader& header, DwarfLineTable& table) : h_(header), table_(table) {}
+  LineProgram(const LineProgramHeader& header, DwarfLineTable& table) : h_(header), table_(table) {
+    // What each special opcode adds to the address and line, computed once
+    // per table (two divisions per row otherwise; most rows are special
+    // opcodes): adjusted = opcode - opcode_base, its quotient and remainder
+    // by line_range counted up without dividing. Opcodes below opcode_base
+    // are not special and have no entry.
+    uint64_t quotient = 0;
+    uint32_t remainder = 0;
+    for (unsigned opcode = h_.opcode_base; opcode < 256; ++opcode) {
+      address_step_[opcode] = h_.line_range ? quotient * h_.min_inst_length : 0;
+      line_step_[opcode] = h_.line_range ? static_cast<uint32_t>(int32_t(h_.line_base) + int32_t(remainder)) : 0;
+      if (h_.line_range && ++remainder == h_.line_range) {
+        remainder = 0;
+        ++quotient;
+      }
+    }
+  }
 
   void run(DataCursor& program) {
     // About one row per 3 bytes in compiler output.
@@ -304,9 +320,8 @@ class LineProgram {
     while (program.ok() && !program.at_end()) {
       const uint8_t opcode = program.u8();
       if (opcode >= h_.opcode_base) {
-        const uint8_t adjusted = static_cast<uint8_t>(opcode - h_.opcode_base);
-        row_.address += advance_for(opcode);
-        if (h_.line_range) row_.line += static_cast<uint32_t>(int32_t(h_.line_base) + adjusted % h_.line_range);
+        row_.address += address_step_[opcode];
+        row_.line += line_step_[opcode];
         append_row();
       } else if (opcode == 0) {
         if (!run_extended(program)) break;
@@ -326,17 +341,14 @@ class LineProgram {
       sequence_.first_row = index;
     }
     table_.rows.push_back(row_);
-    if (row_.end_sequence) {
+    if (end_sequence_) {
+      if (table_.end_rows.size() <= index / 64) table_.end_rows.resize(index / 64 + 1);
+      table_.end_rows[index / 64] |= uint64_t{1} << (index % 64);
       sequence_.high_pc = row_.address;
       sequence_.end_row = index + 1;
       if (sequence_.low_pc < sequence_.high_pc) table_.sequences.push_back(sequence_);
       sequence_empty_ = true;
     }
-  }
-
-  uint64_t advance_for(uint8_t opcode) const {
-    const uint8_t adjusted = static_cast<uint8_t>(opcode - h_.opcode_base);
-    return h_.line_range ? uint64_t(adjusted / h_.line_range) * h_.min_inst_length : 0;
   }
 
   // An extended opcode; false when its length is unusable (the program ends).
@@ -346,8 +358,9 @@ class LineProgram {
     DataCursor ext = program.sub(static_cast<size_t>(length));
     switch (ext.u8()) {
       case kLneEndSequence:
-        row_.end_sequence = true;
+        end_sequence_ = true;
         append_row();
+        end_sequence_ = false;
         row_ = DwarfLineRow{};
         tombstoned_ = false;
         break;
@@ -386,7 +399,7 @@ class LineProgram {
       case kLnsSetColumn: program.uleb(); break;
       case kLnsNegateStmt: case kLnsSetBasicBlock: case kLnsSetPrologueEnd:
       case kLnsSetEpilogueBegin: break;
-      case kLnsConstAddPc: row_.address += advance_for(255); break;
+      case kLnsConstAddPc: row_.address += address_step_[255]; break;
       case kLnsFixedAdvancePc: row_.address += program.u16(); break;
       case kLnsSetIsa: program.uleb(); break;
       default:
@@ -397,7 +410,10 @@ class LineProgram {
 
   const LineProgramHeader& h_;
   DwarfLineTable& table_;
+  uint64_t address_step_[256];
+  uint32_t line_step_[256];
   DwarfLineRow row_;
+  bool end_sequence_ = false;  // the row being appended ends its sequence
   DwarfLineSequence sequence_;
   bool sequence_empty_ = true;
   bool tombstoned_ = false;  // in a sequence at a tombstone address (discarded code)
@@ -405,9 +421,15 @@ class LineProgram {
 
 }  // namespace
 
-Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& s, uint64_t offset,
-                                          uint8_t unit_address_size) {
+Status parse_line_table_into(const DwarfLineSections& s, uint64_t offset, uint8_t unit_address_size,
+                            DwarfLineTable& table) {
   (void)unit_address_size;  // rows keep addresses of any width as read
+  table.version = 0;
+  table.include_directories.clear();
+  table.file_names.clear();
+  table.rows.clear();
+  table.end_rows.clear();
+  table.sequences.clear();
   const auto& sec = s.debug_line;
   if (offset >= sec.size())
     return Error("line table offset " + std::to_string(offset) + " is past .debug_line");
@@ -424,7 +446,6 @@ Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& s, uint64_t o
   if (!c.ok() || unit_length > c.remaining()) return Error("line table is truncated");
   DataCursor unit = c.sub(static_cast<size_t>(unit_length));
 
-  DwarfLineTable table;
   table.version = unit.u16();
   if (!unit.ok()) return Error("line table is truncated");
   if (table.version < 2 || table.version > 5)
@@ -448,6 +469,13 @@ Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& s, uint64_t o
                    [](const DwarfLineSequence& a, const DwarfLineSequence& b) {
                      return a.high_pc < b.high_pc;
                    });
+  return Status::success();
+}
+
+Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& sections, uint64_t offset,
+                                          uint8_t address_size) {
+  DwarfLineTable table;
+  if (Status s = parse_line_table_into(sections, offset, address_size, table); !s) return s.error();
   return table;
 }
 

@@ -24,11 +24,12 @@ struct DwarfLineSections {
   bool little_endian = true;
 };
 
+// 16 bytes: a large unit has hundreds of thousands of rows; whether a row
+// ends its sequence is DwarfLineTable::ends_sequence.
 struct DwarfLineRow {
   uint64_t address = 0;
   uint32_t file = 1;
   uint32_t line = 1;
-  bool end_sequence = false;
 };
 
 struct DwarfLineSequence {
@@ -47,6 +48,7 @@ struct DwarfLineTable {
   };
   std::vector<FileName> file_names;
   std::vector<DwarfLineRow> rows;
+  std::vector<uint64_t> end_rows;  // bit i set: rows[i] is an end_sequence row
   std::vector<DwarfLineSequence> sequences;  // valid ones, sorted by high_pc
 
   // LLVM's Prologue::getFileNameByIndex with AbsoluteFilePath; false when the
@@ -55,6 +57,10 @@ struct DwarfLineTable {
   // Number of usable DWARF file indexes (LLVM sizes its per-unit cache
   // file_names.size() + 1).
   size_t file_index_limit() const { return file_names.size() + 1; }
+  // Whether rows[row] is an end_sequence row.
+  bool ends_sequence(size_t row) const {
+    return row / 64 < end_rows.size() && (end_rows[row / 64] >> (row % 64)) & 1;
+  }
 
   // LLVM's LineTable::lookupAddressRange: indexes of the rows describing
   // [address, address + size), false when no sequence contains `address`.
@@ -65,6 +71,12 @@ struct DwarfLineTable {
 // unit's (for the tombstone value).
 Expected<DwarfLineTable> parse_line_table(const DwarfLineSections& sections, uint64_t offset,
                                           uint8_t address_size);
+// The same into `table`, whose vectors are cleared and reused: a converter
+// decoding one table per unit keeps one table's memory (rows of the largest
+// unit) instead of faulting in and unmapping each unit's anew. On error the
+// table's contents are unspecified.
+Status parse_line_table_into(const DwarfLineSections& sections, uint64_t offset, uint8_t address_size,
+                             DwarfLineTable& table);
 
 // LLVM's sys::path::parent_path / filename for POSIX paths, which
 // GsymCreator::insertFile uses to split a path into directory and basename.

@@ -1,5 +1,6 @@
 #include "gsym/convert/dwarf_unit_converter.h"
 
+#include "gsym/base/pod_array.h"
 #include "gsym/convert/dwarf_die_walker.h"
 #include "gsym/convert/elf_handle.h"
 #include "gsym/format/leb128.h"
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <unordered_map>
 
 namespace gsym {
@@ -111,6 +113,9 @@ struct DieAttributes {
   // dwarf_ranges (DW_AT_ranges, or forms not read here).
   AddressRange pc_range;
   bool pc_range_known = false;
+  // The DIE's own DW_AT_ranges when it is a DW_FORM_sec_offset (read by
+  // inline_attributes only): the list is then read by own_range_list.
+  std::optional<uint64_t> ranges_offset;
 };
 
 struct AttributeScan {
@@ -327,12 +332,15 @@ struct FunctionContext {
   uint32_t root = kNoNode;  // the subprogram itself, in Impl::raw_nodes
 };
 
-// Open-addressing map from a string's address to its index in the unit's
-// string list (hot: one lookup per function and inline node).
-class PointerIndex {
+// Open-addressing map from a key (a string's address, a DIE key) to a small
+// index; `kEmpty` is never a key. Hot: one lookup per function and inline
+// node, millions in a C++ unit, where std::unordered_map allocated a node
+// per entry.
+template <typename Key, Key kEmpty>
+class KeyIndex {
  public:
-  // Returns {index, inserted}.
-  std::pair<uint32_t, bool> emplace(const char* key, uint32_t value) {
+  // Returns {index, inserted}: the key's index, or `value` stored for it.
+  std::pair<uint32_t, bool> emplace(Key key, uint32_t value) {
     if ((count_ + 1) * 2 > slots_.size()) grow();
     size_t i = slot_for(key);
     if (slots_[i].key == key) return {slots_[i].value, false};
@@ -347,24 +355,33 @@ class PointerIndex {
 
  private:
   struct Slot {
-    const char* key = nullptr;
+    Key key = kEmpty;
     uint32_t value = 0;
   };
-  size_t slot_for(const char* key) const {
+  static uint64_t bits(Key key) {
+    if constexpr (std::is_pointer_v<Key>) return reinterpret_cast<uintptr_t>(key);
+    else return static_cast<uint64_t>(key);
+  }
+  size_t slot_for(Key key) const {
     const size_t mask = slots_.size() - 1;
-    size_t i = (reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull >> 20) & mask;
-    while (slots_[i].key && slots_[i].key != key) i = (i + 1) & mask;
+    size_t i = (bits(key) * 0x9E3779B97F4A7C15ull >> 20) & mask;
+    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & mask;
     return i;
   }
   void grow() {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
     for (const Slot& s : old)
-      if (s.key) slots_[slot_for(s.key)] = s;
+      if (s.key != kEmpty) slots_[slot_for(s.key)] = s;
   }
   std::vector<Slot> slots_ = std::vector<Slot>(64);
   size_t count_ = 0;
 };
+
+// By address: each DWARF string has one.
+using PointerIndex = KeyIndex<const char*, nullptr>;
+// DIE keys are offsets (with kAltFileBit): never all ones.
+using DieKeyIndex = KeyIndex<DieKey, ~DieKey{0}>;
 
 }  // namespace
 
@@ -376,9 +393,10 @@ struct DwarfUnitConverter::Impl {
   // Per unit.
   UnitOutput out;
   std::vector<std::vector<UnitOp>> groups;
-  std::vector<std::unique_ptr<FunctionContext>> function_stack;
+  std::vector<std::unique_ptr<FunctionContext>> function_stack;  // null: a declaration
   std::vector<std::unique_ptr<FunctionContext>> pending;  // finished after the walk
-  std::optional<DwarfLineTable> line_table;
+  const DwarfLineTable* line_table = nullptr;  // the unit's: line_storage, or none
+  DwarfLineTable line_storage;  // reused from unit to unit
   std::string comp_dir;
   uint64_t language = 0;
   uint8_t address_size = 8;
@@ -389,8 +407,8 @@ struct DwarfUnitConverter::Impl {
   std::vector<uint32_t> row_indexes;
   std::vector<AddressRange> range_scratch;  // one DIE's raw ranges, reused
   std::vector<AddressRange> normalized_scratch;
-  std::vector<RawInline> raw_nodes;       // per unit
-  std::vector<AddressRange> raw_ranges;   // per unit
+  PodArray<RawInline> raw_nodes;       // per unit (realloc'd: millions in C++ units)
+  PodArray<AddressRange> raw_ranges;   // per unit
   std::string path_buffer;
   bool failed = false;
   std::string failure;
@@ -405,10 +423,12 @@ struct DwarfUnitConverter::Impl {
   // inlined DIE without names of its own is named exactly like its origin
   // (LLVM never qualifies it through its own parents), and C++ inlines the
   // same few hundred functions thousands of times.
-  std::unordered_map<DieKey, std::string_view> origin_names;
+  DieKeyIndex origin_name_index;  // -> origin_name_values
+  std::vector<std::string_view> origin_name_values;
   // The rest of an abstract_origin/specification chain, by its first DIE:
   // every inlined copy of a function scans the same origin chain.
-  std::unordered_map<DieKey, DieAttributes> origin_attributes;
+  DieKeyIndex origin_attribute_index;  // -> origin_attribute_values
+  std::vector<DieAttributes> origin_attribute_values;
   // LLVM's qualification walks the same namespaces and classes for every
   // member: memoize each DIE's declaration context and each context's
   // "outer::inner" prefix (per unit).
@@ -604,9 +624,10 @@ struct DwarfUnitConverter::Impl {
   // Fills in what `out` lacks from the chain of its origin `origin_die`
   // (out.origin), memoized per origin.
   void inherit_from_origin(DieAttributes& out, Dwarf_Die* origin_die) {
-    auto [it, inserted] = origin_attributes.try_emplace(out.origin);
-    if (inserted) it->second = die_attributes(dwarf, origin_die, 15);
-    const DieAttributes& rest = it->second;
+    const auto [index, inserted] =
+        origin_attribute_index.emplace(out.origin, static_cast<uint32_t>(origin_attribute_values.size()));
+    if (inserted) origin_attribute_values.push_back(die_attributes(dwarf, origin_die, 15));
+    const DieAttributes& rest = origin_attribute_values[index];
     if (!out.linkage_name) out.linkage_name = rest.linkage_name;
     if (!out.name) out.name = rest.name;
     if (!out.call_file) out.call_file = rest.call_file;
@@ -682,7 +703,7 @@ struct DwarfUnitConverter::Impl {
       if (index != row_indexes[0] && row.address < prev_address) break;
       if (lines.size() > first && lines.back().file == *file && lines.back().line == row.line)
         continue;
-      if (row.end_sequence) {
+      if (table.ends_sequence(index)) {
         prev_address = 0;
       } else {
         lines.push_back(entry);
@@ -729,10 +750,98 @@ struct DwarfUnitConverter::Impl {
 
   // die_ranges with the DIE's own pc pair already read (DieAttributes).
   bool die_ranges(Dwarf_Die* die, const DieAttributes& attrs, std::vector<AddressRange>& ranges) {
-    if (!attrs.pc_range_known) return die_ranges(die, ranges);
+    if (!attrs.pc_range_known) {
+      // Without its own low_pc and high_pc, libdw reads DW_AT_ranges.
+      if (attrs.ranges_offset && own_range_list(*attrs.ranges_offset, ranges)) return true;
+      return die_ranges(die, ranges);
+    }
     ranges.clear();
     ranges.push_back(attrs.pc_range);
     return true;
+  }
+
+  // libdw's dwarf_ranges for a DW_AT_ranges of form DW_FORM_sec_offset of a
+  // DIE of the unit being walked, read here (libdw's was 5% of converting
+  // C++: inlined code split in pieces). Only lists libdw reads without
+  // error and without .debug_addr: plain pairs and base selections (DWARF
+  // 2-4), DW_RLE_offset_pair, base_address, start_end, start_length and
+  // end_of_list (DWARF 5). Anything else - another entry kind, a list
+  // running off its section, a LEB128 libdw would read differently, more
+  // ranges than die_ranges takes, a split unit - returns false and is left
+  // to libdw, so the answer (or the error) stays libdw's.
+  bool own_range_list(uint64_t offset, std::vector<AddressRange>& out) {
+    if (split_unit || !direct_dies || (address_size != 4 && address_size != 8)) return false;
+    const bool v5 = unit_version >= 5;
+    const std::span<const uint8_t> section = v5 ? options.debug_rnglists : options.debug_ranges;
+    if (offset >= section.size()) return false;
+    uint64_t base = unit_base_address();
+    if (base == ~uint64_t{0}) return false;  // libdw: an error
+    const uint8_t* p = section.data() + offset;
+    const uint8_t* const end = section.data() + section.size();
+    const bool little = line_sections.little_endian;  // the file's byte order
+    auto address = [&](uint64_t& value) {
+      if (end - p < address_size) return false;
+      value = 0;
+      for (int i = 0; i < address_size; ++i) value |= uint64_t(p[i]) << (little ? 8 * i : 8 * (address_size - 1 - i));
+      p += address_size;
+      return true;
+    };
+    auto uleb = [&](uint64_t& value) {
+      return leb128::decode_uleb<kMaxLebBytes>(p, end, value) == leb128::Result::Ok;
+    };
+    out.clear();
+    const uint64_t escape = address_size == 8 ? ~uint64_t{0} : uint64_t{UINT32_MAX};
+    while (out.size() <= (1u << 20)) {
+      uint64_t begin = 0, finish = 0;
+      if (!v5) {
+        if (!address(begin) || !address(finish)) return false;
+        if (begin == escape) {
+          if (finish == escape) return false;
+          base = finish;
+          continue;
+        }
+        if (begin == 0 && finish == 0) return true;
+        out.push_back({begin + base, finish + base});
+        continue;
+      }
+      if (p == end) return false;
+      switch (*p++) {
+        case DW_RLE_end_of_list:
+          return true;
+        case DW_RLE_offset_pair:
+          if (!uleb(begin) || !uleb(finish)) return false;
+          out.push_back({begin + base, finish + base});
+          break;
+        case DW_RLE_base_address:
+          if (!address(base)) return false;
+          break;
+        case DW_RLE_start_end:
+          if (!address(begin) || !address(finish)) return false;
+          out.push_back({begin, finish});
+          break;
+        case DW_RLE_start_length:
+          if (!address(begin) || !uleb(finish)) return false;
+          out.push_back({begin, begin + finish});
+          break;
+        default:
+          return false;
+      }
+    }
+    return false;  // past die_ranges' limit: libdw's loop gives up the same way
+  }
+
+  // libdw's base address of the unit's range lists (__libdw_cu_base_address):
+  // the unit DIE's low_pc, else its entry_pc, else 0; computed once a unit.
+  uint64_t unit_base_address() {
+    if (!unit_base) {
+      Dwarf_Addr base = 0;
+      Dwarf_Attribute mem;
+      if (dwarf_lowpc(&unit_cu_die, &base) != 0 &&
+          dwarf_formaddr(dwarf_attr(&unit_cu_die, DW_AT_entry_pc, &mem), &base) != 0)
+        base = 0;
+      unit_base = base;
+    }
+    return *unit_base;
   }
 
   bool die_ranges(Dwarf_Die* die, std::vector<AddressRange>& ranges) {
@@ -785,7 +894,7 @@ struct DwarfUnitConverter::Impl {
     }
     ctx->collects = !ctx->ranges.empty();
     ctx->root = static_cast<uint32_t>(raw_nodes.size());
-    raw_nodes.emplace_back();
+    raw_nodes.push_back(RawInline{});
     return ctx;
   }
 
@@ -793,9 +902,10 @@ struct DwarfUnitConverter::Impl {
     if (!raw.name_resolved) {
       raw.name_resolved = true;
       if (raw.origin && !raw.own_names) {
-        auto [it, inserted] = origin_names.emplace(raw.origin, std::string_view());
-        if (inserted) it->second = qualified_name(&raw.die, raw.linkage_name, raw.short_name);
-        raw.name = it->second;
+        const auto [index, inserted] =
+            origin_name_index.emplace(raw.origin, static_cast<uint32_t>(origin_name_values.size()));
+        if (inserted) origin_name_values.push_back(qualified_name(&raw.die, raw.linkage_name, raw.short_name));
+        raw.name = origin_name_values[index];
       } else {
         raw.name = qualified_name(&raw.die, raw.linkage_name, raw.short_name);
       }
@@ -872,10 +982,13 @@ struct DwarfUnitConverter::Impl {
   const SplitSource* split_unit = nullptr;  // the split unit being converted, if any
   SplitRanges split_ranges;                 // its range-list sections
   Dwarf_Off unit_header_offset = 0, unit_die_offset = 0, unit_end_offset = 0;
+  uint16_t unit_version = 0;
+  Dwarf_Die unit_cu_die{};             // libdw's handle of the unit DIE
+  std::optional<uint64_t> unit_base;   // unit_base_address()'s
   bool direct_dies = false;
 
   void end_subprogram() {
-    if (function_stack.back()->named) pending.push_back(std::move(function_stack.back()));
+    if (function_stack.back() && function_stack.back()->named) pending.push_back(std::move(function_stack.back()));
     function_stack.pop_back();
   }
 
@@ -905,7 +1018,7 @@ struct DwarfUnitConverter::Impl {
         if (failed) break;
         is_subprogram = true;
       } else if (step.tag == DW_TAG_inlined_subroutine) {
-        if (!function_stack.empty()) {
+        if (!function_stack.empty() && function_stack.back()) {
           FunctionContext& fn = *function_stack.back();
           fn.has_inline = true;
           if (inline_parent >= 0 && fn.collects && options.inline_info) {
@@ -948,7 +1061,11 @@ struct DwarfUnitConverter::Impl {
     unit_header_offset = unit.header_offset;
     unit_die_offset = unit.die_offset;
     unit_end_offset = unit.end_offset;
+    unit_version = version;
+    unit_cu_die = *cu;
+    unit_base.reset();
     direct_dies = cu->addr == info.data() + unit.die_offset;
+    abbrev_has_pc.clear();  // codes are the unit's abbreviation table's
     if (!walker.start(unit_abbrev, abbrev_offset,
                       info.subspan(unit.die_offset, unit.end_offset - unit.die_offset), unit.die_offset,
                       shape))
@@ -970,18 +1087,31 @@ struct DwarfUnitConverter::Impl {
     // declaration, an abstract instance) has no ranges: LLVM reads only
     // a DIE's own low_pc/high_pc/ranges. Most C++ subprogram DIEs are
     // such declarations, and libdw's dwarf_ranges would look at each.
-    const bool may_have_ranges = walker.has_attribute(step, DW_AT_low_pc) ||
-                                 walker.has_attribute(step, DW_AT_high_pc) ||
-                                 walker.has_attribute(step, DW_AT_ranges);
-    if (may_have_ranges) {
-      function_stack.push_back(start_subprogram(&die));
-    } else {
-      function_stack.push_back(std::make_unique<FunctionContext>());
-      function_stack.back()->die = die;
+    // Nothing below one is collected either, so it gets no context (null).
+    if (!may_have_ranges(step)) {
+      function_stack.push_back(nullptr);
+      return -1;
     }
+    function_stack.push_back(start_subprogram(&die));
     const FunctionContext& fn = *function_stack.back();
     return fn.collects ? int64_t{fn.root} : int64_t{-1};
   }
+
+  // Whether the DIE's abbreviation has low_pc, high_pc or ranges: looked up
+  // once per abbreviation of the unit (millions of subprogram DIEs share a
+  // few hundred abbreviations).
+  bool may_have_ranges(const DwarfDieWalker::Step& step) {
+    if (step.abbrev >= abbrev_has_pc.size()) abbrev_has_pc.resize(size_t(step.abbrev) + 1, kPcUnknown);
+    uint8_t& known = abbrev_has_pc[step.abbrev];
+    if (known == kPcUnknown)
+      known = walker.has_attribute(step, DW_AT_low_pc) || walker.has_attribute(step, DW_AT_high_pc) ||
+                      walker.has_attribute(step, DW_AT_ranges)
+                  ? kPcYes
+                  : kPcNo;
+    return known == kPcYes;
+  }
+  enum : uint8_t { kPcUnknown, kPcNo, kPcYes };
+  std::vector<uint8_t> abbrev_has_pc;  // by abbreviation code, for the walker's unit
 
   // attributes() for an inlined subroutine, read from the walker's bytes
   // in the shapes gcc and clang write (abstract_origin a unit reference,
@@ -1027,6 +1157,9 @@ struct DwarfUnitConverter::Impl {
           high_is_length = attr.form != DW_FORM_addr;
           supported = supported && has_high;
           break;
+        case DW_AT_ranges:
+          if (attr.form == DW_FORM_sec_offset && walker.unsigned_value(attr, v)) out.ranges_offset = v;
+          break;
         case DW_AT_name:
         case DW_AT_linkage_name:
         case DW_AT_MIPS_linkage_name:
@@ -1070,7 +1203,7 @@ struct DwarfUnitConverter::Impl {
       for (const AddressRange& r : range_scratch) insert_range(normalized_scratch, r);
     raw.ranges_begin = static_cast<uint32_t>(raw_ranges.size());
     raw.ranges_count = static_cast<uint32_t>(normalized_scratch.size());
-    raw_ranges.insert(raw_ranges.end(), normalized_scratch.begin(), normalized_scratch.end());
+    raw_ranges.append(normalized_scratch);
     if (attrs.call_file) raw.call_file = *attrs.call_file;
     raw.call_line = static_cast<uint32_t>(attrs.call_line.value_or(0));
     const uint32_t index = static_cast<uint32_t>(raw_nodes.size());
@@ -1148,20 +1281,43 @@ struct DwarfUnitConverter::Impl {
   }
 
   // Every per-unit table emptied before the next unit.
+  // recycle()'s vectors, emptied, for the next unit's output.
+  UnitOutput spare;
+  void recycle(UnitOutput&& used) {
+    auto keep = [](auto& to, auto& from) {
+      from.clear();
+      if (from.capacity() > to.capacity()) to.swap(from);
+    };
+    keep(spare.ops, used.ops);
+    keep(spare.strings, used.strings);
+    keep(spare.functions, used.functions);
+    keep(spare.lines, used.lines);
+    keep(spare.inline_nodes, used.inline_nodes);
+    keep(spare.inline_ranges, used.inline_ranges);
+  }
+
   void reset_unit_state() {
     out = UnitOutput{};
+    out.ops.swap(spare.ops);
+    out.strings.swap(spare.strings);
+    out.functions.swap(spare.functions);
+    out.lines.swap(spare.lines);
+    out.inline_nodes.swap(spare.inline_nodes);
+    out.inline_ranges.swap(spare.inline_ranges);
     groups.clear();
     function_stack.clear();
     pending.clear();
-    line_table.reset();
+    line_table = nullptr;
     comp_dir.clear();
     file_cache.clear();
     local_file_by_path.clear();
     string_index.clear();
     file_stamp.clear();
     walk_parents.clear();
-    origin_names.clear();
-    origin_attributes.clear();
+    origin_name_index.clear();
+    origin_name_values.clear();
+    origin_attribute_index.clear();
+    origin_attribute_values.clear();
     raw_nodes.clear();
     raw_ranges.clear();
     context_of.clear();
@@ -1191,10 +1347,13 @@ struct DwarfUnitConverter::Impl {
       comp_dir = dir;
     }
     if (auto stmt_list = split ? split->stmt_list : attr_unsigned(&cu, DW_AT_stmt_list, false)) {
-      Expected<DwarfLineTable> table = parse_line_table(line_sections, *stmt_list, address_size);
+      Status table = parse_line_table_into(line_sections, *stmt_list, address_size, line_storage);
       if (table) {
-        line_table = std::move(*table);
+        line_table = &line_storage;
         file_cache.assign(line_table->file_index_limit(), -1);
+        // Functions' rows are about the table's rows: reserved (address
+        // space only) so the unit's row list is not copied as it grows.
+        out.lines.reserve(line_table->rows.size());
       } else {
         out.warnings.push_back("unit at " + hex_number(unit_die_offset) +
                                ": line table ignored: " + table.error().message);
@@ -1259,5 +1418,7 @@ DwarfUnitConverter::~DwarfUnitConverter() = default;
 UnitOutput DwarfUnitConverter::convert(const UnitLocation& unit) {
   return impl_->convert(unit);
 }
+
+void DwarfUnitConverter::recycle(UnitOutput&& used) { impl_->recycle(std::move(used)); }
 
 }  // namespace gsym

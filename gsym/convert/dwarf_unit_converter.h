@@ -71,6 +71,10 @@ struct UnitConverterOptions {
   // same decompressed bytes libdw reads.
   std::span<const uint8_t> debug_info;
   std::span<const uint8_t> debug_abbrev;
+  // The range-list sections libdw reads DW_AT_ranges from (empty when
+  // absent), read directly for the common lists (see dwarf_unit_converter.cpp).
+  std::span<const uint8_t> debug_ranges;
+  std::span<const uint8_t> debug_rnglists;
 };
 
 // A skeleton unit's split unit (split_dwarf.h), with what the skeleton
@@ -104,6 +108,10 @@ class DwarfUnitConverter {
 
   // Converts one compile unit.
   UnitOutput convert(const UnitLocation& unit);
+  // Hands a converted unit's output back once it is replayed: the next
+  // units reuse its vectors' memory (rows, inline nodes, ...) instead of
+  // faulting in new pages for each unit. Optional.
+  void recycle(UnitOutput&& used);
 
  private:
   struct Impl;

@@ -103,6 +103,40 @@ TEST_CASE("convert: paths split like LLVM's sys::path (POSIX)") {
   }
 }
 
+TEST_CASE("convert: a line table decoded into a reused one equals a fresh decode") {
+  // Two units' tables in one section: the first, then a second program
+  // with one sequence, decoded into the first's storage.
+  std::vector<uint8_t> bytes = v4_line_program();
+  const size_t second = bytes.size();
+  std::vector<uint8_t> other = v4_line_program();
+  other.resize(other.size() - 19);  // drop the last sequence (set_address and 8 bytes of rows)
+  const uint32_t length = static_cast<uint32_t>(other.size() - 4);
+  for (int i = 0; i < 4; ++i) other[i] = static_cast<uint8_t>(length >> (8 * i));
+  bytes.insert(bytes.end(), other.begin(), other.end());
+  DwarfLineSections sections;
+  sections.debug_line = bytes;
+  DwarfLineTable reused;
+  REQUIRE(parse_line_table_into(sections, 0, 8, reused).ok());
+  CHECK(reused.sequences.size() == 2);
+  REQUIRE(parse_line_table_into(sections, second, 8, reused).ok());
+  Expected<DwarfLineTable> fresh = parse_line_table(sections, second, 8);
+  REQUIRE(fresh.ok());
+  CHECK(reused.version == fresh->version);
+  CHECK(reused.include_directories == fresh->include_directories);
+  REQUIRE(reused.file_names.size() == fresh->file_names.size());
+  REQUIRE(reused.rows.size() == fresh->rows.size());
+  for (size_t i = 0; i < reused.rows.size(); ++i) {
+    CHECK(reused.rows[i].address == fresh->rows[i].address);
+    CHECK(reused.rows[i].line == fresh->rows[i].line);
+    CHECK(reused.ends_sequence(i) == fresh->ends_sequence(i));
+  }
+  CHECK(reused.sequences.size() == 1);
+  CHECK(fresh->sequences.size() == 1);
+  // A failed decode leaves no rows of the previous table behind.
+  CHECK_FALSE(parse_line_table_into(sections, bytes.size(), 8, reused).ok());
+  CHECK(reused.rows.empty());
+}
+
 TEST_CASE("convert: DWARF 4 line program rows, sequences and tombstones") {
   const std::vector<uint8_t> bytes = v4_line_program();
   DwarfLineSections sections;
@@ -119,7 +153,7 @@ TEST_CASE("convert: DWARF 4 line program rows, sequences and tombstones") {
     CHECK(t.rows[i].address == want[i][0]);
     CHECK(t.rows[i].file == want[i][1]);
     CHECK(t.rows[i].line == want[i][2]);
-    CHECK(t.rows[i].end_sequence == (want[i][3] == 1));
+    CHECK(t.ends_sequence(i) == (want[i][3] == 1));
   }
   REQUIRE(t.sequences.size() == 2);
   CHECK(t.sequences[0].low_pc == 0x1000);

@@ -8,12 +8,14 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "gsym/builder/builder.h"
 #include "gsym/format/byte_writer.h"
+#include "gsym/format/leb128.h"
 #include "gsym/format/record_encode.h"
 
 using namespace gsym;
@@ -188,6 +190,60 @@ TEST_CASE("line-table encoder follows LLVM's delta window rules") {
                              0x02, 0x01, 0x00});
   ByteWriter w(Endian::Little);
   CHECK_FALSE(encode_line_table(w, {}, 0).ok());
+}
+
+// LLVM's rule for the special opcodes' line window, as LLVM computes it:
+// a sorted histogram of the deltas, every occurring delta tried as the
+// first of a window 14 wide, the first with the most deltas kept.
+std::pair<int64_t, int64_t> reference_line_window(const std::vector<LineEntry>& rows) {
+  if (rows.size() == 1) return {0, 0};
+  std::map<int64_t, uint64_t> histogram;
+  for (size_t i = 1; i < rows.size(); ++i) ++histogram[int64_t(rows[i].line) - int64_t(rows[i - 1].line)];
+  int64_t min_delta = histogram.begin()->first, max_delta = histogram.rbegin()->first;
+  if (max_delta - min_delta > 14) {
+    uint64_t best = 0;
+    for (auto first = histogram.begin(); first != histogram.end(); ++first) {
+      uint64_t count = 0;
+      auto last = first;
+      for (auto it = first; it != histogram.end() && it->first - first->first <= 14; ++it) {
+        count += it->second;
+        last = it;
+      }
+      if (count > best) {
+        best = count;
+        min_delta = first->first;
+        max_delta = last->first;
+      }
+    }
+  }
+  if (min_delta == max_delta && min_delta > 0 && min_delta < 14) min_delta = 0;
+  return {min_delta, max_delta};
+}
+
+TEST_CASE("line tables choose LLVM's delta window: near deltas, far jumps, wide spreads") {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20000; ++round) {
+    std::vector<LineEntry> rows(1 + rng() % (round % 10 == 0 ? 2000 : 40));
+    uint32_t line = 1 + uint32_t(rng() % 100000);
+    const int shape = round % 4;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (shape == 0) line += uint32_t(int(rng() % 31) - 15);                   // within 30
+      if (shape == 1) line += uint32_t(int(rng() % 3001) - 1500);               // spread wide
+      if (shape == 2) line += rng() % 16 == 0 ? uint32_t(int(rng() % 200001) - 100000)
+                                              : uint32_t(int(rng() % 41) - 20);  // header jumps
+      if (shape == 3) line = rng() % 4 == 0 ? uint32_t(rng()) : line + uint32_t(rng() % 5);  // 32-bit
+      rows[i] = {0x1000 + 4 * i, 1, line};
+    }
+    const std::vector<uint8_t> bytes = line_table_bytes(rows, 0x1000);
+    const uint8_t* p = bytes.data();
+    const uint8_t* end = bytes.data() + bytes.size();
+    int64_t min_delta = 0, max_delta = 0;
+    REQUIRE(leb128::decode_sleb<10>(p, end, min_delta) == leb128::Result::Ok);
+    REQUIRE(leb128::decode_sleb<10>(p, end, max_delta) == leb128::Result::Ok);
+    const auto want = reference_line_window(rows);
+    CHECK(min_delta == want.first);
+    CHECK(max_delta == want.second);
+  }
 }
 
 TEST_CASE("big-endian output swaps fixed-width fields only") {
