@@ -38,7 +38,7 @@ CXXFLAGS   += $(CXXSTD) $(WARN) $(OPT) $(SAN_FLAGS) -pthread
 CPPFLAGS   += -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT
 # libdebuginfod is not linked: loaded on first use (dlopen), so its libcurl
 # chain is not mapped at every start (userspace/symbolize/debuginfod_client.cpp).
-LDLIBS     += -lbpf -ldw -lelf -lz -liberty -lprotobuf -lzstd -llzma -lcpp-httplib -lssl -lcrypto -pthread
+LDLIBS     += -lbpf -ldw -lelf -lz -ldeflate -liberty -lprotobuf -lzstd -llzma -lcpp-httplib -lssl -lcrypto -pthread
 # gRPC (the agent's OTLP/gRPC export): Debian 12's libgrpc++-dev 1.51 as
 # shared libraries; libgrpc++ pulls in the core; gpr and abseil's Mutex
 # (inlined by the generated stubs' headers) are called directly.

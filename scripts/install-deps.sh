@@ -16,7 +16,7 @@ PACKAGES="
 build-essential make pkg-config git
 clang llvm lld libclang-rt-14-dev cppcheck
 libbpf-dev bpftool linux-libc-dev
-libelf-dev libdw-dev zlib1g-dev libzstd-dev liblzma-dev xz-utils libiberty-dev
+libelf-dev libdw-dev zlib1g-dev libdeflate-dev libzstd-dev liblzma-dev xz-utils libiberty-dev
 libprotobuf-dev protobuf-compiler golang-go
 libgrpc++-dev protobuf-compiler-grpc
 libcpp-httplib-dev libbrotli-dev

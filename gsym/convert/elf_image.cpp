@@ -7,6 +7,7 @@
 #include <gelf.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <libdeflate.h>
 #include <zlib.h>
 #include <zstd.h>
 #include <lzma.h>
@@ -169,23 +170,45 @@ Status check_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits& limits
 #define ELFCOMPRESS_ZSTD 2
 #endif
 
-// Puts the zstd-compressed `scn` (its claim already checked) in place
-// decompressed, as elf_compress does for zlib: the data then points into a
+// Inflates a zlib stream of exactly `out.size()` bytes with libdeflate,
+// which inflates a whole buffer 2-3 times as fast as zlib's streaming
+// inflate that libelf's elf_compress uses: inflating was 40% of converting
+// libc's debug file. Short or long output is an error.
+Status inflate_zlib(std::span<const uint8_t> in, std::span<uint8_t> out, const std::string& what) {
+  struct FreeDecompressor {
+    void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
+  };
+  std::unique_ptr<libdeflate_decompressor, FreeDecompressor> d(libdeflate_alloc_decompressor());
+  if (!d) return Error(what + "out of memory");
+  switch (libdeflate_zlib_decompress(d.get(), in.data(), in.size(), out.data(), out.size(), nullptr)) {
+    case LIBDEFLATE_SUCCESS: return Status::success();
+    case LIBDEFLATE_SHORT_OUTPUT: return Error(what + "zlib: fewer bytes than its header claims");
+    case LIBDEFLATE_INSUFFICIENT_SPACE: return Error(what + "zlib: more bytes than its header claims");
+    default: return Error(what + "zlib: invalid compressed data");
+  }
+}
+
+// Puts the SHF_COMPRESSED `scn` (zlib or zstd; its claim already checked)
+// in place decompressed, as elf_compress does: the data then points into a
 // buffer `keep` owns, and the header loses SHF_COMPRESSED, so libdw reads
 // the section as it is.
-Status decompress_zstd_section(Elf* elf, Elf_Scn* scn, GElf_Shdr shdr, const GElf_Chdr& chdr,
+Status decompress_chdr_section(Elf* elf, Elf_Scn* scn, GElf_Shdr shdr, const GElf_Chdr& chdr,
                                const std::string& what, DecompressedSections& keep) {
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data || !data->d_buf) return Error(what + libelf_error());
   const size_t header = gelf_fsize(elf, ELF_T_CHDR, 1, EV_CURRENT);
   if (header == 0 || data->d_size < header) return Error(what + "truncated compression header");
   auto buffer = std::make_unique_for_overwrite<uint8_t[]>(std::max<uint64_t>(chdr.ch_size, 1));
-  const size_t size = ZSTD_decompress(buffer.get(), chdr.ch_size,
-                                      static_cast<const char*>(data->d_buf) + header, data->d_size - header);
-  if (ZSTD_isError(size)) return Error(what + "zstd: " + ZSTD_getErrorName(size));
-  if (size != chdr.ch_size)
-    return Error(what + "decompressed to " + std::to_string(size) + " bytes, its header claims " +
-                 std::to_string(chdr.ch_size));
+  const std::span<const uint8_t> in(static_cast<const uint8_t*>(data->d_buf) + header, data->d_size - header);
+  if (chdr.ch_type == ELFCOMPRESS_ZSTD) {
+    const size_t size = ZSTD_decompress(buffer.get(), chdr.ch_size, in.data(), in.size());
+    if (ZSTD_isError(size)) return Error(what + "zstd: " + ZSTD_getErrorName(size));
+    if (size != chdr.ch_size)
+      return Error(what + "decompressed to " + std::to_string(size) + " bytes, its header claims " +
+                   std::to_string(chdr.ch_size));
+  } else if (Status s = inflate_zlib(in, std::span<uint8_t>(buffer.get(), chdr.ch_size), what); !s) {
+    return s;
+  }
   data->d_buf = buffer.get();
   data->d_size = chdr.ch_size;
   data->d_off = 0;
@@ -213,8 +236,8 @@ Status decompress_section(Elf* elf, Elf_Scn* scn, const std::string& name, bool 
   Status s = check_claim(name, shdr, *claimed, file_size, limits);
   if (!s) return Error(what + s.error().message);
   GElf_Chdr header;
-  if (chdr && gelf_getchdr(scn, &header) && header.ch_type == ELFCOMPRESS_ZSTD)
-    return decompress_zstd_section(elf, scn, shdr, header, what, keep);
+  if (chdr && gelf_getchdr(scn, &header) && (header.ch_type == ELFCOMPRESS_ZSTD || header.ch_type == ELFCOMPRESS_ZLIB))
+    return decompress_chdr_section(elf, scn, shdr, header, what, keep);
   if (chdr ? elf_compress(scn, 0, 0) < 0 : elf_compress_gnu(scn, 0, 0) < 0) return Error(what + libelf_error());
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data) return Error("cannot read section " + name + ": " + libelf_error());

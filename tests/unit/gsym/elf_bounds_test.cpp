@@ -272,6 +272,31 @@ TEST_CASE("elf bounds: each compressed section's claim is bounded by its size, n
     REQUIRE_MESSAGE(bytes.ok(), bytes.error().message);
     CHECK(std::vector<uint8_t>(bytes->begin(), bytes->end()) == text);
   }
+  // Inflated whole (libdeflate) into exactly the claimed size: a stream
+  // longer or shorter than its claim, or damaged, is an error naming the
+  // section, never a section of the wrong size.
+  SUBCASE("a claim the stream does not match, or a damaged stream, is an error") {
+    struct Case {
+      std::vector<uint8_t> contents;
+      const char* error;
+    };
+    std::vector<uint8_t> damaged = z;
+    for (size_t i = 2; i < damaged.size(); i += 7) damaged[i] ^= 0xa5;
+    const Case cases[] = {
+        {chdr_section(z, text.size() - 1), "zlib: more bytes than its header claims"},
+        {chdr_section(z, text.size() + 1), "zlib: fewer bytes than its header claims"},
+        {chdr_section(damaged, text.size()), "zlib: invalid compressed data"},
+        {chdr_section(std::vector<uint8_t>(z.begin(), z.begin() + z.size() / 2), text.size()), "zlib: "},
+    };
+    for (const Case& c : cases) {
+      write_file(path, make_elf({{".debug_str", SHF_COMPRESSED, c.contents}}));
+      Expected<ElfImage> image = ElfImage::open(path);
+      REQUIRE_MESSAGE(image.ok(), image.error().message);
+      const std::string e = error_of(image->decompress_debug_sections());
+      CHECK(e.find("cannot decompress section .debug_str: ") != std::string::npos);
+      CHECK(e.find(c.error) != std::string::npos);
+    }
+  }
   SUBCASE("a 2 GiB claim is refused; the symbol table stays usable") {
     write_file(path, make_elf({{".debug_str", SHF_COMPRESSED, chdr_section(z, 2 * kGiB)}}));
     Expected<ElfImage> image = ElfImage::open(path);
