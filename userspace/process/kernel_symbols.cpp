@@ -276,15 +276,18 @@ struct RunningKernel {
       all = KernelSymbolTable::load();
       // Kept for the next run of this boot, unless it came from there.
       if (*all && can_keep() && !(image && *image)) {
-        image = (*all)->image_text();
-        if (*image) store->save(build_id, boot_id, **image);
+        if (std::optional<KernelSymbolTable> text = (*all)->image_text()) store->save(build_id, boot_id, *text);
       }
+      // The whole table answers everything from now on: the image's copy
+      // is not kept beside it (a long-running agent would hold both).
+      if (*all) image.emplace(std::nullopt);
     }
     return *all;
   }
 
   // The image's text when it names every kernel frame of `capture`.
   const KernelSymbolTable* image_text_for(const Capture& capture) {
+    if (all && *all) return nullptr;  // read already: all_symbols() answers
     if (!image) image = can_keep() ? store->load(build_id, boot_id) : std::nullopt;
     if (!*image) return nullptr;
     for (const CaptureStack& stack : capture.stacks)
