@@ -1,0 +1,86 @@
+# tests/bench/sections/reader.sh - the `reader` section of tests/bench/run.sh
+# (issue 31.3): what gsymprof's own process (the reader: ring buffer,
+# unwinding, aggregating, naming) costs at 9999 Hz, per session and per
+# million samples. `gsymprof profile -p PID -F 9999 -d D` of Debian's sqlite3
+# CLI running a recursive CTE in a loop (FP-less, 13 KB stacks), pinned to
+# CPU 1, the profiler to CPU 0, for D = READER_SHORT and READER_LONG
+# seconds; CPU (user+sys) of the profiler process from `perf stat` (GNU
+# time's 10 ms steps are too coarse here). Per extra sample = the slope
+# between the two durations (the session's fixed cost drops out); per
+# session = what is left at D = 0. With READER_BASELINE=PATH (another
+# gsymprof binary, e.g. an older commit's build) both run alternating in
+# each round, side by side. GSYM caches warm for both (a first unmeasured
+# run). Median (min-max) of ROUNDS.
+# Sourced by run.sh after tests/bench/common.sh; defines section_reader.
+# shellcheck shell=bash
+
+READER_SHORT=${READER_SHORT:-1}
+READER_LONG=${READER_LONG:-10}
+READER_BASELINE=${READER_BASELINE:-}
+
+# reader_run BINARY SECONDS: one session; prints "cpu_s samples".
+reader_run() {
+  local bin=$1 seconds=$2 pid
+  taskset -c 1 sqlite3 -init /dev/null :memory: < "$TMP/reader.sql" > /dev/null 2>&1 &
+  pid=$!
+  sleep 0.3
+  taskset -c 0 perf stat -o "$TMP/reader.stat" "$bin" profile -p "$pid" -F 9999 -d "$seconds" \
+    -o "$TMP/reader.folded" 2> "$TMP/reader.err"
+  kill "$pid" 2> /dev/null; wait "$pid" 2> /dev/null
+  awk '/seconds user/ { u = $1 } /seconds sys/ { s = $1 } END { printf("%.4f ", u + s) }' "$TMP/reader.stat"
+  awk '{ n += $NF } END { print n + 0 }' "$TMP/reader.folded"
+}
+
+section_reader() {
+  section_begin reader
+  gsymprof_ready || { log "no gsymprof: reader section skipped"; return 0; }
+  [[ $(id -u) -eq 0 ]] || { log "reader section needs root: skipped"; return 0; }
+  command -v sqlite3 > /dev/null && command -v perf > /dev/null ||
+    { log "reader section needs sqlite3 and perf: skipped"; return 0; }
+  (($(nproc) >= 2)) || { log "reader section needs 2 CPUs: skipped"; return 0; }
+  local i
+  for ((i = 0; i < 40; i++)); do sed -n '3,4p' "$HERE/deep_workloads/recursive_cte.sql"; done > "$TMP/reader.sql"
+  local -A bins=([gsymprof]=$GSYMPROF)
+  local names=(gsymprof)
+  if [[ -n $READER_BASELINE ]]; then
+    if [[ -x $READER_BASELINE ]]; then bins[baseline]=$READER_BASELINE; names+=(baseline)
+    else log "READER_BASELINE=$READER_BASELINE is not executable: no baseline column"; fi
+  fi
+  md "## The reader's CPU at 9999 Hz (issue 31.3)"
+  md
+  machine_line
+  md
+  md "\`gsymprof profile -p PID -F 9999 -d D\` of sqlite3 running a recursive CTE in a loop (pinned to CPU 1; the profiler on CPU 0),"
+  md "D = $READER_SHORT and $READER_LONG s; CPU of the profiler process (user+sys, \`perf stat\`). Per extra sample: the slope between"
+  md "the two durations; per session: the cost left at D = 0."
+  [[ ${#names[@]} -gt 1 ]] && md "Baseline: \`$READER_BASELINE\`, alternating with this tree's build in each round."
+  md "Median (min-max) of $ROUNDS rounds."
+  md
+  local n r
+  for n in "${names[@]}"; do reader_run "${bins[$n]}" 1 > /dev/null; : > "$TMP/reader.$n"; done  # warm the caches
+  for ((r = 0; r < ROUNDS; r++)); do
+    for n in "${names[@]}"; do
+      local short long
+      short=$(reader_run "${bins[$n]}" "$READER_SHORT")
+      long=$(reader_run "${bins[$n]}" "$READER_LONG")
+      # cpu_short samples_short cpu_long samples_long
+      echo "$short $long" >> "$TMP/reader.$n"
+    done
+  done
+  md "| binary | samples in ${READER_LONG} s | CPU s, ${READER_SHORT} s | CPU s, ${READER_LONG} s | µs per extra sample | s per million samples | s per session |"
+  md "|---|---:|---:|---:|---:|---:|---:|"
+  for n in "${names[@]}"; do
+    local f=$TMP/reader.$n
+    local slope
+    slope=$(awk '$4 > $2 { print 1e6 * ($3 - $1) / ($4 - $2) }' "$f" | median)
+    md "| $n | $(awk '{ print $4 }' "$f" | spread 0) | $(awk '{ print $1 }' "$f" | spread 3) | $(awk '{ print $3 }' "$f" | spread 3) | $(awk '$4 > $2 { print 1e6 * ($3 - $1) / ($4 - $2) }' "$f" | spread 2) | $(fmt "$slope" 2) | $(awk '$4 > $2 { s = ($3 - $1) / ($4 - $2); print $1 - s * $2 }' "$f" | spread 3) |"
+  done
+  if [[ ${#names[@]} -gt 1 ]]; then
+    local short_ratio long_ratio
+    short_ratio=$(paste -d' ' "$TMP/reader.gsymprof" "$TMP/reader.baseline" | awk '$5 > 0 { print $1 / $5 }' | median)
+    long_ratio=$(paste -d' ' "$TMP/reader.gsymprof" "$TMP/reader.baseline" | awk '$7 > 0 { print $3 / $7 }' | median)
+    md
+    md "gsymprof / baseline, median of the per-round ratios: ${READER_SHORT} s session $(fmt "$short_ratio" 2)x, ${READER_LONG} s session $(fmt "$long_ratio" 2)x."
+  fi
+  write_section reader "$SECTION_MD"
+}
