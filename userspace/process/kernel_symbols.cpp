@@ -1,9 +1,12 @@
 #include "userspace/process/kernel_symbols.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <mutex>
 
+#include "gsym/format/byte_writer.h"
+#include "gsym/format/data_cursor.h"
 #include "userspace/base/parse_number.h"
 #include "userspace/base/pseudo_file.h"
 #include "userspace/base/text_fields.h"
@@ -123,53 +126,44 @@ constexpr std::string_view kSerializedMagic("GSPKSYM\x01", 8);
 constexpr size_t kMaxBootIdBytes = 64;
 constexpr size_t kSerializedEntryBytes = 24;  // address, name, name size, module, module size
 
-void put(std::string& out, uint64_t value, size_t bytes) {
-  for (size_t i = 0; i < bytes; ++i) out.push_back(static_cast<char>(value >> (8 * i)));
-}
-
-// Reads a little-endian number of `bytes` bytes from `in` at `at`, advancing.
-bool take(std::string_view in, size_t& at, size_t bytes, uint64_t& value) {
-  if (in.size() - at < bytes) return false;
-  value = 0;
-  for (size_t i = 0; i < bytes; ++i) value |= uint64_t{static_cast<uint8_t>(in[at + i])} << (8 * i);
-  at += bytes;
-  return true;
-}
-
 }  // namespace
 
+// Written and read with the GSYM library's byte writer and bounds-checked
+// cursor (little-endian, the cursor's first failure sticky).
 std::string KernelSymbolTable::serialize(std::string_view boot_id) const {
-  std::string out(kSerializedMagic);
-  put(out, boot_id.size(), 4);
-  out += boot_id;
-  put(out, covered_ ? covered_->first : 0, 8);
-  put(out, covered_ ? covered_->second : 0, 8);
-  put(out, symbols_.size(), 8);
-  put(out, names_.size(), 8);
+  gsym::ByteWriter out(gsym::Endian::Little);
+  out.raw(kSerializedMagic);
+  out.u32(static_cast<uint32_t>(boot_id.size()));
+  out.raw(boot_id);
+  out.u64(covered_ ? covered_->first : 0);
+  out.u64(covered_ ? covered_->second : 0);
+  out.u64(symbols_.size());
+  out.u64(names_.size());
   for (const Entry& entry : symbols_) {
-    put(out, entry.address, 8);
-    put(out, entry.name, 4);
-    put(out, entry.name_size, 4);
-    put(out, entry.module, 4);
-    put(out, entry.module_size, 4);
+    out.u64(entry.address);
+    out.u32(entry.name);
+    out.u32(entry.name_size);
+    out.u32(entry.module);
+    out.u32(entry.module_size);
   }
-  out += names_;
-  return out;
+  out.raw(names_);
+  return std::string(out.bytes().begin(), out.bytes().end());
 }
 
 gsym::Expected<KernelSymbolTable> KernelSymbolTable::deserialize(std::string_view bytes, std::string_view boot_id) {
   auto bad = [](const std::string& why) { return gsym::Error("kernel symbol copy: " + why); };
   if (bytes.substr(0, kSerializedMagic.size()) != kSerializedMagic) return bad("not one (magic)");
-  size_t at = kSerializedMagic.size();
-  uint64_t boot_size = 0, first = 0, end = 0, count = 0, names_size = 0;
-  if (!take(bytes, at, 4, boot_size) || boot_size > kMaxBootIdBytes || bytes.size() - at < boot_size)
-    return bad("truncated boot ID");
-  if (bytes.substr(at, boot_size) != boot_id) return bad("of another boot");
-  at += boot_size;
-  if (!take(bytes, at, 8, first) || !take(bytes, at, 8, end) || !take(bytes, at, 8, count) ||
-      !take(bytes, at, 8, names_size))
-    return bad("truncated header");
-  const size_t left = bytes.size() - at;
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  gsym::detail::DataCursor in(data + kSerializedMagic.size(), data + bytes.size(), kSerializedMagic.size(),
+                              /*swap=*/std::endian::native != std::endian::little);
+  const uint32_t boot_size = in.u32();
+  if (!in.ok() || boot_size > kMaxBootIdBytes || in.remaining() < boot_size) return bad("truncated boot ID");
+  if (std::string_view(reinterpret_cast<const char*>(in.position()), boot_size) != boot_id)
+    return bad("of another boot");
+  in.skip(boot_size);
+  const uint64_t first = in.u64(), end = in.u64(), count = in.u64(), names_size = in.u64();
+  if (!in.ok()) return bad("truncated header");
+  const size_t left = in.remaining();
   if (count > left / kSerializedEntryBytes || names_size != left - count * kSerializedEntryBytes ||
       names_size > UINT32_MAX)
     return bad("sizes do not match the file");
@@ -180,22 +174,18 @@ gsym::Expected<KernelSymbolTable> KernelSymbolTable::deserialize(std::string_vie
   }
   table.symbols_.resize(count);
   for (Entry& entry : table.symbols_) {
-    uint64_t name = 0, name_size = 0, module = 0, module_size = 0;
-    take(bytes, at, 8, entry.address);
-    take(bytes, at, 4, name);
-    take(bytes, at, 4, name_size);
-    take(bytes, at, 4, module);
-    take(bytes, at, 4, module_size);
-    if (name + name_size > names_size || module + module_size > names_size || name_size == 0)
+    entry.address = in.u64();
+    entry.name = in.u32();
+    entry.name_size = in.u32();
+    entry.module = in.u32();
+    entry.module_size = in.u32();
+    if (uint64_t{entry.name} + entry.name_size > names_size || uint64_t{entry.module} + entry.module_size > names_size ||
+        entry.name_size == 0)
       return bad("a name outside the names");
     if (table.covered_ && (entry.address < first || entry.address > end)) return bad("a symbol outside its range");
     if (&entry != &table.symbols_.front() && entry.address < (&entry - 1)->address) return bad("not sorted");
-    entry.name = static_cast<uint32_t>(name);
-    entry.name_size = static_cast<uint32_t>(name_size);
-    entry.module = static_cast<uint32_t>(module);
-    entry.module_size = static_cast<uint32_t>(module_size);
   }
-  table.names_.assign(bytes.substr(at));
+  table.names_.assign(reinterpret_cast<const char*>(in.position()), in.remaining());
   return table;
 }
 
@@ -287,7 +277,6 @@ struct RunningKernel {
 
   // The image's text when it names every kernel frame of `capture`.
   const KernelSymbolTable* image_text_for(const Capture& capture) {
-    if (all && *all) return nullptr;  // read already: all_symbols() answers
     if (!image) image = can_keep() ? store->load(build_id, boot_id) : std::nullopt;
     if (!*image) return nullptr;
     for (const CaptureStack& stack : capture.stacks)

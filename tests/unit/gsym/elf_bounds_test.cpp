@@ -453,6 +453,15 @@ TEST_CASE("elf bounds: a bomb is refused in milliseconds, never allocated, and c
   CHECK(control.rss_growth_kb > 100 * 1024);
 }
 
+// Runs `compile` in `dir` (it writes DIR/plain), then makes plain's zlib and
+// zlib-gnu copies (DIR/zlib, DIR/zlib-gnu) with objcopy.
+static void build_with_compressed_copies(const TempDir& dir, const std::string& compile) {
+  const std::string command = "cd '" + dir.path + "' && " + compile +
+                              " && objcopy --compress-debug-sections=zlib plain zlib"
+                              " && objcopy --compress-debug-sections=zlib-gnu plain zlib-gnu";
+  REQUIRE(std::system(command.c_str()) == 0);
+}
+
 TEST_CASE("elf bounds: compressed debug info (zlib, zlib-gnu) converts exactly as uncompressed") {
   if (!have_tools("gcc objcopy")) {
     MESSAGE("skipped: no gcc or objcopy");
@@ -463,11 +472,7 @@ TEST_CASE("elf bounds: compressed debug info (zlib, zlib-gnu) converts exactly a
                                     "int main(int argc, char** argv) { (void)argv; return helper(argc); }\n";
   std::ofstream(dir.file("b.c")) << "static inline int sq(int x) { return x * x; }\n"
                                     "__attribute__((noinline)) int helper(int x) { return sq(x) + 1; }\n";
-  const std::string d = "'" + dir.path + "'/";
-  REQUIRE(std::system(("cd " + d + " && gcc -O2 -g -o plain a.c b.c && gcc -O2 -g -gz=zlib -o gz a.c b.c && "
-                       "objcopy --compress-debug-sections=zlib plain zlib && "
-                       "objcopy --compress-debug-sections=zlib-gnu plain zlib-gnu")
-                          .c_str()) == 0);
+  build_with_compressed_copies(dir, "gcc -O2 -g -o plain a.c b.c && gcc -O2 -g -gz=zlib -o gz a.c b.c");
   for (unsigned threads : {1u, 3u}) {
     CAPTURE(threads);
     ConvertOptions options;
@@ -501,11 +506,7 @@ TEST_CASE("elf bounds: decompression_growth is what inflating the debug sections
   TempDir dir;
   std::ofstream(dir.file("a.c")) << "static inline int sq(int x) { return x * x; }\n"
                                     "int main(int argc, char** argv) { (void)argv; return sq(argc) + 1; }\n";
-  const std::string d = "'" + dir.path + "'/";
-  REQUIRE(std::system(("cd " + d + " && gcc -O2 -g -o plain a.c && "
-                       "objcopy --compress-debug-sections=zlib plain zlib && "
-                       "objcopy --compress-debug-sections=zlib-gnu plain zlib-gnu")
-                          .c_str()) == 0);
+  build_with_compressed_copies(dir, "gcc -O2 -g -o plain a.c");
   // The debug sections' bytes as the file holds them (compressed or not).
   auto debug_bytes = [](const std::string& path) {
     FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

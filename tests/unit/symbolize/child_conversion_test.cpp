@@ -60,6 +60,13 @@ LocatorOptions child_locator_options(const std::string& cache_dir) {
   return options;
 }
 
+// The reader answers a lookup of its first function's start.
+void check_first_function_answers(const gsym::Reader& reader) {
+  auto found = reader.lookup(reader.function_start(0));
+  REQUIRE(found.ok());
+  CHECK(found->has_value());
+}
+
 }  // namespace
 
 TEST_CASE("child conversion: the same GSYM and statistics as in process, input by descriptor") {
@@ -149,9 +156,7 @@ TEST_CASE("locator: the agent's options convert in a child, cache, and serve it 
   // Served from the cache file, not a heap copy of the child's output, and
   // without a lookup index: no heap at all.
   CHECK(locator.reader_memory_bytes() == 0);
-  auto found = reader->lookup(reader->function_start(0));
-  REQUIRE(found.ok());
-  CHECK(found->has_value());
+  check_first_function_answers(*reader);
 }
 
 TEST_CASE("locator: a child's GSYM not cached is read into memory and served from there") {
@@ -165,9 +170,7 @@ TEST_CASE("locator: a child's GSYM not cached is read into memory and served fro
   CHECK(report.origin == GsymOrigin::Converted);
   CHECK(report.gsym_path == "");
   CHECK(locator.reader_memory_bytes() == reader->bytes().size());  // the bytes, held
-  auto found = reader->lookup(reader->function_start(0));
-  REQUIRE(found.ok());
-  CHECK(found->has_value());
+  check_first_function_answers(*reader);
 }
 
 TEST_CASE("locator: an input small on disk but large decompressed converts in a child") {
