@@ -67,13 +67,11 @@ section_reader() {
       echo "$short $long" >> "$TMP/reader.$n"
     done
   done
-  md "| binary | samples in ${READER_LONG} s | CPU s, ${READER_SHORT} s | CPU s, ${READER_LONG} s | µs per extra sample | s per million samples | s per session |"
-  md "|---|---:|---:|---:|---:|---:|---:|"
+  md "| binary | samples in ${READER_LONG} s | CPU s, ${READER_SHORT} s | CPU s, ${READER_LONG} s | s per million samples (µs per sample) | s per session |"
+  md "|---|---:|---:|---:|---:|---:|"
   for n in "${names[@]}"; do
     local f=$TMP/reader.$n
-    local slope
-    slope=$(awk '$4 > $2 { print 1e6 * ($3 - $1) / ($4 - $2) }' "$f" | median)
-    md "| $n | $(awk '{ print $4 }' "$f" | spread 0) | $(awk '{ print $1 }' "$f" | spread 3) | $(awk '{ print $3 }' "$f" | spread 3) | $(awk '$4 > $2 { print 1e6 * ($3 - $1) / ($4 - $2) }' "$f" | spread 2) | $(fmt "$slope" 2) | $(awk '$4 > $2 { s = ($3 - $1) / ($4 - $2); print $1 - s * $2 }' "$f" | spread 3) |"
+    md "| $n | $(awk '{ print $4 }' "$f" | spread 0) | $(awk '{ print $1 }' "$f" | spread 3) | $(awk '{ print $3 }' "$f" | spread 3) | $(awk '$4 > $2 { print 1e6 * ($3 - $1) / ($4 - $2) }' "$f" | spread 2) | $(awk '$4 > $2 { s = ($3 - $1) / ($4 - $2); print $1 - s * $2 }' "$f" | spread 3) |"
   done
   if [[ ${#names[@]} -gt 1 ]]; then
     local short_ratio long_ratio
