@@ -37,6 +37,13 @@ section_convert() {
   [[ $ours == 1 ]] || log "gsymprof gsym convert not ready: LLVM column only"
   local inputs=("sqlite3 shell|$SQLITE/sqlite3-fp" "cppcheck|$CPPCHECK/cppcheck"
                 "cppcheck testrunner|$CPPCHECK/testrunner")
+  # clang's largest library: Debian ships it without DWARF or .symtab (the
+  # debug file is in a dbgsym package this machine cannot reach), so the
+  # row converts its .dynsym; llvm-gsymutil reads only .symtab and refuses.
+  local libllvm
+  libllvm=$(ls /usr/lib/x86_64-linux-gnu/libLLVM.so.[0-9]* 2>/dev/null | sort -V | tail -n 1)
+  if [[ -n $libllvm ]]; then inputs+=("clang's largest library ($(basename "$libllvm"), symbols only)|$libllvm")
+  else log "no libLLVM.so (clang's largest library) installed: row skipped"; fi
   local libc_dbg
   if libc_dbg=$(libc_debug_file); then inputs+=("libc debug file|$libc_dbg")
   else log "libc debug file not found (install libc6-dbg): row skipped"; fi
@@ -59,10 +66,10 @@ section_convert() {
         fi
       done
       local lsize="-" osize="-" same="-" as_llvm="-"
-      [[ -f $out/llvm.gsym ]] && lsize=$(( $(stat -c %s "$out/llvm.gsym") / 1024 ))
+      [[ -s $out/llvm.gsym ]] && lsize=$(( $(stat -c %s "$out/llvm.gsym") / 1024 ))
       if [[ -f $out/ours.gsym ]]; then
         osize=$(( $(stat -c %s "$out/ours.gsym") / 1024 ))
-        if [[ $threads == 1 && -f $out/llvm.gsym ]]; then
+        if [[ $threads == 1 && -s $out/llvm.gsym ]]; then
           cmp -s "$out/ours.gsym" "$out/llvm.gsym" && as_llvm=yes || as_llvm=no
         fi
         if [[ $threads == 1 ]]; then cp "$out/ours.gsym" "$out/ours-t1.gsym"
@@ -72,9 +79,15 @@ section_convert() {
       lw=$(column "$out/llvm.m" 1); ow=$(column "$out/ours.m" 1)
       lc=$(column "$out/llvm.m" 2); oc=$(column "$out/ours.m" 2)
       lr=$(column "$out/llvm.m" 3); or=$(column "$out/ours.m" 3)
+      if awk '$4 != 0 { bad = 1 } END { exit !bad }' "$out/llvm.m"; then
+        lw=refused lr=-   # a failed run's time is no conversion's
+      fi
       [[ $lr != - ]] && lr=$(awk -v k="$lr" 'BEGIN { printf("%.0f", k / 1024) }')
       [[ $or != - ]] && or=$(awk -v k="$or" 'BEGIN { printf("%.0f", k / 1024) }')
-      md "| $label | $mb | $threads | $(fmt "$lw" 3) | $(fmt "$ow" 3) | $(ratio "$lw" "$ow" 2)x | $(fmt "$lc" 3) | $(fmt "$oc" 3) | $lr | $or | $lsize | $osize | $same | $as_llvm |"
+      local lw_cell lc_cell ratio_cell
+      lw_cell=$(fmt "$lw" 3) lc_cell=$(fmt "$lc" 3) ratio_cell="$(ratio "$lw" "$ow" 2)x"
+      [[ $lw == refused ]] && { lw_cell=refused lc_cell=refused ratio_cell=-; }
+      md "| $label | $mb | $threads | $lw_cell | $(fmt "$ow" 3) | $ratio_cell | $lc_cell | $(fmt "$oc" 3) | $lr | $or | $lsize | $osize | $same | $as_llvm |"
     done
     rm -f "$out/ours-t1.gsym"
   done
