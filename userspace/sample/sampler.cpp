@@ -22,6 +22,7 @@
 #include "bpf/profile.skel.h"
 #include "userspace/base/parse_number.h"
 #include "userspace/base/pseudo_file.h"
+#include "userspace/sample/bpf_ring_reader.h"
 #include "userspace/sample/kernel_features.h"
 #include "userspace/sample/perf_sideband.h"
 #include "userspace/sample/ring_records.h"
@@ -88,7 +89,7 @@ gsym::Expected<std::vector<int>> parse_cpu_list(const std::string& text) {
 struct Sampler::State {
   EventSink* sink = nullptr;
   profile_bpf* skel = nullptr;
-  ring_buffer* ring = nullptr;
+  std::unique_ptr<BpfRingReader> ring;
   std::vector<bpf_link*> perf_links;
   std::vector<int> perf_fds;
   // The kernel's side-band records (null when the kernel refused them).
@@ -108,17 +109,14 @@ struct Sampler::State {
 
   ~State() {
     if (epoll_fd >= 0) ::close(epoll_fd);
-    if (ring) ring_buffer__free(ring);
     for (bpf_link* link : perf_links) bpf_link__destroy(link);
     for (bpf_link* link : off_cpu_links) bpf_link__destroy(link);
     for (int fd : perf_fds) ::close(fd);
     if (skel) profile_bpf__destroy(skel);
   }
 
-  static int on_record(void* context, void* data, size_t size) {
-    auto* state = static_cast<State*>(context);
-    state->deliver(static_cast<const uint8_t*>(data), size);
-    return 0;
+  static void on_record(void* context, std::span<const uint8_t> record) {
+    static_cast<State*>(context)->deliver(record.data(), record.size());
   }
 
   // Side-band events older than a sample go first: the rings are read
@@ -302,7 +300,7 @@ gsym::Status attach_off_cpu(Sampler::State& state, const SamplerOptions& options
 gsym::Status wait_on_rings(Sampler::State& state) {
   state.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   if (state.epoll_fd < 0) return gsym::Error(std::string("epoll_create1: ") + std::strerror(errno));
-  std::vector<int> wait_fds{ring_buffer__epoll_fd(state.ring)};
+  std::vector<int> wait_fds{state.ring->wait_fd()};
   if (state.sideband)
     wait_fds.insert(wait_fds.end(), state.sideband->fds().begin(), state.sideband->fds().end());
   for (int fd : wait_fds) {
@@ -387,9 +385,9 @@ gsym::Expected<std::unique_ptr<Sampler>> Sampler::start(const SamplerOptions& op
       return bpf_error("cannot add target pid " + std::to_string(tgid), errno);
   }
 
-  state->ring = ring_buffer__new(bpf_map__fd(state->skel->maps.events), State::on_record,
-                                 state.get(), nullptr);
-  if (!state->ring) return bpf_error("cannot create the ring buffer reader", errno);
+  auto ring = BpfRingReader::open(bpf_map__fd(state->skel->maps.events), ring_bytes);
+  if (!ring) return gsym::Error("cannot read the ring buffer: " + ring.error().message);
+  state->ring = std::move(*ring);
 
   // The side-band first, so no sample can precede the records that explain
   // its mappings. Without it, /proc is read instead (ProcessTable).
@@ -483,9 +481,7 @@ gsym::Expected<int> Sampler::drain_rings() {
   // it: side-band events up to this time may go after the samples, not
   // later ones (a pid's next owner must not take its predecessor's samples).
   const uint64_t consume_start = monotonic_ns();
-  int n = ring_buffer__consume(state_->ring);
-  if (n == -EINTR) n = 0;
-  if (n < 0) return bpf_error("ring buffer read", n);
+  const int n = static_cast<int>(state_->ring->consume(State::on_record, state_.get()));
   // Side-band records newer than every sample (a process that only mapped,
   // exec'd or exited) go now, while the process may still be read.
   state_->sideband_until(consume_start);
@@ -497,7 +493,7 @@ bool Sampler::sideband_on() const { return state_->sideband != nullptr; }
 
 SamplerCounters Sampler::counters() const {
   SamplerCounters result;
-  result.bad_records = state_->bad_records;
+  result.bad_records = state_->bad_records + state_->ring->bad_headers();
   result.sample_records = state_->sample_records;
   result.sample_record_bytes = state_->sample_record_bytes;
   int ncpus = libbpf_num_possible_cpus();

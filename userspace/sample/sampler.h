@@ -29,7 +29,8 @@ struct RingSizing {
 };
 // The agent's: its rates are low (19 Hz), so seconds of records cost little
 // and ride out longer stalls, while room for 8 of the largest records per
-// CPU was most of its ring (mapped twice: 16 MB of its RSS at 8 MiB).
+// CPU was most of its ring (16 MB of its RSS at 8 MiB while libbpf's reader
+// mapped it twice; bpf_ring_reader.h maps it once).
 inline constexpr RingSizing kAgentRingSizing{2.0, 2};
 
 struct SamplerOptions {
