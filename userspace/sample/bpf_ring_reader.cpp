@@ -18,6 +18,10 @@ size_t consume_ring(const RingView& ring, RingRecordCallback callback, void* con
   for (;;) {
     const uint64_t producer = __atomic_load_n(ring.producer_pos, __ATOMIC_ACQUIRE);
     if (consumer >= producer) return records;
+    if (producer - consumer > ring.size) {
+      ++bad_headers;  // more than the ring holds: no kernel gets here; stop, don't spin
+      return records;
+    }
     while (consumer < producer) {
       // Records start 8-aligned, so a header never wraps.
       const size_t at = static_cast<size_t>(consumer & mask);
