@@ -29,7 +29,8 @@ size_t consume_ring(const RingView& ring, RingRecordCallback callback, void* con
           __atomic_load_n(reinterpret_cast<const uint32_t*>(ring.data + at), __ATOMIC_ACQUIRE);
       if (header & BPF_RINGBUF_BUSY_BIT) return records;  // still being written
       const uint32_t length = header & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
-      if (length > ring.size - BPF_RINGBUF_HDR_SZ) {
+      const uint64_t span = (uint64_t{length} + BPF_RINGBUF_HDR_SZ + 7) & ~uint64_t{7};
+      if (length > ring.size - BPF_RINGBUF_HDR_SZ || span > producer - consumer) {
         ++bad_headers;  // no kernel writes this: stop rather than read past the ring
         return records;
       }
@@ -48,7 +49,7 @@ size_t consume_ring(const RingView& ring, RingRecordCallback callback, void* con
         callback(context, record);
         ++records;
       }
-      consumer += (uint64_t{length} + BPF_RINGBUF_HDR_SZ + 7) & ~uint64_t{7};
+      consumer += span;
       __atomic_store_n(ring.consumer_pos, consumer, __ATOMIC_RELEASE);
     }
   }

@@ -38,8 +38,8 @@ struct RingView {
 // the producer may reuse its space at once); stops at a record still being
 // written. A record that wraps is copied into `wrapped`. Returns the
 // records handed over; a header whose length cannot be (longer than the
-// ring), or positions further apart than the ring is long, stop the walk
-// and count in `bad_headers`.
+// ring, or past the producer position), or positions further apart than
+// the ring is long, stop the walk and count in `bad_headers`.
 size_t consume_ring(const RingView& ring, RingRecordCallback callback, void* context,
                     std::vector<uint8_t>& wrapped, uint64_t& bad_headers);
 

@@ -123,3 +123,16 @@ TEST_CASE("bpf ring reader: a header longer than the ring stops the walk, counte
   CHECK(bad == 1);
   CHECK(ring.consumer == at);
 }
+
+TEST_CASE("bpf ring reader: a record that would end past the producer position stops the walk, counted") {
+  FakeRing ring(4096);
+  std::vector<uint8_t> wrapped;
+  uint64_t bad = 0;
+  ring.put(record_of(8, 1));
+  const uint64_t at = ring.put(record_of(100, 2));
+  ring.producer = at + 16;  // the producer as no kernel leaves it: inside the record
+  Seen seen;
+  CHECK(consume_ring(ring.view(), Seen::add, &seen, wrapped, bad) == 1);
+  CHECK(bad == 1);
+  CHECK(ring.consumer == at);
+}
