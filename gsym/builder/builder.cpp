@@ -380,12 +380,17 @@ struct Builder::State {
     int64_t inline_size = -1;  // LLVM's sort key: nodes below the root; -1 = no tree
     uint32_t rich = kFlat;     // index into `rich`
     uint32_t name = 0;         // flat: string offset
+    uint32_t lines_block = 0;  // 0 = line_pool, else line_blocks[lines_block - 1]
     uint32_t lines_begin = 0, lines_count = 0;
     uint32_t nodes_begin = 0, nodes_count = 0;
   };
   std::vector<Record> records;
   std::vector<Function> rich;
   PodArray<LineEntry> line_pool;
+  // Blocks given to adopt_line_rows: their functions' rows are referenced
+  // in place (a deque: adopting never moves the earlier blocks' vectors).
+  std::deque<std::vector<LineEntry>> line_blocks;
+  size_t adopted_rows_used = 0;  // rows of line_blocks referenced by records
   PodArray<FlatInlineNode> node_pool;  // ranges_begin index range_pool
   PodArray<AddressRange> range_pool;
   std::vector<Function> materialized;  // finalize()'s copy
@@ -394,7 +399,9 @@ struct Builder::State {
 
   std::span<const LineEntry> lines_of(const Record& r) const {
     if (r.rich != kFlat) return rich[r.rich].lines;
-    return std::span<const LineEntry>(line_pool).subspan(r.lines_begin, r.lines_count);
+    const std::span<const LineEntry> pool =
+        r.lines_block ? std::span<const LineEntry>(line_blocks[r.lines_block - 1]) : std::span<const LineEntry>(line_pool);
+    return pool.subspan(r.lines_begin, r.lines_count);
   }
   std::span<const FlatInlineNode> nodes_of(const Record& r) const {
     return std::span<const FlatInlineNode>(node_pool).subspan(r.nodes_begin, r.nodes_count);
@@ -409,6 +416,20 @@ struct Builder::State {
                                           std::span<const FlatInlineNode> b, size_t& j) const;
   bool llvm_equal(const Record& a, const Record& b) const;
   Status add_flat(const FlatFunction& f);
+  // Where `lines` start in the last adopted block, when they lie inside it.
+  std::optional<uint32_t> adopted_position(std::span<const LineEntry> lines) const {
+    if (line_blocks.empty() || lines.empty()) return std::nullopt;
+    const std::vector<LineEntry>& block = line_blocks.back();
+    // Compared as integers: the span may point anywhere.
+    const auto first = reinterpret_cast<uintptr_t>(lines.data());
+    const auto block_first = reinterpret_cast<uintptr_t>(block.data());
+    const auto block_end = reinterpret_cast<uintptr_t>(block.data() + block.size());
+    if (first < block_first || first >= block_end || lines.size() > size_t(block_end - first) / sizeof(LineEntry))
+      return std::nullopt;
+    const size_t begin = (first - block_first) / sizeof(LineEntry);
+    if (begin > UINT32_MAX || line_blocks.size() >= UINT32_MAX) return std::nullopt;
+    return static_cast<uint32_t>(begin);
+  }
   struct OpenNode {  // add_flat's walk: an ancestor and its children still to come
     size_t node;
     uint32_t children_left;
@@ -580,9 +601,15 @@ Status Builder::State::add_flat(const FlatFunction& f) {
     record.nodes_count = static_cast<uint32_t>(f.inline_nodes.size());
     record.inline_size = int64_t(f.inline_nodes.size()) - 1;
   }
-  record.lines_begin = static_cast<uint32_t>(line_pool.size());
   record.lines_count = static_cast<uint32_t>(f.lines.size());
-  line_pool.append(f.lines);
+  if (std::optional<uint32_t> begin = adopted_position(f.lines)) {
+    record.lines_block = static_cast<uint32_t>(line_blocks.size());
+    record.lines_begin = *begin;
+    adopted_rows_used += f.lines.size();
+  } else {
+    record.lines_begin = static_cast<uint32_t>(line_pool.size());
+    line_pool.append(f.lines);
+  }
   records.push_back(record);
   return Status::success();
 }
@@ -675,6 +702,10 @@ Status Builder::add_function(Function function) {
   state_->finalized = false;
   state_->materialized_valid = false;
   return Status::success();
+}
+
+std::span<LineEntry> Builder::adopt_line_rows(std::vector<LineEntry>&& rows) {
+  return state_->line_blocks.emplace_back(std::move(rows));
 }
 
 Status Builder::add_flat_function(const FlatFunction& function) {
@@ -822,7 +853,7 @@ Expected<std::vector<uint8_t>> Builder::encode() {
   // with its ranges, on sqlite3, libc and cppcheck): untouched capacity
   // costs address space only, while growing past it would copy the file
   // written so far into new pages.
-  out.reserve(records.size() * 64 + st.strings.size() + st.files.size() * 16 + st.line_pool.size() * 4 +
+  out.reserve(records.size() * 64 + st.strings.size() + st.files.size() * 16 + (st.line_pool.size() + st.adopted_rows_used) * 4 +
               st.node_pool.size() * 16 + st.range_pool.size() * 8);
   if (v2) return st.encode_v2(out, strings, base, offset_size);
   out.u32(kMagic);

@@ -1281,7 +1281,8 @@ struct DwarfUnitConverter::Impl {
   }
 
   // Every per-unit table emptied before the next unit.
-  // recycle()'s vectors, emptied, for the next unit's output.
+  // recycle()'s vectors, emptied, for the next unit's output (a large
+  // unit's line rows stay with the Builder: Builder::adopt_line_rows).
   UnitOutput spare;
   void recycle(UnitOutput&& used) {
     auto keep = [](auto& to, auto& from) {
