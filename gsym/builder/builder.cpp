@@ -389,7 +389,7 @@ struct Builder::State {
   PodArray<LineEntry> line_pool;
   // Blocks given to adopt_line_rows: their functions' rows are referenced
   // in place (a deque: adopting never moves the earlier blocks' vectors).
-  std::deque<std::vector<LineEntry>> line_blocks;
+  std::deque<HugePageVector<LineEntry>> line_blocks;
   size_t adopted_rows_used = 0;  // rows of line_blocks referenced by records
   PodArray<FlatInlineNode> node_pool;  // ranges_begin index range_pool
   PodArray<AddressRange> range_pool;
@@ -419,7 +419,7 @@ struct Builder::State {
   // Where `lines` start in the last adopted block, when they lie inside it.
   std::optional<uint32_t> adopted_position(std::span<const LineEntry> lines) const {
     if (line_blocks.empty() || lines.empty()) return std::nullopt;
-    const std::vector<LineEntry>& block = line_blocks.back();
+    const HugePageVector<LineEntry>& block = line_blocks.back();
     // Compared as integers: the span may point anywhere.
     const auto first = reinterpret_cast<uintptr_t>(lines.data());
     const auto block_first = reinterpret_cast<uintptr_t>(block.data());
@@ -704,7 +704,7 @@ Status Builder::add_function(Function function) {
   return Status::success();
 }
 
-std::span<LineEntry> Builder::adopt_line_rows(std::vector<LineEntry>&& rows) {
+std::span<LineEntry> Builder::adopt_line_rows(HugePageVector<LineEntry>&& rows) {
   return state_->line_blocks.emplace_back(std::move(rows));
 }
 

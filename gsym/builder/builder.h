@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "gsym/base/expected.h"
+#include "gsym/base/huge_pages.h"
 #include "gsym/format/format.h"
 #include "gsym/format/model.h"
 #include "gsym/format/format.h"  // Endian
@@ -104,7 +105,7 @@ class Builder {
   // referenced there instead of copied into the builder (the DWARF
   // converter hands each unit's rows over). A function's rows must not be
   // written once it is added; the block lives as long as the builder.
-  std::span<LineEntry> adopt_line_rows(std::vector<LineEntry>&& rows);
+  std::span<LineEntry> adopt_line_rows(HugePageVector<LineEntry>&& rows);
 
   size_t function_count() const;
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gsym/base/expected.h"
+#include "gsym/base/huge_pages.h"
 
 namespace gsym {
 
@@ -47,7 +48,7 @@ struct DwarfLineTable {
     uint64_t directory_index = 0;
   };
   std::vector<FileName> file_names;
-  std::vector<DwarfLineRow> rows;
+  HugePageVector<DwarfLineRow> rows;  // reserved large at once: see huge_pages.h
   std::vector<uint64_t> end_rows;  // bit i set: rows[i] is an end_sequence row
   std::vector<DwarfLineSequence> sequences;  // valid ones, sorted by high_pc
 

@@ -672,7 +672,7 @@ struct DwarfUnitConverter::Impl {
   // out.lines.
   void convert_lines(FunctionContext& ctx, uint64_t start, uint64_t end) {
     const DwarfLineTable& table = *line_table;
-    std::vector<LineEntry>& lines = out.lines;
+    HugePageVector<LineEntry>& lines = out.lines;
     const size_t first = lines.size();
     if (!table.lookup_address_range(start, end - start, row_indexes)) {
       const DieAttributes attrs = attributes(&ctx.die);
