@@ -53,6 +53,17 @@ struct HugePageAllocator {
   bool operator==(const HugePageAllocator<U>&) const noexcept { return true; }
 };
 
+// `size` bytes, uninitialized, from HugePageAllocator: for a buffer filled
+// at once by a writer of its own (a decompressor).
+struct HugePageBytesDeleter {
+  size_t size = 0;
+  void operator()(uint8_t* p) const noexcept { HugePageAllocator<uint8_t>().deallocate(p, size); }
+};
+using HugePageBytes = std::unique_ptr<uint8_t[], HugePageBytesDeleter>;
+inline HugePageBytes allocate_huge_page_bytes(size_t size) {
+  return HugePageBytes(HugePageAllocator<uint8_t>().allocate(size), HugePageBytesDeleter{size});
+}
+
 // For buffers reserved large and filled at once (reserve() first: growing
 // one copies it like any vector).
 template <typename T>
