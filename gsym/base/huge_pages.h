@@ -16,7 +16,7 @@ namespace gsym {
 namespace huge_pages {
 
 // Blocks of at least this many bytes are mapped on their own.
-inline constexpr size_t kMinBytes = size_t{4} << 20;
+inline constexpr size_t kMinBytes = size_t{2} << 20;
 
 // `bytes` (>= kMinBytes) of zero-filled memory starting at a 2 MiB boundary,
 // with MADV_HUGEPAGE advised: a hint only (a kernel without transparent huge
