@@ -66,6 +66,12 @@ struct DwarfLineTable {
   // LLVM's LineTable::lookupAddressRange: indexes of the rows describing
   // [address, address + size), false when no sequence contains `address`.
   bool lookup_address_range(uint64_t address, uint64_t size, std::vector<uint32_t>& out) const;
+  // The same indexes as runs of consecutive rows (one per sequence met),
+  // in the same order.
+  struct RowRun {
+    uint32_t first = 0, last = 0;  // inclusive
+  };
+  bool lookup_address_runs(uint64_t address, uint64_t size, std::vector<RowRun>& out) const;
 };
 
 // Decodes the line program at `offset` in .debug_line. `address_size` is the

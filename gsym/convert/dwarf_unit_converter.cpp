@@ -404,7 +404,7 @@ struct DwarfUnitConverter::Impl {
   std::unordered_map<std::string, uint32_t> local_file_by_path;
   PointerIndex string_index;  // by address: each DWARF string has one
   std::vector<uint32_t> file_stamp;  // per local file: last group that interned it
-  std::vector<uint32_t> row_indexes;
+  std::vector<DwarfLineTable::RowRun> row_runs;
   std::vector<AddressRange> range_scratch;  // one DIE's raw ranges, reused
   std::vector<AddressRange> normalized_scratch;
   PodArray<RawInline> raw_nodes;       // per unit (realloc'd: millions in C++ units)
@@ -674,7 +674,7 @@ struct DwarfUnitConverter::Impl {
     const DwarfLineTable& table = *line_table;
     HugePageVector<LineEntry>& lines = out.lines;
     const size_t first = lines.size();
-    if (!table.lookup_address_range(start, end - start, row_indexes)) {
+    if (!table.lookup_address_runs(start, end - start, row_runs)) {
       const DieAttributes attrs = attributes(&ctx.die);
       const auto& decl_file = attrs.decl_file;
       if (!decl_file || attrs.decl_file_implicit_const ||
@@ -688,26 +688,36 @@ struct DwarfUnitConverter::Impl {
       return;
     }
     uint64_t prev_address = 0;
-    for (uint32_t index : row_indexes) {
-      const DwarfLineRow& row = table.rows[index];
-      std::optional<uint32_t> file = file_index(ctx.group, row.file);
-      if (!file) continue;
-      uint64_t address = row.address;
-      if (!(address >= start && address < end)) {
-        if (address < start)
-          address = start;
-        else
+    // Consecutive rows mostly share a file: its index is looked up once per
+    // change (file_index gives the same answer for the same group).
+    uint64_t last_dwarf_file = ~uint64_t{0};
+    std::optional<uint32_t> file;
+    const uint32_t first_index = row_runs.empty() ? 0 : row_runs.front().first;
+    for (const DwarfLineTable::RowRun& run : row_runs) {
+      for (uint64_t index = run.first; index <= run.last; ++index) {
+        const DwarfLineRow& row = table.rows[index];
+        if (row.file != last_dwarf_file) {
+          last_dwarf_file = row.file;
+          file = file_index(ctx.group, row.file);
+        }
+        if (!file) continue;
+        uint64_t address = row.address;
+        if (!(address >= start && address < end)) {
+          if (address < start)
+            address = start;
+          else
+            continue;
+        }
+        LineEntry entry{address, *file, row.line};
+        if (index != first_index && row.address < prev_address) return;
+        if (lines.size() > first && lines.back().file == *file && lines.back().line == row.line)
           continue;
-      }
-      LineEntry entry{address, *file, row.line};
-      if (index != row_indexes[0] && row.address < prev_address) break;
-      if (lines.size() > first && lines.back().file == *file && lines.back().line == row.line)
-        continue;
-      if (table.ends_sequence(index)) {
-        prev_address = 0;
-      } else {
-        lines.push_back(entry);
-        prev_address = row.address;
+        if (table.ends_sequence(index)) {
+          prev_address = 0;
+        } else {
+          lines.push_back(entry);
+          prev_address = row.address;
+        }
       }
     }
   }
