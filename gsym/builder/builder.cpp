@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <compare>
 #include <cstring>
@@ -69,9 +70,10 @@ class StringTable {
     const std::string& stored = storage_.emplace_back(s);  // a deque: never moves
     slot = {hash, stored.data(), stored.size(), size_};
     ++count_;
+    const size_t word = size_ / 64;
+    while (strings_before_word_.size() <= word) strings_before_word_.push_back(order_.size());
     order_.push_back(stored);
-    offsets_.push_back(size_);
-    if (size_ / 64 >= starts_.size()) starts_.resize(size_ / 64 + 1 + starts_.size() / 2);
+    if (word >= starts_.size()) starts_.resize(word + 1 + starts_.size() / 2);
     starts_[size_ / 64] |= uint64_t{1} << (size_ % 64);
     size_ += s.size() + 1;
     return slot.offset;
@@ -82,12 +84,15 @@ class StringTable {
     return offset == 0 || (offset / 64 < starts_.size() && (starts_[offset / 64] >> (offset % 64) & 1));
   }
   // The string starting at `offset`, if an interned string starts there
-  // ("" for 0).
+  // ("" for 0): its index in order_ is the strings before its 64-byte word
+  // plus the starts before it in the word (the sort's name tiebreak asks
+  // for every pair of aliases).
   std::optional<std::string_view> at_offset(uint64_t offset) const {
     if (offset == 0) return std::string_view();
-    auto it = std::lower_bound(offsets_.begin(), offsets_.end(), offset);
-    if (it == offsets_.end() || *it != offset) return std::nullopt;
-    return order_[static_cast<size_t>(it - offsets_.begin())];
+    if (!is_string_start(offset)) return std::nullopt;
+    const size_t word = offset / 64;
+    const uint64_t starts_below = starts_[word] & ((uint64_t{1} << (offset % 64)) - 1);
+    return order_[strings_before_word_[word] + static_cast<size_t>(std::popcount(starts_below))];
   }
   const uint64_t* find(std::string_view s) const {
     const Slot& slot = slots_[slot_for(s, StringHash{}(s))];
@@ -127,8 +132,10 @@ class StringTable {
   size_t count_ = 0;
   std::deque<std::string> storage_;
   std::vector<std::string_view> order_;
-  std::vector<uint64_t> offsets_;  // of order_'s strings: ascending
   std::vector<uint64_t> starts_;   // bit per table offset: a string starts there
+  // Per 64-byte word of the table up to the last string's: how many of
+  // order_'s strings start before it.
+  std::vector<size_t> strings_before_word_;
   uint64_t size_ = 1;
 };
 
@@ -194,16 +201,18 @@ bool intersects(const AddressRange& a, const AddressRange& b) {
 // ---- validation -------------------------------------------------------------
 
 // The checks of a function's range and line rows, whichever form (Function
-// or FlatFunction) it came in.
-Status check_range_and_lines(std::string_view name, const AddressRange& range,
-                             std::span<const LineEntry> lines, size_t file_count) {
-  auto where = [&] { return " in function \"" + std::string(name) + "\""; };
+// or FlatFunction) it came in. `name_of()` gives the function's name, asked
+// for only to compose an error.
+template <typename NameOf>
+Status check_range_and_lines(NameOf&& name_of, const AddressRange& range, std::span<const LineEntry> lines,
+                             size_t file_count) {
+  auto where = [&] { return " in function \"" + std::string(name_of()) + "\""; };
   if (range.end < range.start)
-    return Error("function \"" + std::string(name) + "\" has a reversed range " + range_text(range));
+    return Error("function \"" + std::string(name_of()) + "\" has a reversed range " + range_text(range));
   const uint64_t size = range.size();
   if (size > UINT32_MAX)
-    return Error("function \"" + std::string(name) + "\" is larger than 4 GiB - 1 (size " + hex_number(size) +
-                 ")");
+    return Error("function \"" + std::string(name_of()) + "\" is larger than 4 GiB - 1 (size " +
+                 hex_number(size) + ")");
   for (size_t i = 0; i < lines.size(); ++i) {
     const LineEntry& row = lines[i];
     const bool inside = range.contains(row.address) || (size == 0 && row.address == range.start);
@@ -262,7 +271,8 @@ struct Validator {
     function_name = &f.name;
     if (f.name.empty())
       return Error("function at " + hex_number(f.range.start) + " has an empty name");
-    if (Status s = check_range_and_lines(f.name, f.range, f.lines, file_count); !s) return s;
+    if (Status s = check_range_and_lines([&] { return std::string_view(f.name); }, f.range, f.lines, file_count); !s)
+      return s;
     const uint64_t size = f.range.size();
     if (f.inline_tree) {
       const size_t before = inline_nodes;
@@ -553,10 +563,10 @@ Status Builder::State::add_flat(const FlatFunction& f) {
   if (!strings.is_string_start(f.name))
     return Error("function at " + hex_number(f.range.start) + " has name offset " + std::to_string(f.name) +
                  ", which is not a string added with add_string");
-  // A view into the string table, which add_flat does not grow. Messages
-  // are composed only on failure (this runs for every function).
-  const std::string_view name_text = string_at(f.name);
-  auto where = [&] { return " in function \"" + std::string(name_text) + "\""; };
+  // The name is looked up (a binary search of the string table's offsets)
+  // only to compose an error: this runs for every function.
+  auto name_text = [&] { return string_at(f.name); };
+  auto where = [&] { return " in function \"" + std::string(name_text()) + "\""; };
   if (Status s = check_range_and_lines(name_text, f.range, f.lines, files.size()); !s) return s;
   const uint64_t pool_limit = UINT32_MAX;
   if (line_pool.size() + f.lines.size() > pool_limit ||

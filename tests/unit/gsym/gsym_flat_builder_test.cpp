@@ -854,3 +854,24 @@ TEST_CASE("huge page vector: large blocks start on a 2 MiB boundary and keep the
   HugePageVector<uint64_t> moved = std::move(large);
   CHECK(moved.size() == count + 1);
 }
+
+TEST_CASE("flat builder: names of flat functions are read back by offset across the string table") {
+  // Strings of 1 to 90 bytes: several start in one 64-byte word of the
+  // table, others span words; each function is named by one of them.
+  Builder b;
+  std::vector<std::string> names;
+  std::vector<uint32_t> offsets;
+  for (size_t i = 0; i < 300; ++i) {
+    names.push_back(std::string(1 + (i * 37) % 90, char('a' + i % 26)) + std::to_string(i));
+    offsets.push_back(b.add_string(names.back()));
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    FlatFunction f;
+    f.range = {0x1000 + 0x10 * i, 0x1000 + 0x10 * i + 8};
+    f.name = offsets[i];
+    REQUIRE(b.add_flat_function(f).ok());
+  }
+  const std::vector<Function>& functions = b.finalize();
+  REQUIRE(functions.size() == names.size());
+  for (size_t i = 0; i < names.size(); ++i) CHECK(functions[i].name == names[i]);
+}
