@@ -5,6 +5,7 @@
 #include <array>
 #include <bit>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -266,10 +267,16 @@ Status encode_line_table(ByteWriter& out, std::span<const LineEntry> lines,
   // store may alias it). Room for the header and the longest row (SetFile,
   // AdvanceLine, AdvancePC) per row, plus EndSequence.
   constexpr size_t kMaxRowBytes = 3 + 3 * kMaxLebBytes;
-  thread_local std::vector<uint8_t> scratch;
+  // Grown without zero-filling (every byte read back is written first).
+  thread_local std::unique_ptr<uint8_t[]> scratch;
+  thread_local size_t scratch_size = 0;
   const size_t room = (lines.size() + 1) * kMaxRowBytes;
-  if (scratch.size() < room) scratch.resize(room);
-  uint8_t* p = scratch.data();
+  if (scratch_size < room) {
+    scratch.reset();
+    scratch = std::make_unique_for_overwrite<uint8_t[]>(room);
+    scratch_size = room;
+  }
+  uint8_t* p = scratch.get();
   p = leb128::write_sleb(p, min_delta);
   p = leb128::write_sleb(p, max_delta);
   p = leb128::write_uleb(p, lines.front().line);
@@ -313,10 +320,13 @@ Status encode_line_table(ByteWriter& out, std::span<const LineEntry> lines,
     prev = row;
   }
   *p++ = kOpEndSequence;
-  out.raw(std::span<const uint8_t>(scratch.data(), p));
+  out.raw(std::span<const uint8_t>(scratch.get(), p));
   // A long-lived thread (the agent's) keeps no huge scratch after an
-  // outsized table.
-  if (scratch.size() > (size_t{1} << 20)) std::vector<uint8_t>().swap(scratch);
+  // outsized table (4 MiB: tables of over 120,000 rows).
+  if (scratch_size > (size_t{4} << 20)) {
+    scratch.reset();
+    scratch_size = 0;
+  }
   return Status::success();
 }
 
