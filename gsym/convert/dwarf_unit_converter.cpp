@@ -306,7 +306,7 @@ constexpr uint32_t kNoNode = UINT32_MAX;
 
 struct RawInline {
   uint32_t ranges_begin = 0, ranges_count = 0;  // the DIE's ranges, normalized
-  Dwarf_Die die;                     // for the name, resolved after the walk
+  Dwarf_Off offset = 0;              // the DIE (die_at), for the name resolved after the walk
   // What naming needs of the DIE's attributes (a few of millions of nodes'
   // bytes: DieAttributes is four times the size).
   const char* linkage_name = nullptr;
@@ -315,7 +315,9 @@ struct RawInline {
   bool own_names = false;
   bool name_resolved = false;
   std::string_view name;             // "" = none
-  uint64_t call_file = UINT32_MAX;   // LLVM's default when absent (invalid)
+  // LLVM's default when absent (invalid); larger values are stored as it,
+  // as invalid (no line table has 2^32 files).
+  uint32_t call_file = UINT32_MAX;
   uint32_t call_line = 0;
   uint32_t first_child = kNoNode, last_child = kNoNode, next_sibling = kNoNode;
 };
@@ -914,10 +916,14 @@ struct DwarfUnitConverter::Impl {
       if (raw.origin && !raw.own_names) {
         const auto [index, inserted] =
             origin_name_index.emplace(raw.origin, static_cast<uint32_t>(origin_name_values.size()));
-        if (inserted) origin_name_values.push_back(qualified_name(&raw.die, raw.linkage_name, raw.short_name));
+        if (inserted) {
+          Dwarf_Die die = die_at(raw.offset);
+          origin_name_values.push_back(qualified_name(&die, raw.linkage_name, raw.short_name));
+        }
         raw.name = origin_name_values[index];
       } else {
-        raw.name = qualified_name(&raw.die, raw.linkage_name, raw.short_name);
+        Dwarf_Die die = die_at(raw.offset);
+        raw.name = qualified_name(&die, raw.linkage_name, raw.short_name);
       }
     }
     return raw.name;
@@ -1201,7 +1207,7 @@ struct DwarfUnitConverter::Impl {
   // Records an inlined subroutine below raw node `parent`; returns its index.
   int64_t add_raw_inline(const DwarfDieWalker::Step& step, Dwarf_Die* die, int64_t parent_index) {
     RawInline raw;
-    raw.die = *die;
+    raw.offset = step.offset;
     DieAttributes attrs;
     if (!inline_attributes(step, attrs)) attrs = attributes(die);
     raw.linkage_name = attrs.linkage_name;
@@ -1214,7 +1220,7 @@ struct DwarfUnitConverter::Impl {
     raw.ranges_begin = static_cast<uint32_t>(raw_ranges.size());
     raw.ranges_count = static_cast<uint32_t>(normalized_scratch.size());
     raw_ranges.append(normalized_scratch);
-    if (attrs.call_file) raw.call_file = *attrs.call_file;
+    if (attrs.call_file) raw.call_file = static_cast<uint32_t>(std::min<uint64_t>(*attrs.call_file, UINT32_MAX));
     raw.call_line = static_cast<uint32_t>(attrs.call_line.value_or(0));
     const uint32_t index = static_cast<uint32_t>(raw_nodes.size());
     raw_nodes.push_back(raw);
