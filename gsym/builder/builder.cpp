@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <compare>
 #include <cstring>
@@ -69,9 +70,10 @@ class StringTable {
     const std::string& stored = storage_.emplace_back(s);  // a deque: never moves
     slot = {hash, stored.data(), stored.size(), size_};
     ++count_;
+    const size_t word = size_ / 64;
+    while (strings_before_word_.size() <= word) strings_before_word_.push_back(order_.size());
     order_.push_back(stored);
-    offsets_.push_back(size_);
-    if (size_ / 64 >= starts_.size()) starts_.resize(size_ / 64 + 1 + starts_.size() / 2);
+    if (word >= starts_.size()) starts_.resize(word + 1 + starts_.size() / 2);
     starts_[size_ / 64] |= uint64_t{1} << (size_ % 64);
     size_ += s.size() + 1;
     return slot.offset;
@@ -82,12 +84,15 @@ class StringTable {
     return offset == 0 || (offset / 64 < starts_.size() && (starts_[offset / 64] >> (offset % 64) & 1));
   }
   // The string starting at `offset`, if an interned string starts there
-  // ("" for 0).
+  // ("" for 0): its index in order_ is the strings before its 64-byte word
+  // plus the starts before it in the word (the sort's name tiebreak asks
+  // for every pair of aliases).
   std::optional<std::string_view> at_offset(uint64_t offset) const {
     if (offset == 0) return std::string_view();
-    auto it = std::lower_bound(offsets_.begin(), offsets_.end(), offset);
-    if (it == offsets_.end() || *it != offset) return std::nullopt;
-    return order_[static_cast<size_t>(it - offsets_.begin())];
+    if (!is_string_start(offset)) return std::nullopt;
+    const size_t word = offset / 64;
+    const uint64_t starts_below = starts_[word] & ((uint64_t{1} << (offset % 64)) - 1);
+    return order_[strings_before_word_[word] + static_cast<size_t>(std::popcount(starts_below))];
   }
   const uint64_t* find(std::string_view s) const {
     const Slot& slot = slots_[slot_for(s, StringHash{}(s))];
@@ -127,8 +132,10 @@ class StringTable {
   size_t count_ = 0;
   std::deque<std::string> storage_;
   std::vector<std::string_view> order_;
-  std::vector<uint64_t> offsets_;  // of order_'s strings: ascending
   std::vector<uint64_t> starts_;   // bit per table offset: a string starts there
+  // Per 64-byte word of the table up to the last string's: how many of
+  // order_'s strings start before it.
+  std::vector<size_t> strings_before_word_;
   uint64_t size_ = 1;
 };
 
@@ -194,16 +201,18 @@ bool intersects(const AddressRange& a, const AddressRange& b) {
 // ---- validation -------------------------------------------------------------
 
 // The checks of a function's range and line rows, whichever form (Function
-// or FlatFunction) it came in.
-Status check_range_and_lines(std::string_view name, const AddressRange& range,
-                             std::span<const LineEntry> lines, size_t file_count) {
-  auto where = [&] { return " in function \"" + std::string(name) + "\""; };
+// or FlatFunction) it came in. `name_of()` gives the function's name, asked
+// for only to compose an error.
+template <typename NameOf>
+Status check_range_and_lines(NameOf&& name_of, const AddressRange& range, std::span<const LineEntry> lines,
+                             size_t file_count) {
+  auto where = [&] { return " in function \"" + std::string(name_of()) + "\""; };
   if (range.end < range.start)
-    return Error("function \"" + std::string(name) + "\" has a reversed range " + range_text(range));
+    return Error("function \"" + std::string(name_of()) + "\" has a reversed range " + range_text(range));
   const uint64_t size = range.size();
   if (size > UINT32_MAX)
-    return Error("function \"" + std::string(name) + "\" is larger than 4 GiB - 1 (size " + hex_number(size) +
-                 ")");
+    return Error("function \"" + std::string(name_of()) + "\" is larger than 4 GiB - 1 (size " +
+                 hex_number(size) + ")");
   for (size_t i = 0; i < lines.size(); ++i) {
     const LineEntry& row = lines[i];
     const bool inside = range.contains(row.address) || (size == 0 && row.address == range.start);
@@ -262,7 +271,8 @@ struct Validator {
     function_name = &f.name;
     if (f.name.empty())
       return Error("function at " + hex_number(f.range.start) + " has an empty name");
-    if (Status s = check_range_and_lines(f.name, f.range, f.lines, file_count); !s) return s;
+    if (Status s = check_range_and_lines([&] { return std::string_view(f.name); }, f.range, f.lines, file_count); !s)
+      return s;
     const uint64_t size = f.range.size();
     if (f.inline_tree) {
       const size_t before = inline_nodes;
@@ -380,12 +390,17 @@ struct Builder::State {
     int64_t inline_size = -1;  // LLVM's sort key: nodes below the root; -1 = no tree
     uint32_t rich = kFlat;     // index into `rich`
     uint32_t name = 0;         // flat: string offset
+    uint32_t lines_block = 0;  // 0 = line_pool, else line_blocks[lines_block - 1]
     uint32_t lines_begin = 0, lines_count = 0;
     uint32_t nodes_begin = 0, nodes_count = 0;
   };
   std::vector<Record> records;
   std::vector<Function> rich;
   PodArray<LineEntry> line_pool;
+  // Blocks given to adopt_line_rows: their functions' rows are referenced
+  // in place (a deque: adopting never moves the earlier blocks' vectors).
+  std::deque<HugePageVector<LineEntry>> line_blocks;
+  size_t adopted_rows_used = 0;  // rows of line_blocks referenced by records
   PodArray<FlatInlineNode> node_pool;  // ranges_begin index range_pool
   PodArray<AddressRange> range_pool;
   std::vector<Function> materialized;  // finalize()'s copy
@@ -394,7 +409,9 @@ struct Builder::State {
 
   std::span<const LineEntry> lines_of(const Record& r) const {
     if (r.rich != kFlat) return rich[r.rich].lines;
-    return std::span<const LineEntry>(line_pool).subspan(r.lines_begin, r.lines_count);
+    const std::span<const LineEntry> pool =
+        r.lines_block ? std::span<const LineEntry>(line_blocks[r.lines_block - 1]) : std::span<const LineEntry>(line_pool);
+    return pool.subspan(r.lines_begin, r.lines_count);
   }
   std::span<const FlatInlineNode> nodes_of(const Record& r) const {
     return std::span<const FlatInlineNode>(node_pool).subspan(r.nodes_begin, r.nodes_count);
@@ -409,6 +426,20 @@ struct Builder::State {
                                           std::span<const FlatInlineNode> b, size_t& j) const;
   bool llvm_equal(const Record& a, const Record& b) const;
   Status add_flat(const FlatFunction& f);
+  // Where `lines` start in the last adopted block, when they lie inside it.
+  std::optional<uint32_t> adopted_position(std::span<const LineEntry> lines) const {
+    if (line_blocks.empty() || lines.empty()) return std::nullopt;
+    const HugePageVector<LineEntry>& block = line_blocks.back();
+    // Compared as integers: the span may point anywhere.
+    const auto first = reinterpret_cast<uintptr_t>(lines.data());
+    const auto block_first = reinterpret_cast<uintptr_t>(block.data());
+    const auto block_end = reinterpret_cast<uintptr_t>(block.data() + block.size());
+    if (first < block_first || first >= block_end || lines.size() > size_t(block_end - first) / sizeof(LineEntry))
+      return std::nullopt;
+    const size_t begin = (first - block_first) / sizeof(LineEntry);
+    if (begin > UINT32_MAX || line_blocks.size() >= UINT32_MAX) return std::nullopt;
+    return static_cast<uint32_t>(begin);
+  }
   struct OpenNode {  // add_flat's walk: an ancestor and its children still to come
     size_t node;
     uint32_t children_left;
@@ -532,10 +563,10 @@ Status Builder::State::add_flat(const FlatFunction& f) {
   if (!strings.is_string_start(f.name))
     return Error("function at " + hex_number(f.range.start) + " has name offset " + std::to_string(f.name) +
                  ", which is not a string added with add_string");
-  // A view into the string table, which add_flat does not grow. Messages
-  // are composed only on failure (this runs for every function).
-  const std::string_view name_text = string_at(f.name);
-  auto where = [&] { return " in function \"" + std::string(name_text) + "\""; };
+  // The name is looked up (a binary search of the string table's offsets)
+  // only to compose an error: this runs for every function.
+  auto name_text = [&] { return string_at(f.name); };
+  auto where = [&] { return " in function \"" + std::string(name_text()) + "\""; };
   if (Status s = check_range_and_lines(name_text, f.range, f.lines, files.size()); !s) return s;
   const uint64_t pool_limit = UINT32_MAX;
   if (line_pool.size() + f.lines.size() > pool_limit ||
@@ -580,9 +611,15 @@ Status Builder::State::add_flat(const FlatFunction& f) {
     record.nodes_count = static_cast<uint32_t>(f.inline_nodes.size());
     record.inline_size = int64_t(f.inline_nodes.size()) - 1;
   }
-  record.lines_begin = static_cast<uint32_t>(line_pool.size());
   record.lines_count = static_cast<uint32_t>(f.lines.size());
-  line_pool.append(f.lines);
+  if (std::optional<uint32_t> begin = adopted_position(f.lines)) {
+    record.lines_block = static_cast<uint32_t>(line_blocks.size());
+    record.lines_begin = *begin;
+    adopted_rows_used += f.lines.size();
+  } else {
+    record.lines_begin = static_cast<uint32_t>(line_pool.size());
+    line_pool.append(f.lines);
+  }
   records.push_back(record);
   return Status::success();
 }
@@ -675,6 +712,10 @@ Status Builder::add_function(Function function) {
   state_->finalized = false;
   state_->materialized_valid = false;
   return Status::success();
+}
+
+std::span<LineEntry> Builder::adopt_line_rows(HugePageVector<LineEntry>&& rows) {
+  return state_->line_blocks.emplace_back(std::move(rows));
 }
 
 Status Builder::add_flat_function(const FlatFunction& function) {
@@ -822,7 +863,7 @@ Expected<std::vector<uint8_t>> Builder::encode() {
   // with its ranges, on sqlite3, libc and cppcheck): untouched capacity
   // costs address space only, while growing past it would copy the file
   // written so far into new pages.
-  out.reserve(records.size() * 64 + st.strings.size() + st.files.size() * 16 + st.line_pool.size() * 4 +
+  out.reserve(records.size() * 64 + st.strings.size() + st.files.size() * 16 + (st.line_pool.size() + st.adopted_rows_used) * 4 +
               st.node_pool.size() * 16 + st.range_pool.size() * 8);
   if (v2) return st.encode_v2(out, strings, base, offset_size);
   out.u32(kMagic);

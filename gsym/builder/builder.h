@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "gsym/base/expected.h"
+#include "gsym/base/huge_pages.h"
 #include "gsym/format/format.h"
 #include "gsym/format/model.h"
 #include "gsym/format/format.h"  // Endian
@@ -98,6 +99,13 @@ class Builder {
   // must be offsets returned by add_string. Same checks and normalization as
   // add_function, plus the tree's shape (child counts must match the nodes).
   Status add_flat_function(const FlatFunction& function);
+
+  // Takes over a block of line rows and returns it, writable: a flat
+  // function added later whose `lines` lie inside the last block adopted is
+  // referenced there instead of copied into the builder (the DWARF
+  // converter hands each unit's rows over). A function's rows must not be
+  // written once it is added; the block lives as long as the builder.
+  std::span<LineEntry> adopt_line_rows(HugePageVector<LineEntry>&& rows);
 
   size_t function_count() const;
 

@@ -379,6 +379,16 @@ class Replayer {
       ++stats_.skipped_units;
       return;
     }
+    // A large unit's rows are handed to the builder, which references each
+    // function's instead of copying them (file indexes are remapped in
+    // place first): copying them faulted in as many pages again. A small
+    // unit's are copied, so the converter's one recycled buffer serves
+    // every such unit instead of a heap block each.
+    constexpr size_t kAdoptedRowsMin = 64 * 1024 / sizeof(LineEntry);
+    if (unit.lines.size() >= kAdoptedRowsMin)
+      lines_ = builder_.adopt_line_rows(std::move(unit.lines));
+    else
+      lines_ = unit.lines;
     file_remap_.assign(unit.files.size() + 1, UINT32_MAX);
     file_remap_[0] = 0;
     string_offsets_.assign(unit.strings.size(), UINT32_MAX);
@@ -415,7 +425,7 @@ class Replayer {
   // Local string and file indexes -> the builder's, in place (each unit
   // function is replayed once).
   void add(UnitOutput& unit, const UnitOutput::Function& f) {
-    std::span<LineEntry> lines(unit.lines.data() + f.lines_begin, f.lines_count);
+    std::span<LineEntry> lines = lines_.subspan(f.lines_begin, f.lines_count);
     for (LineEntry& row : lines) row.file = global_file(unit, row.file);
     std::span<FlatInlineNode> nodes(unit.inline_nodes.data() + f.nodes_begin, f.nodes_count);
     for (FlatInlineNode& node : nodes) {
@@ -444,6 +454,7 @@ class Replayer {
   std::vector<AddressRange>* sized_;
   std::vector<uint32_t> file_remap_;
   std::vector<uint32_t> string_offsets_;
+  std::span<LineEntry> lines_;  // the unit's rows, now the builder's
 };
 
 // The sections our own readers take (line tables, the DIE tree walk),

@@ -22,6 +22,10 @@ constexpr size_t kMaxForms = 1u << 24;
 constexpr unsigned kDwarfLebBytes = kMaxLebBytes + 1;
 
 bool read_uleb(const uint8_t*& p, const uint8_t* end, uint64_t& value) {
+  if (p != end && *p < 0x80) {  // one byte: DIE and abbreviation codes, names, forms
+    value = *p++;
+    return true;
+  }
   return leb128::decode_uleb<kDwarfLebBytes>(p, end, value) == leb128::Result::Ok;
 }
 
@@ -133,7 +137,7 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
         fail("abbreviation " + std::to_string(code) + " has an unknown form " + hex_number(form));
         return false;
       }
-      const int size = fixed_form_size(form);
+      const int size = form_size(form);
       specs_.push_back({static_cast<uint16_t>(name <= UINT16_MAX ? name : 0), static_cast<uint16_t>(form),
                         static_cast<int16_t>(size), implicit_const});
       fixed = size < 0 || fixed < 0 ? -1 : fixed + size;
@@ -167,6 +171,8 @@ bool DwarfDieWalker::start(std::span<const uint8_t> debug_abbrev, uint64_t abbre
     fail("unit offset size " + std::to_string(shape.offset_size));
     return false;
   }
+  for (size_t form = 0; form < standard_form_sizes_.size(); ++form)
+    standard_form_sizes_[form] = static_cast<int8_t>(fixed_form_size(form));
   return parse_abbrevs(debug_abbrev, abbrev_offset);
 }
 

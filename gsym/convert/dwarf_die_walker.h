@@ -15,6 +15,7 @@
 // the walk with an error message, never reads outside the unit.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -125,6 +126,12 @@ class DwarfDieWalker {
   // skip_value for a form whose size is not fixed (fixed_form_size < 0).
   bool skip_variable_value(uint64_t form, const uint8_t*& p, int indirections) const;
   int fixed_form_size(uint64_t form) const;  // -1 = not fixed
+  // fixed_form_size for the unit's shape, from a table for the standard
+  // forms (parse_abbrevs asks for every attribute of every abbreviation).
+  int form_size(uint64_t form) const {
+    return form < standard_form_sizes_.size() ? standard_form_sizes_[form] : fixed_form_size(form);
+  }
+  std::array<int8_t, 0x2d> standard_form_sizes_{};  // DW_FORM_addr .. DW_FORM_addrx4
   void fail(std::string message);
 
   std::vector<Abbrev> abbrevs_;  // by code (codes are small and dense in practice)

@@ -180,6 +180,15 @@ bool DwarfLineTable::file_path(uint64_t index, std::string_view comp_dir, std::s
 bool DwarfLineTable::lookup_address_range(uint64_t address, uint64_t size,
                                           std::vector<uint32_t>& out) const {
   out.clear();
+  std::vector<RowRun> runs;
+  if (!lookup_address_runs(address, size, runs)) return false;
+  for (const RowRun& run : runs)
+    for (uint64_t i = run.first; i <= run.last; ++i) out.push_back(static_cast<uint32_t>(i));
+  return true;
+}
+
+bool DwarfLineTable::lookup_address_runs(uint64_t address, uint64_t size, std::vector<RowRun>& out) const {
+  out.clear();
   if (sequences.empty()) return false;
   const uint64_t end_address = address + size;
   auto seq = std::upper_bound(sequences.begin(), sequences.end(), address,
@@ -201,8 +210,8 @@ bool DwarfLineTable::lookup_address_range(uint64_t address, uint64_t size,
     int64_t first = seq == start ? row_in(*seq, address) : seq->first_row;
     int64_t last = row_in(*seq, end_address - 1);
     if (last < 0) last = int64_t(seq->end_row) - 1;
-    if (first < 0) continue;
-    for (int64_t i = first; i <= last; ++i) out.push_back(static_cast<uint32_t>(i));
+    if (first < 0 || first > last) continue;
+    out.push_back({static_cast<uint32_t>(first), static_cast<uint32_t>(last)});
   }
   return true;
 }

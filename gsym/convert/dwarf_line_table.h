@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gsym/base/expected.h"
+#include "gsym/base/huge_pages.h"
 
 namespace gsym {
 
@@ -47,7 +48,7 @@ struct DwarfLineTable {
     uint64_t directory_index = 0;
   };
   std::vector<FileName> file_names;
-  std::vector<DwarfLineRow> rows;
+  HugePageVector<DwarfLineRow> rows;  // reserved large at once: see huge_pages.h
   std::vector<uint64_t> end_rows;  // bit i set: rows[i] is an end_sequence row
   std::vector<DwarfLineSequence> sequences;  // valid ones, sorted by high_pc
 
@@ -65,6 +66,12 @@ struct DwarfLineTable {
   // LLVM's LineTable::lookupAddressRange: indexes of the rows describing
   // [address, address + size), false when no sequence contains `address`.
   bool lookup_address_range(uint64_t address, uint64_t size, std::vector<uint32_t>& out) const;
+  // The same indexes as runs of consecutive rows (one per sequence met),
+  // in the same order.
+  struct RowRun {
+    uint32_t first = 0, last = 0;  // inclusive
+  };
+  bool lookup_address_runs(uint64_t address, uint64_t size, std::vector<RowRun>& out) const;
 };
 
 // Decodes the line program at `offset` in .debug_line. `address_size` is the

@@ -306,7 +306,7 @@ constexpr uint32_t kNoNode = UINT32_MAX;
 
 struct RawInline {
   uint32_t ranges_begin = 0, ranges_count = 0;  // the DIE's ranges, normalized
-  Dwarf_Die die;                     // for the name, resolved after the walk
+  Dwarf_Off offset = 0;              // the DIE (die_at), for the name resolved after the walk
   // What naming needs of the DIE's attributes (a few of millions of nodes'
   // bytes: DieAttributes is four times the size).
   const char* linkage_name = nullptr;
@@ -315,7 +315,9 @@ struct RawInline {
   bool own_names = false;
   bool name_resolved = false;
   std::string_view name;             // "" = none
-  uint64_t call_file = UINT32_MAX;   // LLVM's default when absent (invalid)
+  // LLVM's default when absent (invalid); larger values are stored as it,
+  // as invalid (no line table has 2^32 files).
+  uint32_t call_file = UINT32_MAX;
   uint32_t call_line = 0;
   uint32_t first_child = kNoNode, last_child = kNoNode, next_sibling = kNoNode;
 };
@@ -404,7 +406,7 @@ struct DwarfUnitConverter::Impl {
   std::unordered_map<std::string, uint32_t> local_file_by_path;
   PointerIndex string_index;  // by address: each DWARF string has one
   std::vector<uint32_t> file_stamp;  // per local file: last group that interned it
-  std::vector<uint32_t> row_indexes;
+  std::vector<DwarfLineTable::RowRun> row_runs;
   std::vector<AddressRange> range_scratch;  // one DIE's raw ranges, reused
   std::vector<AddressRange> normalized_scratch;
   PodArray<RawInline> raw_nodes;       // per unit (realloc'd: millions in C++ units)
@@ -672,9 +674,9 @@ struct DwarfUnitConverter::Impl {
   // out.lines.
   void convert_lines(FunctionContext& ctx, uint64_t start, uint64_t end) {
     const DwarfLineTable& table = *line_table;
-    std::vector<LineEntry>& lines = out.lines;
+    HugePageVector<LineEntry>& lines = out.lines;
     const size_t first = lines.size();
-    if (!table.lookup_address_range(start, end - start, row_indexes)) {
+    if (!table.lookup_address_runs(start, end - start, row_runs)) {
       const DieAttributes attrs = attributes(&ctx.die);
       const auto& decl_file = attrs.decl_file;
       if (!decl_file || attrs.decl_file_implicit_const ||
@@ -688,26 +690,36 @@ struct DwarfUnitConverter::Impl {
       return;
     }
     uint64_t prev_address = 0;
-    for (uint32_t index : row_indexes) {
-      const DwarfLineRow& row = table.rows[index];
-      std::optional<uint32_t> file = file_index(ctx.group, row.file);
-      if (!file) continue;
-      uint64_t address = row.address;
-      if (!(address >= start && address < end)) {
-        if (address < start)
-          address = start;
-        else
+    // Consecutive rows mostly share a file: its index is looked up once per
+    // change (file_index gives the same answer for the same group).
+    uint64_t last_dwarf_file = ~uint64_t{0};
+    std::optional<uint32_t> file;
+    const uint32_t first_index = row_runs.empty() ? 0 : row_runs.front().first;
+    for (const DwarfLineTable::RowRun& run : row_runs) {
+      for (uint64_t index = run.first; index <= run.last; ++index) {
+        const DwarfLineRow& row = table.rows[index];
+        if (row.file != last_dwarf_file) {
+          last_dwarf_file = row.file;
+          file = file_index(ctx.group, row.file);
+        }
+        if (!file) continue;
+        uint64_t address = row.address;
+        if (!(address >= start && address < end)) {
+          if (address < start)
+            address = start;
+          else
+            continue;
+        }
+        LineEntry entry{address, *file, row.line};
+        if (index != first_index && row.address < prev_address) return;
+        if (lines.size() > first && lines.back().file == *file && lines.back().line == row.line)
           continue;
-      }
-      LineEntry entry{address, *file, row.line};
-      if (index != row_indexes[0] && row.address < prev_address) break;
-      if (lines.size() > first && lines.back().file == *file && lines.back().line == row.line)
-        continue;
-      if (table.ends_sequence(index)) {
-        prev_address = 0;
-      } else {
-        lines.push_back(entry);
-        prev_address = row.address;
+        if (table.ends_sequence(index)) {
+          prev_address = 0;
+        } else {
+          lines.push_back(entry);
+          prev_address = row.address;
+        }
       }
     }
   }
@@ -904,10 +916,14 @@ struct DwarfUnitConverter::Impl {
       if (raw.origin && !raw.own_names) {
         const auto [index, inserted] =
             origin_name_index.emplace(raw.origin, static_cast<uint32_t>(origin_name_values.size()));
-        if (inserted) origin_name_values.push_back(qualified_name(&raw.die, raw.linkage_name, raw.short_name));
+        if (inserted) {
+          Dwarf_Die die = die_at(raw.offset);
+          origin_name_values.push_back(qualified_name(&die, raw.linkage_name, raw.short_name));
+        }
         raw.name = origin_name_values[index];
       } else {
-        raw.name = qualified_name(&raw.die, raw.linkage_name, raw.short_name);
+        Dwarf_Die die = die_at(raw.offset);
+        raw.name = qualified_name(&die, raw.linkage_name, raw.short_name);
       }
     }
     return raw.name;
@@ -1191,7 +1207,7 @@ struct DwarfUnitConverter::Impl {
   // Records an inlined subroutine below raw node `parent`; returns its index.
   int64_t add_raw_inline(const DwarfDieWalker::Step& step, Dwarf_Die* die, int64_t parent_index) {
     RawInline raw;
-    raw.die = *die;
+    raw.offset = step.offset;
     DieAttributes attrs;
     if (!inline_attributes(step, attrs)) attrs = attributes(die);
     raw.linkage_name = attrs.linkage_name;
@@ -1204,7 +1220,7 @@ struct DwarfUnitConverter::Impl {
     raw.ranges_begin = static_cast<uint32_t>(raw_ranges.size());
     raw.ranges_count = static_cast<uint32_t>(normalized_scratch.size());
     raw_ranges.append(normalized_scratch);
-    if (attrs.call_file) raw.call_file = *attrs.call_file;
+    if (attrs.call_file) raw.call_file = static_cast<uint32_t>(std::min<uint64_t>(*attrs.call_file, UINT32_MAX));
     raw.call_line = static_cast<uint32_t>(attrs.call_line.value_or(0));
     const uint32_t index = static_cast<uint32_t>(raw_nodes.size());
     raw_nodes.push_back(raw);
@@ -1281,7 +1297,8 @@ struct DwarfUnitConverter::Impl {
   }
 
   // Every per-unit table emptied before the next unit.
-  // recycle()'s vectors, emptied, for the next unit's output.
+  // recycle()'s vectors, emptied, for the next unit's output (a large
+  // unit's line rows stay with the Builder: Builder::adopt_line_rows).
   UnitOutput spare;
   void recycle(UnitOutput&& used) {
     auto keep = [](auto& to, auto& from) {

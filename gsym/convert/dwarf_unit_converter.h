@@ -52,7 +52,7 @@ struct UnitOutput {
     uint32_t nodes_begin = 0, nodes_count = 0;  // 0 = no inline tree
   };
   std::vector<Function> functions;
-  std::vector<LineEntry> lines;
+  HugePageVector<LineEntry> lines;
   std::vector<FlatInlineNode> inline_nodes;
   std::vector<AddressRange> inline_ranges;
   uint64_t line_rows = 0;

@@ -198,7 +198,7 @@ Status decompress_chdr_section(Elf* elf, Elf_Scn* scn, GElf_Shdr shdr, const GEl
   if (!data || !data->d_buf) return Error(what + libelf_error());
   const size_t header = gelf_fsize(elf, ELF_T_CHDR, 1, EV_CURRENT);
   if (header == 0 || data->d_size < header) return Error(what + "truncated compression header");
-  auto buffer = std::make_unique_for_overwrite<uint8_t[]>(std::max<uint64_t>(chdr.ch_size, 1));
+  HugePageBytes buffer = allocate_huge_page_bytes(std::max<uint64_t>(chdr.ch_size, 1));
   const std::span<const uint8_t> in(static_cast<const uint8_t*>(data->d_buf) + header, data->d_size - header);
   if (chdr.ch_type == ELFCOMPRESS_ZSTD) {
     const size_t size = ZSTD_decompress(buffer.get(), chdr.ch_size, in.data(), in.size());

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gsym/base/expected.h"
+#include "gsym/base/huge_pages.h"
 #include "gsym/format/model.h"
 #include "gsym/convert/plt_table.h"
 
@@ -76,7 +77,7 @@ Status check_section_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits
 // Decompressed section contents that libelf did not allocate itself (zstd:
 // libelf 0.188 inflates only zlib): they must live as long as the Elf.
 struct DecompressedSections {
-  std::vector<std::unique_ptr<uint8_t[]>> buffers;
+  std::vector<HugePageBytes> buffers;  // written once, by the decompressor
 };
 
 // check_section_sizes, then decompresses in place every .debug_* / .zdebug*

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -39,6 +40,7 @@ class ByteWriter {
   void sleb(int64_t v) { leb128::append_sleb(bytes_, v); }
 
   void raw(std::string_view s) { bytes_.insert(bytes_.end(), s.begin(), s.end()); }
+  void raw(std::span<const uint8_t> bytes) { bytes_.insert(bytes_.end(), bytes.begin(), bytes.end()); }
   void zeros(size_t n) { bytes_.insert(bytes_.end(), n, 0); }
 
   // Zero padding up to a multiple of `align` (relative to the buffer start).

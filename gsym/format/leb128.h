@@ -89,25 +89,40 @@ inline bool skip(const uint8_t*& p, const uint8_t* end) {
   return false;
 }
 
-// Shortest encodings, appended to `out`.
-inline void append_uleb(std::vector<uint8_t>& out, uint64_t v) {
+// Shortest encodings, written at `p` (room for kMaxLebBytes); each returns
+// the position after the value.
+inline uint8_t* write_uleb(uint8_t* p, uint64_t v) {
   do {
     uint8_t byte = v & 0x7f;
     v >>= 7;
     if (v != 0) byte |= 0x80;
-    out.push_back(byte);
+    *p++ = byte;
   } while (v != 0);
+  return p;
 }
 
-inline void append_sleb(std::vector<uint8_t>& out, int64_t v) {
+inline uint8_t* write_sleb(uint8_t* p, int64_t v) {
   bool more = true;
   while (more) {
     uint8_t byte = v & 0x7f;
     v >>= 7;  // arithmetic shift: C++20 defines it for negative values
     more = !((v == 0 && !(byte & 0x40)) || (v == -1 && (byte & 0x40)));
     if (more) byte |= 0x80;
-    out.push_back(byte);
+    *p++ = byte;
   }
+  return p;
+}
+
+// The same, appended to `out` (byte by byte: cheaper than a range insert
+// for values of a byte or two).
+inline void append_uleb(std::vector<uint8_t>& out, uint64_t v) {
+  uint8_t bytes[kMaxLebBytes];
+  for (const uint8_t* p = bytes, *end = write_uleb(bytes, v); p != end; ++p) out.push_back(*p);
+}
+
+inline void append_sleb(std::vector<uint8_t>& out, int64_t v) {
+  uint8_t bytes[kMaxLebBytes];
+  for (const uint8_t* p = bytes, *end = write_sleb(bytes, v); p != end; ++p) out.push_back(*p);
 }
 
 }  // namespace gsym::leb128

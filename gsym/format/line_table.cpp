@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -188,6 +190,9 @@ std::pair<int64_t, int64_t> line_delta_window(std::span<const LineEntry> lines) 
     // near ones (|delta| <= kNear, all zero between calls), far ones above.
     constexpr int64_t kNear = 1024;
     thread_local std::array<uint32_t, 2 * kNear + 1> near_counts{};
+    // Bit per near delta seen (all zero between calls): the histogram visits
+    // those only, not every delta between the lowest and the highest.
+    thread_local std::array<uint64_t, (2 * kNear + 1 + 63) / 64> near_seen{};
     thread_local std::vector<int64_t> far;
     thread_local std::vector<DeltaCount> histogram;
     // Reserved first: nothing below throws once near_counts is touched.
@@ -195,16 +200,15 @@ std::pair<int64_t, int64_t> line_delta_window(std::span<const LineEntry> lines) 
     far.reserve(lines.size());
     histogram.clear();
     histogram.reserve(lines.size());
-    int64_t near_low = kNear + 1, near_high = -kNear - 1;
     for (size_t i = 1; i < lines.size(); ++i) {
       const int64_t delta = delta_at(i);
       if (delta < -kNear || delta > kNear) {
         far.push_back(delta);
         continue;
       }
-      ++near_counts[size_t(delta + kNear)];
-      near_low = std::min(near_low, delta);
-      near_high = std::max(near_high, delta);
+      const size_t slot = size_t(delta + kNear);
+      ++near_counts[slot];
+      near_seen[slot / 64] |= uint64_t{1} << (slot % 64);
     }
     std::sort(far.begin(), far.end());
     auto add_far = [&](auto first, auto last) {
@@ -217,10 +221,13 @@ std::pair<int64_t, int64_t> line_delta_window(std::span<const LineEntry> lines) 
     };
     const auto far_split = std::lower_bound(far.begin(), far.end(), int64_t{0});
     add_far(far.begin(), far_split);
-    for (int64_t d = near_low; d <= near_high; ++d) {
-      uint32_t& count = near_counts[size_t(d + kNear)];
-      if (count) histogram.push_back({d, count});
-      count = 0;
+    for (size_t word = 0; word < near_seen.size(); ++word) {
+      for (uint64_t bits = near_seen[word]; bits; bits &= bits - 1) {
+        const size_t slot = word * 64 + size_t(std::countr_zero(bits));
+        histogram.push_back({int64_t(slot) - kNear, near_counts[slot]});
+        near_counts[slot] = 0;
+      }
+      near_seen[word] = 0;
     }
     add_far(far_split, far.end());
     // Each delta in turn as the window's first; [first, end) are those
@@ -255,9 +262,24 @@ Status encode_line_table(ByteWriter& out, std::span<const LineEntry> lines,
                          uint64_t func_start) {
   if (lines.empty()) return Error("cannot encode an empty line table");
   auto [min_delta, max_delta] = line_delta_window(lines);
-  out.sleb(min_delta);
-  out.sleb(max_delta);
-  out.uleb(lines.front().line);
+  // Encoded into a scratch buffer through a pointer, then appended: a
+  // vector's push_back per byte reloads its end after every store (a byte
+  // store may alias it). Room for the header and the longest row (SetFile,
+  // AdvanceLine, AdvancePC) per row, plus EndSequence.
+  constexpr size_t kMaxRowBytes = 3 + 3 * kMaxLebBytes;
+  // Grown without zero-filling (every byte read back is written first).
+  thread_local std::unique_ptr<uint8_t[]> scratch;
+  thread_local size_t scratch_size = 0;
+  const size_t room = (lines.size() + 1) * kMaxRowBytes;
+  if (scratch_size < room) {
+    scratch.reset();
+    scratch = std::make_unique_for_overwrite<uint8_t[]>(room);
+    scratch_size = room;
+  }
+  uint8_t* p = scratch.get();
+  p = leb128::write_sleb(p, min_delta);
+  p = leb128::write_sleb(p, max_delta);
+  p = leb128::write_uleb(p, lines.front().line);
 
   LineEntry prev{func_start, 1, lines.front().line};
   const int64_t line_range = max_delta - min_delta + 1;
@@ -276,8 +298,8 @@ Status encode_line_table(ByteWriter& out, std::span<const LineEntry> lines,
     else if (prev.line > row.line)
       line_delta = -int64_t(static_cast<int32_t>(prev.line - row.line));
     if (row.file != prev.file) {
-      out.u8(kOpSetFile);
-      out.uleb(row.file);
+      *p++ = kOpSetFile;
+      p = leb128::write_uleb(p, row.file);
     }
     bool special = line_delta >= min_delta && line_delta <= max_delta && addr_delta <= 255;
     int64_t op = 0;
@@ -286,18 +308,25 @@ Status encode_line_table(ByteWriter& out, std::span<const LineEntry> lines,
       special = op >= 0 && op <= 255;
     }
     if (special) {
-      out.u8(static_cast<uint8_t>(op));
+      *p++ = static_cast<uint8_t>(op);
     } else {
       if (line_delta != 0) {
-        out.u8(kOpAdvanceLine);
-        out.sleb(line_delta);
+        *p++ = kOpAdvanceLine;
+        p = leb128::write_sleb(p, line_delta);
       }
-      out.u8(kOpAdvancePC);
-      out.uleb(addr_delta);
+      *p++ = kOpAdvancePC;
+      p = leb128::write_uleb(p, addr_delta);
     }
     prev = row;
   }
-  out.u8(kOpEndSequence);
+  *p++ = kOpEndSequence;
+  out.raw(std::span<const uint8_t>(scratch.get(), p));
+  // A long-lived thread (the agent's) keeps no huge scratch after an
+  // outsized table (4 MiB: tables of over 120,000 rows).
+  if (scratch_size > (size_t{4} << 20)) {
+    scratch.reset();
+    scratch_size = 0;
+  }
   return Status::success();
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gsym/base/huge_pages.h"
 #include "gsym/builder/builder.h"
 #include "gsym/reader/reader.h"
 
@@ -798,4 +799,79 @@ TEST_CASE("flat builder: names anywhere in a large string table") {
   }
   CHECK(flat.function_count() == names.size());
   CHECK(encode_ok(flat) == encode_ok(rich));
+}
+
+TEST_CASE("flat builder: rows in an adopted block are referenced and encode like copied ones") {
+  Builder copied, adopting;
+  intern(copied);
+  const Names n = intern(adopting);
+  for (const OwnedFlat& f : {flat_outer(n), flat_with_lines(n), flat_zero(n), flat_bare(n)})
+    REQUIRE(copied.add_flat_function(f.view()).ok());
+
+  // Every function's rows, one after another, in one block (as a converted
+  // unit's); outer's rows are written after adopting, before it is added.
+  const OwnedFlat outer = flat_outer(n), with_lines = flat_with_lines(n), zero = flat_zero(n);
+  HugePageVector<LineEntry> block;
+  block.insert(block.end(), outer.lines.size(), LineEntry{});
+  block.insert(block.end(), with_lines.lines.begin(), with_lines.lines.end());
+  block.insert(block.end(), zero.lines.begin(), zero.lines.end());
+  const LineEntry* const stored = block.data();
+  const std::span<LineEntry> rows = adopting.adopt_line_rows(std::move(block));
+  REQUIRE(rows.data() == stored);  // the block itself, not a copy
+  REQUIRE(rows.size() == outer.lines.size() + with_lines.lines.size() + zero.lines.size());
+  std::copy(outer.lines.begin(), outer.lines.end(), rows.begin());
+  auto add_with_rows = [&](const OwnedFlat& f, std::span<const LineEntry> lines) {
+    FlatFunction view = f.view();
+    view.lines = lines;
+    return adopting.add_flat_function(view);
+  };
+  REQUIRE(add_with_rows(outer, rows.subspan(0, outer.lines.size())).ok());
+  REQUIRE(add_with_rows(with_lines, rows.subspan(outer.lines.size(), with_lines.lines.size())).ok());
+  // Rows reaching past the block's end are not the block's: copied.
+  std::vector<LineEntry> tail(rows.end() - 1, rows.end());
+  REQUIRE(add_with_rows(zero, tail).ok());
+  REQUIRE(adopting.add_flat_function(flat_bare(n).view()).ok());
+  // A rejected function references nothing: the builder is unchanged.
+  CHECK(!add_with_rows(with_lines, rows.subspan(0, 2)).ok());
+  CHECK(encode_ok(adopting) == encode_ok(copied));
+  CHECK(adopting.finalize() == copied.finalize());
+}
+
+TEST_CASE("huge page vector: large blocks start on a 2 MiB boundary and keep their contents when grown") {
+  HugePageVector<uint64_t> small(16, 7);
+  CHECK(small[15] == 7);
+  HugePageVector<uint64_t> large;
+  const size_t count = huge_pages::kMinBytes / sizeof(uint64_t) + 5;
+  large.reserve(count);
+  CHECK(reinterpret_cast<uintptr_t>(large.data()) % (uintptr_t{2} << 20) == 0);
+  for (size_t i = 0; i < count; ++i) large.push_back(i * 3);
+  large.push_back(1);  // past the reservation: a new block, the rows copied
+  CHECK(reinterpret_cast<uintptr_t>(large.data()) % (uintptr_t{2} << 20) == 0);
+  bool intact = true;
+  for (size_t i = 0; i < count; ++i) intact = intact && large[i] == i * 3;
+  CHECK(intact);
+  CHECK(large.back() == 1);
+  HugePageVector<uint64_t> moved = std::move(large);
+  CHECK(moved.size() == count + 1);
+}
+
+TEST_CASE("flat builder: names of flat functions are read back by offset across the string table") {
+  // Strings of 1 to 90 bytes: several start in one 64-byte word of the
+  // table, others span words; each function is named by one of them.
+  Builder b;
+  std::vector<std::string> names;
+  std::vector<uint32_t> offsets;
+  for (size_t i = 0; i < 300; ++i) {
+    names.push_back(std::string(1 + (i * 37) % 90, char('a' + i % 26)) + std::to_string(i));
+    offsets.push_back(b.add_string(names.back()));
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    FlatFunction f;
+    f.range = {0x1000 + 0x10 * i, 0x1000 + 0x10 * i + 8};
+    f.name = offsets[i];
+    REQUIRE(b.add_flat_function(f).ok());
+  }
+  const std::vector<Function>& functions = b.finalize();
+  REQUIRE(functions.size() == names.size());
+  for (size_t i = 0; i < names.size(); ++i) CHECK(functions[i].name == names[i]);
 }
