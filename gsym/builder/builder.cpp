@@ -563,8 +563,8 @@ Status Builder::State::add_flat(const FlatFunction& f) {
   if (!strings.is_string_start(f.name))
     return Error("function at " + hex_number(f.range.start) + " has name offset " + std::to_string(f.name) +
                  ", which is not a string added with add_string");
-  // The name is looked up (a binary search of the string table's offsets)
-  // only to compose an error: this runs for every function.
+  // The name is looked up only to compose an error (this runs for every
+  // function).
   auto name_text = [&] { return string_at(f.name); };
   auto where = [&] { return " in function \"" + std::string(name_text()) + "\""; };
   if (Status s = check_range_and_lines(name_text, f.range, f.lines, files.size()); !s) return s;
