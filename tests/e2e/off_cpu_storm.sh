@@ -88,7 +88,9 @@ t0=$EPOCHREALTIME
   { cat "$WORK/all.err" >&2; fail "gsymprof profile --off-cpu -d 3 failed"; }
 elapsed=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
 kill -0 "$storm" 2>/dev/null || fail "the storm ended before the 3 s window did: make it longer"
-kill "$storm"; wait "$storm" 2>/dev/null
+# perf bench's pipe child holds both pipes' ends: killing the parent alone
+# leaves it blocked for good.
+pkill -P "$storm" 2>/dev/null; kill "$storm"; wait "$storm" 2>/dev/null
 echo "     Total time: 3.000 [sec]" >"$WORK/all.window"
 check "$WORK/all.folded" "$WORK/all.json" "system-wide" "$WORK/all.window" "$elapsed" sched-pipe
 echo "ok"
