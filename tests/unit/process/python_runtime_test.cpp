@@ -1288,28 +1288,42 @@ void check_interpreter(const std::string& python, const std::string& minor) {
   }
   REQUIRE_MESSAGE(tstate != 0, "no thread state with native_thread_id ", process.tid);
   CHECK(read_u64(read, tstate + layout->tstate_interp) == interp);
-  if (layout->runtime_tstate_current != kPythonAbsent) {
-    // The only thread spins in Python: it holds the GIL.
-    CHECK(read_u64(read, runtime_address + layout->runtime_tstate_current) == tstate);
-  }
-  // 3.11, 3.12: through the _PyCFrame; 3.13: the thread state holds it.
-  uint64_t frame = read_u64(read, tstate + layout->tstate_cframe);
-  if (layout->cframe_current_frame != kPythonAbsent) frame = read_u64(read, frame + layout->cframe_current_frame);
+  // The interpreter's state as the sampler would see it now. The script
+  // prints its ready line and then calls spin(): on a loaded machine it may
+  // still be in that write (the GIL released) when the line arrives, so the
+  // state is read again until it spins (a few seconds at most).
+  uint64_t tstate_current = 0;
   std::vector<uint64_t> chain;
-  std::vector<uint8_t> entries;
+  std::vector<uint8_t> entries, owners;
   std::vector<std::optional<PythonFrameName>> names;
-  for (int depth = 0; depth < 16 && frame; ++depth, frame = read_u64(read, frame + layout->frame_previous)) {
-    const uint8_t owner = read_u8(read, frame + layout->frame_owner);
-    if (layout->frame_owned_by_cstack != kPythonAbsent && owner == layout->frame_owned_by_cstack) continue;
-    CHECK(owner == 0);  // FRAME_OWNED_BY_THREAD
-    const uint64_t code = read_u64(read, frame + layout->frame_code);
-    const uint64_t prev_instr = read_u64(read, frame + layout->frame_prev_instr);
-    chain.push_back(code);
-    if (layout->frame_is_entry != kPythonAbsent) entries.push_back(read_u8(read, frame + layout->frame_is_entry));
-    const int64_t offset = static_cast<int64_t>(prev_instr - (code + layout->code_adaptive));
-    names.push_back(namer.name(pid, *layout, code, static_cast<int32_t>(offset), read, 0));
+  const std::vector<uint64_t> spinning{process.spin_code, process.module_code};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    if (layout->runtime_tstate_current != kPythonAbsent)
+      tstate_current = read_u64(read, runtime_address + layout->runtime_tstate_current);
+    // 3.11, 3.12: through the _PyCFrame; 3.13: the thread state holds it.
+    uint64_t frame = read_u64(read, tstate + layout->tstate_cframe);
+    if (layout->cframe_current_frame != kPythonAbsent) frame = read_u64(read, frame + layout->cframe_current_frame);
+    chain.clear(), entries.clear(), owners.clear(), names.clear();
+    for (int depth = 0; depth < 16 && frame; ++depth, frame = read_u64(read, frame + layout->frame_previous)) {
+      const uint8_t owner = read_u8(read, frame + layout->frame_owner);
+      if (layout->frame_owned_by_cstack != kPythonAbsent && owner == layout->frame_owned_by_cstack) continue;
+      owners.push_back(owner);
+      const uint64_t code = read_u64(read, frame + layout->frame_code);
+      const uint64_t prev_instr = read_u64(read, frame + layout->frame_prev_instr);
+      chain.push_back(code);
+      if (layout->frame_is_entry != kPythonAbsent) entries.push_back(read_u8(read, frame + layout->frame_is_entry));
+      const int64_t offset = static_cast<int64_t>(prev_instr - (code + layout->code_adaptive));
+      names.push_back(namer.name(pid, *layout, code, static_cast<int32_t>(offset), read, 0));
+    }
+    const bool holds_gil = layout->runtime_tstate_current == kPythonAbsent || tstate_current == tstate;
+    if ((holds_gil && chain == spinning) || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  REQUIRE(chain == std::vector<uint64_t>{process.spin_code, process.module_code});
+  // The only thread spins in Python: it holds the GIL.
+  if (layout->runtime_tstate_current != kPythonAbsent) CHECK(tstate_current == tstate);
+  for (uint8_t owner : owners) CHECK(owner == 0);  // FRAME_OWNED_BY_THREAD
+  REQUIRE(chain == spinning);
   if (layout->frame_is_entry != kPythonAbsent) CHECK(entries == std::vector<uint8_t>{0, 1});
   REQUIRE(names[0]);
   CHECK(names[0]->qualname == "spin");
