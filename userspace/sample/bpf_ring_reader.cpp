@@ -63,7 +63,6 @@ gsym::Expected<std::unique_ptr<BpfRingReader>> BpfRingReader::open(int map_fd, s
   std::unique_ptr<BpfRingReader> reader(new BpfRingReader());
   reader->map_fd_ = map_fd;
   reader->page_size_ = static_cast<size_t>(page);
-  reader->data_bytes_ = data_bytes;
   // Page 0: the consumer position, ours to write. From page 1: the
   // producer position's page, then the data, mapped once.
   reader->consumer_page_ = mmap(nullptr, reader->page_size_, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0);
@@ -84,7 +83,7 @@ gsym::Expected<std::unique_ptr<BpfRingReader>> BpfRingReader::open(int map_fd, s
 }
 
 BpfRingReader::~BpfRingReader() {
-  if (producer_and_data_) munmap(producer_and_data_, page_size_ + data_bytes_);
+  if (producer_and_data_) munmap(producer_and_data_, page_size_ + view_.size);
   if (consumer_page_) munmap(consumer_page_, page_size_);
 }
 

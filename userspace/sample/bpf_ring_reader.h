@@ -62,8 +62,8 @@ class BpfRingReader {
   int map_fd_ = -1;
   void* consumer_page_ = nullptr;
   void* producer_and_data_ = nullptr;
-  size_t page_size_ = 0, data_bytes_ = 0;
-  RingView view_;
+  size_t page_size_ = 0;
+  RingView view_;  // its size: the data's, as mapped
   std::vector<uint8_t> wrapped_;
   uint64_t bad_headers_ = 0;
 };
