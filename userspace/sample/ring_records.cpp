@@ -91,8 +91,11 @@ RingRecordKind decode_stack_copy(std::span<const uint8_t> record, const profile_
                                  RingRecordScratch& scratch, EventSink& sink) {
   const size_t fixed = offsetof(profile_stack_copy_event, stack);
   if (header.size < fixed) return RingRecordKind::Bad;
+  // The registers and counts only: the 512 bytes of kernel_ips behind them
+  // are read where valid (copy_ips), not copied whole; each line of a
+  // record is a cache miss here (another CPU wrote it).
   profile_stack_copy_event event;
-  std::memcpy(&event, record.data(), fixed);
+  std::memcpy(&event, record.data(), offsetof(profile_stack_copy_event, kernel_ips));
   if (event.stack_size > header.size - fixed || event.kernel_frame_count > PROFILE_MAX_KERNEL_FRAMES)
     return RingRecordKind::Bad;
   RawStackCopy copy;
