@@ -116,6 +116,10 @@ std::vector<JitLine> parse_jitdump_debug_info(std::span<const uint8_t> body, boo
     if (entries.size() - stride * count >= 8) return {};
     rows = read_rows(entries, count, swapped, stride);
     if (!choose_bias()) return {};
+    // Those names are freed memory: up to its first NUL it may well be
+    // printable ("e" came out of one: `fib (e:3)`), and no name beats a
+    // wrong one. The lines stay.
+    for (RawRow& row : rows) row.file = {};
   }
   std::vector<JitLine> lines;
   lines.reserve(std::min(rows.size(), kMaxJitdumpLineRows));

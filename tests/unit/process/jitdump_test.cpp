@@ -306,6 +306,20 @@ TEST_CASE("jitdump: debug rows: plain addresses, V8's bias, node 20's bad names,
   REQUIRE(recovered.size() == 2);
   CHECK(recovered[1] == JitLine{0x1010, 4, 19, ""});
   CHECK(jit_line_name("JS:*fib", &recovered[1]) == "JS:*fib (line 4)");
+  // The freed memory may start with printable bytes: still not a name.
+  const std::string printable_garbage("e\0\x02\0\0\0\0\0K\x9d\xaf=vQ\xc9\xba.js", 19);
+  body.resize(16);
+  for (auto [address, line] : {std::pair<uint64_t, uint32_t>{0x1040, 3}, {0x1050, 4}}) {
+    writer.u64(body, address);
+    writer.u32(body, line);
+    writer.u32(body, 19);
+    body.insert(body.end(), printable_garbage.begin(), printable_garbage.end());
+    body.push_back(0);
+  }
+  recovered = parse_jitdump_debug_info(body, false, 0x1000, 0x1100);
+  REQUIRE(recovered.size() == 2);
+  CHECK(recovered[0] == JitLine{0x1000, 3, 19, ""});
+  CHECK(jit_line_name("JS:*fib", &recovered[0]) == "JS:*fib (line 3)");
   // Every row count a record could claim: none beyond what its bytes hold.
   for (uint64_t claimed : {uint64_t{0}, uint64_t{3}, uint64_t{1} << 40, UINT64_MAX}) {
     std::vector<uint8_t> lying = writer.debug_body(0x1000, {{0x1040, 1, 1, "x.js"}});
