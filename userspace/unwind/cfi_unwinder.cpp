@@ -734,6 +734,21 @@ std::string failure_key(const UnwindModule& module) {
 }  // namespace
 
 CfiUnwinder::ModuleCfi* CfiUnwinder::cfi_for(const UnwindModule& module) {
+  // The modules of the last walks, compared whole (a module at a reused
+  // address is another module): building the cache key and searching the
+  // cache took an allocation and string compares per walk.
+  if (module.jit) return cfi_for_key(module);  // not copied: its CFI bytes come with it
+  for (const auto& [known, cfi] : recent_cfi_)
+    if (cfi && known == module) return cfi;
+  ModuleCfi* cfi = cfi_for_key(module);
+  if (cfi) {
+    recent_cfi_[recent_cfi_next_] = {module, cfi};
+    recent_cfi_next_ = (recent_cfi_next_ + 1) % recent_cfi_.size();
+  }
+  return cfi;
+}
+
+CfiUnwinder::ModuleCfi* CfiUnwinder::cfi_for_key(const UnwindModule& module) {
   if (auto it = cache_.find(success_key(module)); it != cache_.end()) return it->second.get();
   std::string failed = failure_key(module);
   if (cache_.count(failed)) return nullptr;
@@ -758,12 +773,14 @@ std::string CfiUnwinder::module_error(const UnwindModule& module) {
 
 void CfiUnwinder::forget_module(const UnwindModule& module) {
   std::lock_guard lock(mutex_);
+  recent_cfi_ = {};
   cache_.erase(success_key(module));
   cache_.erase(failure_key(module));
 }
 
 void CfiUnwinder::forget_modules() {
   std::lock_guard lock(mutex_);
+  recent_cfi_ = {};
   cache_.clear();
   rows_cached_ = 0;
 }

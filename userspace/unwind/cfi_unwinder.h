@@ -25,6 +25,7 @@
 // filled lazily and are not thread-safe).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -111,6 +112,7 @@ class CfiUnwinder {
 
  private:
   ModuleCfi* cfi_for(const UnwindModule& module);  // caller holds mutex_
+  ModuleCfi* cfi_for_key(const UnwindModule& module);  // the same, without recent_cfi_
 
   UnwindOptions options_;
   mutable std::mutex mutex_;
@@ -122,6 +124,9 @@ class CfiUnwinder {
   // past the bound every module's rows are dropped and decoded again.
   static constexpr size_t kMaxCachedRows = 32768;
   size_t rows_cached_ = 0;
+  // The last modules whose CFI loaded, copied (cfi_for).
+  std::array<std::pair<UnwindModule, ModuleCfi*>, 4> recent_cfi_{};
+  size_t recent_cfi_next_ = 0;
 };
 
 }  // namespace gsymprof

@@ -53,6 +53,7 @@ class StackCopyUnwinder {
   // After ProcessTable::compact (image ids renumbered): forgets the modules
   // found per image. Nothing may be held (flush first).
   void forget_images() {
+    last_ = {};
     modules_.clear();
     code_.clear();
     jit_modules_.clear();
@@ -130,6 +131,13 @@ class StackCopyUnwinder {
   std::vector<uint64_t> ips_;  // result_.ips in RawSample's form (emit_result)
   // (image id, module index) -> how to read that module's CFI.
   std::map<std::pair<uint32_t, int32_t>, UnwindModule> modules_;
+  // The file mapping the last walk found a module in (walk).
+  struct LastModule {
+    uint32_t image = 0;
+    std::pair<uint64_t, uint64_t> range{0, 0};
+    const UnwindModule* module = nullptr;  // into modules_
+    uint64_t map_reads = 0;
+  } last_;
   struct Code {
     std::array<uint8_t, kEpilogueCodeBytes> bytes{};
     uint8_t size = 0;

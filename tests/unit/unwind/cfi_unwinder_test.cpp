@@ -327,6 +327,20 @@ TEST_CASE("cfi unwinder: missing module, missing CFI, wrong build ID") {
   CHECK(unwinder.module_error(missing).find("cannot open") != std::string::npos);
   // `shifted` shares libc's build ID, so it reuses libc's (good) CFI.
   CHECK(unwinder.stats().modules_failed == 2);
+
+  // One module object changed between walks (as one freed and another made
+  // at its address): the unwinder's memo of recent modules must see another
+  // module, not the one it walked with before.
+  gsymprof::UnwindModule reused = *libc;
+  r = unwinder.unwind(view, [&](uint64_t addr) { return addr == full.result.ips[0] ? &reused : full.snapshot.find_module(addr); });
+  CHECK(r.stop == UnwindStop::Complete);
+  reused = wrong_id;
+  r = unwinder.unwind(view, [&](uint64_t) { return &reused; });
+  CHECK(r.stop == UnwindStop::NoCfi);
+  CHECK(r.ips.size() == 1);  // not a step by the CFI of the module it was
+  reused = *libc;
+  r = unwinder.unwind(view, [&](uint64_t addr) { return addr == full.result.ips[0] ? &reused : full.snapshot.find_module(addr); });
+  CHECK(r.stop == UnwindStop::Complete);
 }
 
 TEST_CASE("cfi unwinder: code without CFI at the ELF entry point is the stack's root") {
