@@ -9,8 +9,12 @@
 # between the two durations (the session's fixed cost drops out); per
 # session = what is left at D = 0. With READER_BASELINE=PATH (another
 # gsymprof binary, e.g. an older commit's build) both run alternating in
-# each round, side by side. GSYM caches warm for both (a first unmeasured
-# run). Median (min-max) of ROUNDS.
+# each round, side by side; then the two profile the same sqlite3 at the
+# same time (both on CPU 0, the one started first alternating), so that the
+# machine's drift, which moves sequential runs of one binary by 25%, hits
+# both alike: per-round ratios of the same binary under two names stay
+# within about 12%. GSYM caches warm for both (a first unmeasured run).
+# Median (min-max) of ROUNDS.
 # Sourced by run.sh after tests/bench/common.sh; defines section_reader.
 # shellcheck shell=bash
 
@@ -19,6 +23,29 @@ READER_LONG=${READER_LONG:-10}
 READER_BASELINE=${READER_BASELINE:-}
 
 # reader_run BINARY SECONDS: one session; prints "cpu_s samples".
+# Both binaries profile one sqlite3 for SECONDS at once; prints their CPU
+# seconds and samples: "cpu_a samples_a cpu_b samples_b".
+reader_pair_run() {
+  local a=$1 b=$2 seconds=$3 first=$4 pid pa pb
+  taskset -c 1 sqlite3 -init /dev/null :memory: < "$TMP/reader.sql" > /dev/null 2>&1 &
+  pid=$!
+  sleep 0.3
+  local -A bin=([a]=$a [b]=$b) job
+  local w
+  for w in $first $([[ $first == a ]] && echo b || echo a); do
+    taskset -c 0 perf stat -o "$TMP/pair.$w.stat" "${bin[$w]}" profile -p "$pid" -F 9999 -d "$seconds" \
+      -o "$TMP/pair.$w.folded" 2> "$TMP/pair.$w.err" &
+    job[$w]=$!
+  done
+  wait "${job[a]}" "${job[b]}"
+  kill "$pid" 2> /dev/null; wait "$pid" 2> /dev/null
+  for w in a b; do
+    awk '/seconds user/ { u = $1 } /seconds sys/ { s = $1 } END { printf("%.4f ", u + s) }' "$TMP/pair.$w.stat"
+    awk '{ n += $NF } END { printf("%d ", n + 0) }' "$TMP/pair.$w.folded"
+  done
+  echo
+}
+
 reader_run() {
   local bin=$1 seconds=$2 pid
   taskset -c 1 sqlite3 -init /dev/null :memory: < "$TMP/reader.sql" > /dev/null 2>&1 &
@@ -79,6 +106,19 @@ section_reader() {
     long_ratio=$(paste -d' ' "$TMP/reader.gsymprof" "$TMP/reader.baseline" | awk '$7 > 0 { print $3 / $7 }' | median)
     md
     md "gsymprof / baseline, median of the per-round ratios: ${READER_SHORT} s session $(fmt "$short_ratio" 2)x, ${READER_LONG} s session $(fmt "$long_ratio" 2)x."
+    # Paired: both at once on the same workload, the first started alternating.
+    : > "$TMP/reader.pairs"
+    reader_pair_run "$GSYMPROF" "$READER_BASELINE" 1 a > /dev/null  # warm the caches
+    local first
+    for ((r = 0; r < ROUNDS; r++)); do
+      first=a; ((r % 2)) && first=b
+      echo "$(reader_pair_run "$GSYMPROF" "$READER_BASELINE" "$READER_SHORT" "$first") $(reader_pair_run "$GSYMPROF" "$READER_BASELINE" "$READER_LONG" "$first")" >> "$TMP/reader.pairs"
+    done
+    # Columns: short (cpu_a n_a cpu_b n_b), long (cpu_a n_a cpu_b n_b).
+    md
+    md "Paired (the two profiling the same sqlite3 at once, both on CPU 0, $ROUNDS rounds): per extra sample"
+    md "gsymprof $(awk '$6 > $2 { print 1e6 * ($5 - $1) / ($6 - $2) }' "$TMP/reader.pairs" | spread 2) µs, baseline $(awk '$8 > $4 { print 1e6 * ($7 - $3) / ($8 - $4) }' "$TMP/reader.pairs" | spread 2) µs;"
+    md "per-round ratio of the slopes $(awk '$6 > $2 && $8 > $4 && $7 > $3 { print (($5 - $1) / ($6 - $2)) / (($7 - $3) / ($8 - $4)) }' "$TMP/reader.pairs" | spread 2)x, of the ${READER_LONG} s sessions' CPU $(awk '$7 > 0 { print $5 / $7 }' "$TMP/reader.pairs" | spread 2)x."
   fi
   write_section reader "$SECTION_MD"
 }
