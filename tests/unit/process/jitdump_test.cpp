@@ -291,32 +291,25 @@ TEST_CASE("jitdump: debug rows: plain addresses, V8's bias, node 20's bad names,
   CHECK(lines({{0x1000, 0, 1, "x.js"}, {0x1010, 3, 1, "x.js"}}).size() == 1);
   // node 20: a script name written with its length but other bytes, NULs
   // among them: read at the record's fixed stride, the lines kept, the name not.
-  const std::string garbage("\x9f" "E\x02\0\0\0\0\0K\x9d\xaf=vQ\xc9\xba.js", 19);
-  std::vector<uint8_t> body;
-  writer.u64(body, 0x1000);
-  writer.u64(body, 2);
-  for (auto [address, line] : {std::pair<uint64_t, uint32_t>{0x1040, 1}, {0x1050, 4}}) {
-    writer.u64(body, address);
-    writer.u32(body, line);
-    writer.u32(body, 19);
-    body.insert(body.end(), garbage.begin(), garbage.end());
-    body.push_back(0);
-  }
-  std::vector<JitLine> recovered = parse_jitdump_debug_info(body, false, 0x1000, 0x1100);
+  auto node20_rows = [&](const std::string& name, uint32_t first_line) {
+    std::vector<uint8_t> body;
+    writer.u64(body, 0x1000);
+    writer.u64(body, 2);
+    for (auto [address, line] : {std::pair<uint64_t, uint32_t>{0x1040, first_line}, {0x1050, 4}}) {
+      writer.u64(body, address);
+      writer.u32(body, line);
+      writer.u32(body, static_cast<uint32_t>(name.size()));
+      body.insert(body.end(), name.begin(), name.end());
+      body.push_back(0);
+    }
+    return parse_jitdump_debug_info(body, false, 0x1000, 0x1100);
+  };
+  std::vector<JitLine> recovered = node20_rows(std::string("\x9f" "E\x02\0\0\0\0\0K\x9d\xaf=vQ\xc9\xba.js", 19), 1);
   REQUIRE(recovered.size() == 2);
   CHECK(recovered[1] == JitLine{0x1010, 4, 19, ""});
   CHECK(jit_line_name("JS:*fib", &recovered[1]) == "JS:*fib (line 4)");
   // The freed memory may start with printable bytes: still not a name.
-  const std::string printable_garbage("e\0\x02\0\0\0\0\0K\x9d\xaf=vQ\xc9\xba.js", 19);
-  body.resize(16);
-  for (auto [address, line] : {std::pair<uint64_t, uint32_t>{0x1040, 3}, {0x1050, 4}}) {
-    writer.u64(body, address);
-    writer.u32(body, line);
-    writer.u32(body, 19);
-    body.insert(body.end(), printable_garbage.begin(), printable_garbage.end());
-    body.push_back(0);
-  }
-  recovered = parse_jitdump_debug_info(body, false, 0x1000, 0x1100);
+  recovered = node20_rows(std::string("e\0\x02\0\0\0\0\0K\x9d\xaf=vQ\xc9\xba.js", 19), 3);
   REQUIRE(recovered.size() == 2);
   CHECK(recovered[0] == JitLine{0x1000, 3, 19, ""});
   CHECK(jit_line_name("JS:*fib", &recovered[0]) == "JS:*fib (line 3)");
