@@ -22,18 +22,18 @@ READER_SHORT=${READER_SHORT:-1}
 READER_LONG=${READER_LONG:-10}
 READER_BASELINE=${READER_BASELINE:-}
 
-# reader_run BINARY SECONDS: one session; prints "cpu_s samples".
-# Both binaries profile one sqlite3 for SECONDS at once; prints their CPU
+# reader_pair_run BINARY_A BINARY_B SECONDS FIRST: both profile one sqlite3
+# for SECONDS at once, FIRST (a or b) started first; prints their CPU
 # seconds and samples: "cpu_a samples_a cpu_b samples_b".
 reader_pair_run() {
-  local a=$1 b=$2 seconds=$3 first=$4 pid pa pb
+  local a=$1 b=$2 seconds=$3 first=$4 pid
   taskset -c 1 sqlite3 -init /dev/null :memory: < "$TMP/reader.sql" > /dev/null 2>&1 &
   pid=$!
   sleep 0.3
-  local -A bin=([a]=$a [b]=$b) job
+  local -A binary=([a]=$a [b]=$b) job
   local w
   for w in $first $([[ $first == a ]] && echo b || echo a); do
-    taskset -c 0 perf stat -o "$TMP/pair.$w.stat" "${bin[$w]}" profile -p "$pid" -F 9999 -d "$seconds" \
+    taskset -c 0 perf stat -o "$TMP/pair.$w.stat" "${binary[$w]}" profile -p "$pid" -F 9999 -d "$seconds" \
       -o "$TMP/pair.$w.folded" 2> "$TMP/pair.$w.err" &
     job[$w]=$!
   done
@@ -46,6 +46,7 @@ reader_pair_run() {
   echo
 }
 
+# reader_run BINARY SECONDS: one session; prints "cpu_s samples".
 reader_run() {
   local bin=$1 seconds=$2 pid
   taskset -c 1 sqlite3 -init /dev/null :memory: < "$TMP/reader.sql" > /dev/null 2>&1 &
