@@ -177,16 +177,6 @@ bool DwarfLineTable::file_path(uint64_t index, std::string_view comp_dir, std::s
   return true;
 }
 
-bool DwarfLineTable::lookup_address_range(uint64_t address, uint64_t size,
-                                          std::vector<uint32_t>& out) const {
-  out.clear();
-  std::vector<RowRun> runs;
-  if (!lookup_address_runs(address, size, runs)) return false;
-  for (const RowRun& run : runs)
-    for (uint64_t i = run.first; i <= run.last; ++i) out.push_back(static_cast<uint32_t>(i));
-  return true;
-}
-
 bool DwarfLineTable::lookup_address_runs(uint64_t address, uint64_t size, std::vector<RowRun>& out) const {
   out.clear();
   if (sequences.empty()) return false;

@@ -63,11 +63,9 @@ struct DwarfLineTable {
     return row / 64 < end_rows.size() && (end_rows[row / 64] >> (row % 64)) & 1;
   }
 
-  // LLVM's LineTable::lookupAddressRange: indexes of the rows describing
-  // [address, address + size), false when no sequence contains `address`.
-  bool lookup_address_range(uint64_t address, uint64_t size, std::vector<uint32_t>& out) const;
-  // The same indexes as runs of consecutive rows (one per sequence met),
-  // in the same order.
+  // LLVM's LineTable::lookupAddressRange: the rows describing [address,
+  // address + size), as runs of consecutive indexes (one per sequence met,
+  // in LLVM's order); false when no sequence contains `address`.
   struct RowRun {
     uint32_t first = 0, last = 0;  // inclusive
   };

@@ -13,7 +13,7 @@ StackCopyUnwinder::StackCopyUnwinder(ProcessTable& processes, UnwindOptions opti
     : processes_(processes), unwinder_(options), jit_code_(jit_code) {}
 
 const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t addr,
-                                                   std::pair<uint64_t, uint64_t>* map_range) {
+                                                   std::pair<uint64_t, uint64_t>& map_range) {
   int32_t map = processes_.image(image_id).find_map(addr);
   if (map < 0) {
     // Perhaps mapped since the maps were read (dlopen): read them again
@@ -25,7 +25,7 @@ const UnwindModule* StackCopyUnwinder::find_module(uint32_t image_id, uint64_t a
   const ProcessImage& image = processes_.image(image_id);
   const int32_t module_index = image.map_module[map];
   if (module_index < 0) return image.maps[map].executable() ? jit_module(image_id, addr) : nullptr;
-  if (map_range) *map_range = {image.maps[map].start, image.maps[map].end};
+  map_range = {image.maps[map].start, image.maps[map].end};
   auto key = std::pair(image_id, module_index);
   if (auto it = modules_.find(key); it != modules_.end()) return &it->second;
 
@@ -105,7 +105,7 @@ bool StackCopyUnwinder::walk(uint32_t image_id, const StackView& stack, bool cop
         last_.map_reads == processes_.map_reads())
       return last_.module;
     std::pair<uint64_t, uint64_t> range{0, 0};
-    const UnwindModule* module = find_module(image_id, addr, &range);
+    const UnwindModule* module = find_module(image_id, addr, range);
     if (module && range.first < range.second) last_ = {image_id, range, module, processes_.map_reads()};
     return module;
   };

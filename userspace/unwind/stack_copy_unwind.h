@@ -115,8 +115,7 @@ class StackCopyUnwinder {
   void retry_held(const SampleCallback& emit, bool final);
   // The module at `addr`; a file's module also gives its mapping's range in
   // `map_range` (left alone for JIT code and misses).
-  const UnwindModule* find_module(uint32_t image, uint64_t addr,
-                                  std::pair<uint64_t, uint64_t>* map_range = nullptr);
+  const UnwindModule* find_module(uint32_t image, uint64_t addr, std::pair<uint64_t, uint64_t>& map_range);
   // The JIT code at `addr` with its runtime's CFI, or nullptr.
   const UnwindModule* jit_module(uint32_t image, uint64_t addr);
   void forget_jit_modules_over_bounds();

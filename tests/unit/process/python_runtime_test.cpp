@@ -1304,7 +1304,10 @@ void check_interpreter(const std::string& python, const std::string& minor) {
     // 3.11, 3.12: through the _PyCFrame; 3.13: the thread state holds it.
     uint64_t frame = read_u64(read, tstate + layout->tstate_cframe);
     if (layout->cframe_current_frame != kPythonAbsent) frame = read_u64(read, frame + layout->cframe_current_frame);
-    chain.clear(), entries.clear(), owners.clear(), names.clear();
+    chain.clear();
+    entries.clear();
+    owners.clear();
+    names.clear();
     for (int depth = 0; depth < 16 && frame; ++depth, frame = read_u64(read, frame + layout->frame_previous)) {
       const uint8_t owner = read_u8(read, frame + layout->frame_owner);
       if (layout->frame_owned_by_cstack != kPythonAbsent && owner == layout->frame_owned_by_cstack) continue;
