@@ -274,7 +274,7 @@ class AltFile {
       return Status::success();
     }
     // Several handles share this Elf, as they share the input's.
-    Status s = decompress_debug_sections(elf_.get(), file_size_, decompressed_);
+    Status s = prepare_debug_sections(elf_.get(), file_size_, decompressed_);
     if (!s) return Error("alt file " + path_ + ": " + s.error().message);
     return Status::success();
   }
@@ -464,7 +464,7 @@ class Replayer {
 Status read_own_sections(const ElfImage& dwarf_image, DwarfLineSections& sections,
                          UnitConverterOptions& tree_options) {
   const std::string& path = dwarf_image.path();
-  if (Status s = dwarf_image.decompress_debug_sections(); !s) return Error(path + ": " + s.error().message);
+  if (Status s = dwarf_image.prepare_debug_sections(); !s) return Error(path + ": " + s.error().message);
   sections.little_endian = dwarf_image.little_endian();
   for (auto [name, target] : {std::pair{".debug_line", &sections.debug_line},
                               std::pair{".debug_line_str", &sections.debug_line_str},

@@ -260,8 +260,22 @@ Status check_section_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits
   return check_sizes(elf, file_size, limits, &names_refused);
 }
 
-Status decompress_debug_sections(Elf* elf, uint64_t file_size, DecompressedSections& keep,
-                                 const SectionSizeLimits& limits) {
+// Debug sections a conversion never reads, by us or through libdw: variable
+// locations, the address and name indexes, macros and .debug_frame. Hidden
+// so that neither we nor dwarf_begin_elf inflate them (libc's location
+// lists alone are a sixth of its compressed DWARF).
+bool conversion_never_reads(std::string_view name) {
+  if (name.starts_with(".zdebug_")) name.remove_prefix(8);
+  else if (name.starts_with(".debug_")) name.remove_prefix(7);
+  else return false;
+  static constexpr std::string_view kUnread[] = {"loc",      "loclists", "aranges",       "macinfo",
+                                                 "macro",    "pubnames", "pubtypes",      "gnu_pubnames",
+                                                 "gnu_pubtypes", "names", "frame"};
+  return std::find(std::begin(kUnread), std::end(kUnread), name) != std::end(kUnread);
+}
+
+Status prepare_debug_sections(Elf* elf, uint64_t file_size, DecompressedSections& keep,
+                              const SectionSizeLimits& limits) {
   if (Status s = check_section_sizes(elf, file_size, limits); !s) return s;
   size_t shstrndx = 0;
   if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0) return Status::success();
@@ -272,6 +286,12 @@ Status decompress_debug_sections(Elf* elf, uint64_t file_size, DecompressedSecti
     const bool zdebug = is_zdebug_name(n);
     if (!zdebug && !(n && std::strncmp(n, ".debug_", 7) == 0)) continue;
     const std::string name(n);
+    if (conversion_never_reads(name)) {
+      // libdw skips NOBITS debug sections; the header is changed in memory only.
+      shdr.sh_type = SHT_NOBITS;
+      if (!gelf_update_shdr(scn, &shdr)) return Error("cannot set aside section " + name + ": " + libelf_error());
+      continue;
+    }
     const bool chdr = claimed_size(scn, shdr, false).has_value();
     const bool gnu = zdebug && !chdr && claimed_size(scn, shdr, true).has_value();
     if (chdr || gnu) {
@@ -391,9 +411,9 @@ Elf* ElfImage::elf() const { return impl_->elf.get(); }
 bool ElfImage::little_endian() const { return impl_->little; }
 uint64_t ElfImage::decompression_growth() const { return impl_->decompression_growth; }
 
-Status ElfImage::decompress_debug_sections() const {
+Status ElfImage::prepare_debug_sections() const {
   if (!impl_->sizes) return impl_->sizes;
-  return gsym::decompress_debug_sections(impl_->elf.get(), impl_->file_size, impl_->decompressed, impl_->limits);
+  return gsym::prepare_debug_sections(impl_->elf.get(), impl_->file_size, impl_->decompressed, impl_->limits);
 }
 
 Status ElfImage::check_section_sizes() const {

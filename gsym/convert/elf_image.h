@@ -80,16 +80,21 @@ struct DecompressedSections {
   std::vector<HugePageBytes> buffers;  // written once, by the decompressor
 };
 
-// check_section_sizes, then decompresses in place every .debug_* / .zdebug*
-// section that libdw's dwarf_begin_elf would decompress itself, each claim
-// checked again and each output required to be exactly the claimed size, so
-// libdw finds nothing left to inflate. zlib (SHF_COMPRESSED or .zdebug) by
-// libelf, zstd (ELFCOMPRESS_ZSTD, -gz=zstd) by libzstd into `keep`. Needed where several Dwarf handles
-// share one Elf: every dwarf_begin_elf retries elf_compress_gnu on .zdebug*
-// sections, and one whose output starts with "ZLIB" again (refused here)
-// would be inflated again, freeing what the earlier handles read.
-Status decompress_debug_sections(Elf* elf, uint64_t file_size, DecompressedSections& keep,
-                                 const SectionSizeLimits& limits = {});
+// Readies an ELF's DWARF for a conversion: check_section_sizes, then
+// decompresses in place every .debug_* / .zdebug* section that libdw's
+// dwarf_begin_elf would decompress itself, each claim checked again and each
+// output required to be exactly the claimed size, so libdw finds nothing
+// left to inflate. zlib (SHF_COMPRESSED or .zdebug) by libdeflate, zstd
+// (ELFCOMPRESS_ZSTD, -gz=zstd) by libzstd, into `keep`. The debug sections
+// a conversion never reads (location lists, .debug_aranges, macros, name
+// indexes, .debug_frame) are set aside instead: NOBITS in memory, so neither
+// we nor libdw inflate them, and section_bytes gives them empty. Needed
+// where several Dwarf handles share one Elf: every dwarf_begin_elf retries
+// elf_compress_gnu on .zdebug* sections, and one whose output starts with
+// "ZLIB" again (refused here) would be inflated again, freeing what the
+// earlier handles read.
+Status prepare_debug_sections(Elf* elf, uint64_t file_size, DecompressedSections& keep,
+                              const SectionSizeLimits& limits = {});
 
 // Longest GNU build ID accepted: ld writes 20 bytes (sha1), other tools 8, 16
 // or 32; a longer note is not a build ID anyone computed.
@@ -195,9 +200,9 @@ class ElfImage {
   // Why .gnu_debugdata could not be used ("" = absent or fine), after
   // function_symbols looked at it.
   const std::string& mini_debuginfo_error() const;
-  // gsym::decompress_debug_sections on this file (fails once refused at
+  // gsym::prepare_debug_sections on this file (fails once refused at
   // open): run before giving elf() to libdw.
-  Status decompress_debug_sections() const;
+  Status prepare_debug_sections() const;
   // Contents of the named section, decompressed if SHF_COMPRESSED (or
   // .zdebug_* for a .debug_* name); empty span when absent or NOBITS. Output
   // shorter or longer than the header claimed is an error. Valid as long as

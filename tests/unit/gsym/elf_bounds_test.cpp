@@ -292,9 +292,41 @@ TEST_CASE("elf bounds: each compressed section's claim is bounded by its size, n
       write_file(path, make_elf({{".debug_str", SHF_COMPRESSED, c.contents}}));
       Expected<ElfImage> image = ElfImage::open(path);
       REQUIRE_MESSAGE(image.ok(), image.error().message);
-      const std::string e = error_of(image->decompress_debug_sections());
+      const std::string e = error_of(image->prepare_debug_sections());
       CHECK(e.find("cannot decompress section .debug_str: ") != std::string::npos);
       CHECK(e.find(c.error) != std::string::npos);
+    }
+  }
+  // A damaged stream in a section no conversion reads is never inflated:
+  // preparing succeeds, the read sections are there, the others empty.
+  SUBCASE("sections a conversion never reads are set aside, not inflated") {
+    std::vector<uint8_t> damaged = z;
+    for (size_t i = 2; i < damaged.size(); i += 7) damaged[i] ^= 0xa5;
+    write_file(path, make_elf({{".debug_str", SHF_COMPRESSED, chdr_section(z, text.size())},
+                               {".debug_loclists", SHF_COMPRESSED, chdr_section(damaged, text.size())},
+                               {".zdebug_loc", 0, gnu_section(damaged, text.size())},
+                               {".debug_aranges", SHF_COMPRESSED, chdr_section(damaged, text.size())},
+                               {".debug_line_str", SHF_COMPRESSED, chdr_section(damaged, text.size())}}));
+    Expected<ElfImage> image = ElfImage::open(path);
+    REQUIRE_MESSAGE(image.ok(), image.error().message);
+    // .debug_line_str is read: its damage is still an error.
+    CHECK(error_of(image->prepare_debug_sections()).find("cannot decompress section .debug_line_str") !=
+          std::string::npos);
+
+    write_file(path, make_elf({{".debug_str", SHF_COMPRESSED, chdr_section(z, text.size())},
+                               {".debug_loclists", SHF_COMPRESSED, chdr_section(damaged, text.size())},
+                               {".zdebug_loc", 0, gnu_section(damaged, text.size())},
+                               {".debug_aranges", SHF_COMPRESSED, chdr_section(damaged, text.size())}}));
+    image = ElfImage::open(path);
+    REQUIRE_MESSAGE(image.ok(), image.error().message);
+    REQUIRE_MESSAGE(image->prepare_debug_sections().ok(), error_of(image->prepare_debug_sections()));
+    Expected<std::span<const uint8_t>> str = image->section_bytes(".debug_str");
+    REQUIRE_MESSAGE(str.ok(), str.error().message);
+    CHECK(std::vector<uint8_t>(str->begin(), str->end()) == text);
+    for (const char* unread : {".debug_loclists", ".debug_loc", ".debug_aranges"}) {
+      Expected<std::span<const uint8_t>> bytes = image->section_bytes(unread);
+      REQUIRE_MESSAGE(bytes.ok(), bytes.error().message);
+      CHECK_MESSAGE(bytes->empty(), unread);
     }
   }
   SUBCASE("a 2 GiB claim is refused; the symbol table stays usable") {
@@ -310,7 +342,7 @@ TEST_CASE("elf bounds: each compressed section's claim is bounded by its size, n
     Expected<std::span<const uint8_t>> bytes = image->section_bytes(".debug_str");
     REQUIRE_FALSE(bytes.ok());
     CHECK(bytes.error().message.find("claims 2147483648") != std::string::npos);
-    CHECK_FALSE(image->decompress_debug_sections().ok());
+    CHECK_FALSE(image->prepare_debug_sections().ok());
     const std::vector<ElfSymbol> symbols = image->function_symbols();
     REQUIRE(symbols.size() == 1);
     CHECK(symbols[0].name == "bomb_func");
@@ -384,7 +416,7 @@ TEST_CASE("elf bounds: each compressed section's claim is bounded by its size, n
     write_file(path, make_elf({{".zdebug_str", 0, gnu_section(zlib_bytes(inner), inner.size())}}));
     Expected<ElfImage> image = ElfImage::open(path);
     REQUIRE(image.ok());
-    CHECK(error_of(image->decompress_debug_sections()).find(".zdebug_str decompresses to compressed data again") !=
+    CHECK(error_of(image->prepare_debug_sections()).find(".zdebug_str decompresses to compressed data again") !=
           std::string::npos);
   }
 }
