@@ -212,6 +212,66 @@ TEST_CASE("convert: DWARF 5 file paths (directory 0 is the compilation directory
   CHECK_FALSE(t.file_path(5, "/comp", p));
 }
 
+// A relative source's directory comes from the unit's DW_AT_comp_dir in
+// whichever form the compiler wrote it (inline string, strp, line_strp,
+// clang's strx1) and DWARF 2's data4 DW_AT_stmt_list: each gives the same
+// absolute path.
+TEST_CASE("convert: the unit's compilation directory and line table in each form compilers write") {
+  if (std::system("command -v gcc >/dev/null") != 0) {
+    MESSAGE("skipped: no gcc");
+    return;
+  }
+  TempDir dir;
+  REQUIRE(mkdir(dir.file("src").c_str(), 0755) == 0);
+  std::ofstream(dir.file("src/b.c")) << "static inline int sq(int x) { return x * x; }\n"
+                                        "__attribute__((noinline)) int helper(int x) { return sq(x) + 1; }\n"
+                                        "int main(int c, char** v) { (void)v; return helper(c); }\n";
+  struct Variant {
+    std::string compiler;
+    std::string flags;  // comp_dir's form
+  };
+  std::vector<Variant> variants = {{"gcc", "-gdwarf-2"},                               // strp, stmt_list data4
+                                   {"gcc", "-gdwarf-4"},                               // strp
+                                   {"gcc", "-gdwarf-5"},                               // line_strp
+                                   {"gcc", "-gdwarf-4 -fno-merge-debug-strings"}};    // string
+  if (std::system("command -v clang >/dev/null") == 0) variants.push_back({"clang", "-gdwarf-5"});  // strx1
+  const std::string real_dir = [&] {
+    char* p = realpath(dir.path.c_str(), nullptr);
+    std::string s = p ? p : dir.path;
+    std::free(p);
+    return s;
+  }();
+  for (const Variant& v : variants) {
+    CAPTURE(v.compiler);
+    CAPTURE(v.flags);
+    const std::string command = "cd '" + real_dir + "' && " + v.compiler + " -O2 -g " + v.flags + " -o prog src/b.c";
+    REQUIRE(std::system(command.c_str()) == 0);
+    ConvertOptions options;
+    options.threads = 1;
+    options.search_debug_file = false;
+    Expected<std::vector<uint8_t>> bytes = convert_elf(dir.file("prog"), options);
+    REQUIRE_MESSAGE(bytes.ok(), bytes.error().message);
+    Expected<Reader> reader = Reader::parse(*bytes);
+    REQUIRE(reader.ok());
+    Expected<ElfImage> image = ElfImage::open(dir.file("prog"));
+    REQUIRE(image.ok());
+    bool found_helper = false;
+    for (const ElfSymbol& sym : image->function_symbols()) {
+      if (sym.name != "helper") continue;
+      Expected<std::optional<LookupResult>> found = reader->lookup(sym.value);
+      REQUIRE(found.ok());
+      REQUIRE(found->has_value());
+      const LookupFrame& frame = (*found)->frames.back();
+      CHECK(frame.name == "helper");
+      CHECK(frame.line == 2);
+      CHECK(std::string(frame.directory) == real_dir + "/src");
+      CHECK(frame.basename == "b.c");
+      found_helper = true;
+    }
+    CHECK(found_helper);
+  }
+}
+
 TEST_CASE("convert: truncated or corrupt line programs never crash") {
   const std::vector<uint8_t> bytes = v4_line_program();
   for (size_t n = 0; n < bytes.size(); ++n) {
