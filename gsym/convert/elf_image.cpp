@@ -260,19 +260,26 @@ Status check_section_sizes(Elf* elf, uint64_t file_size, const SectionSizeLimits
   return check_sizes(elf, file_size, limits, &names_refused);
 }
 
+namespace {
+
 // Debug sections a conversion never reads, by us or through libdw: variable
-// locations, the address and name indexes, macros and .debug_frame. Hidden
-// so that neither we nor dwarf_begin_elf inflate them (libc's location
+// locations, the address and name indexes, macros and .debug_frame. Set
+// aside so that neither we nor dwarf_begin_elf inflate them (libc's location
 // lists alone are a sixth of its compressed DWARF).
 bool conversion_never_reads(std::string_view name) {
-  if (name.starts_with(".zdebug_")) name.remove_prefix(8);
-  else if (name.starts_with(".debug_")) name.remove_prefix(7);
-  else return false;
-  static constexpr std::string_view kUnread[] = {"loc",      "loclists", "aranges",       "macinfo",
-                                                 "macro",    "pubnames", "pubtypes",      "gnu_pubnames",
-                                                 "gnu_pubtypes", "names", "frame"};
+  if (name.starts_with(".zdebug_"))
+    name.remove_prefix(8);
+  else if (name.starts_with(".debug_"))
+    name.remove_prefix(7);
+  else
+    return false;
+  static constexpr std::string_view kUnread[] = {"loc",      "loclists",     "aranges",      "macinfo",
+                                                 "macro",    "pubnames",     "pubtypes",     "gnu_pubnames",
+                                                 "names",    "gnu_pubtypes", "frame"};
   return std::find(std::begin(kUnread), std::end(kUnread), name) != std::end(kUnread);
 }
+
+}  // namespace
 
 Status prepare_debug_sections(Elf* elf, uint64_t file_size, DecompressedSections& keep,
                               const SectionSizeLimits& limits) {
