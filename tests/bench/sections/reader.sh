@@ -22,41 +22,53 @@ READER_SHORT=${READER_SHORT:-1}
 READER_LONG=${READER_LONG:-10}
 READER_BASELINE=${READER_BASELINE:-}
 
+# The workload: sqlite3's recursive CTE loop on CPU 1 (READER_PID).
+reader_workload_start() {
+  taskset -c 1 sqlite3 -init /dev/null :memory: < "$TMP/reader.sql" > /dev/null 2>&1 &
+  READER_PID=$!
+  sleep 0.3
+}
+reader_workload_stop() { kill "$READER_PID" 2> /dev/null; wait "$READER_PID" 2> /dev/null; }
+
+# reader_profile BINARY SECONDS NAME: BINARY profiles the workload from CPU 0
+# under perf stat, into $TMP/NAME.{stat,folded,err}.
+reader_profile() {
+  taskset -c 0 perf stat -o "$TMP/$3.stat" "$1" profile -p "$READER_PID" -F 9999 -d "$2" \
+    -o "$TMP/$3.folded" 2> "$TMP/$3.err"
+}
+
+# reader_result NAME: "cpu_s samples " of reader_profile's NAME.
+reader_result() {
+  awk '/seconds user/ { u = $1 } /seconds sys/ { s = $1 } END { printf("%.4f ", u + s) }' "$TMP/$1.stat"
+  awk '{ n += $NF } END { printf("%d ", n + 0) }' "$TMP/$1.folded"
+}
+
 # reader_pair_run BINARY_A BINARY_B SECONDS FIRST: both profile one sqlite3
 # for SECONDS at once, FIRST (a or b) started first; prints their CPU
 # seconds and samples: "cpu_a samples_a cpu_b samples_b".
 reader_pair_run() {
-  local a=$1 b=$2 seconds=$3 first=$4 pid
-  taskset -c 1 sqlite3 -init /dev/null :memory: < "$TMP/reader.sql" > /dev/null 2>&1 &
-  pid=$!
-  sleep 0.3
+  local a=$1 b=$2 seconds=$3 first=$4
+  reader_workload_start
   local -A binary=([a]=$a [b]=$b) job
   local w
   for w in $first $([[ $first == a ]] && echo b || echo a); do
-    taskset -c 0 perf stat -o "$TMP/pair.$w.stat" "${binary[$w]}" profile -p "$pid" -F 9999 -d "$seconds" \
-      -o "$TMP/pair.$w.folded" 2> "$TMP/pair.$w.err" &
+    reader_profile "${binary[$w]}" "$seconds" "pair.$w" &
     job[$w]=$!
   done
   wait "${job[a]}" "${job[b]}"
-  kill "$pid" 2> /dev/null; wait "$pid" 2> /dev/null
-  for w in a b; do
-    awk '/seconds user/ { u = $1 } /seconds sys/ { s = $1 } END { printf("%.4f ", u + s) }' "$TMP/pair.$w.stat"
-    awk '{ n += $NF } END { printf("%d ", n + 0) }' "$TMP/pair.$w.folded"
-  done
+  reader_workload_stop
+  reader_result pair.a
+  reader_result pair.b
   echo
 }
 
 # reader_run BINARY SECONDS: one session; prints "cpu_s samples".
 reader_run() {
-  local bin=$1 seconds=$2 pid
-  taskset -c 1 sqlite3 -init /dev/null :memory: < "$TMP/reader.sql" > /dev/null 2>&1 &
-  pid=$!
-  sleep 0.3
-  taskset -c 0 perf stat -o "$TMP/reader.stat" "$bin" profile -p "$pid" -F 9999 -d "$seconds" \
-    -o "$TMP/reader.folded" 2> "$TMP/reader.err"
-  kill "$pid" 2> /dev/null; wait "$pid" 2> /dev/null
-  awk '/seconds user/ { u = $1 } /seconds sys/ { s = $1 } END { printf("%.4f ", u + s) }' "$TMP/reader.stat"
-  awk '{ n += $NF } END { print n + 0 }' "$TMP/reader.folded"
+  reader_workload_start
+  reader_profile "$1" "$2" reader
+  reader_workload_stop
+  reader_result reader
+  echo
 }
 
 section_reader() {
