@@ -343,4 +343,43 @@ bool DwarfDieWalker::unsigned_value(const Attribute& attr, uint64_t& value) cons
   }
 }
 
+bool DwarfDieWalker::string_value(const Attribute& attr, std::span<const uint8_t> debug_str,
+                                  std::span<const uint8_t> debug_line_str, const char*& value) const {
+  if (attr.form == DW_FORM_string) {  // for_each_attribute found its NUL inside the unit
+    value = reinterpret_cast<const char*>(attr.value);
+    return true;
+  }
+  std::span<const uint8_t> section;
+  if (attr.form == DW_FORM_strp)
+    section = debug_str;
+  else if (attr.form == DW_FORM_line_strp)
+    section = debug_line_str;
+  else
+    return false;
+  uint64_t offset = 0;
+  for (int i = 0; i < shape_.offset_size; ++i) {
+    const int shift = shape_.little_endian ? 8 * i : 8 * (shape_.offset_size - 1 - i);
+    offset |= uint64_t(attr.value[i]) << shift;
+  }
+  if (offset >= section.size() || !std::memchr(section.data() + offset, 0, section.size() - offset)) return false;
+  value = reinterpret_cast<const char*>(section.data() + offset);
+  return true;
+}
+
+DwarfDieWalker::Step DwarfDieWalker::die_at(uint64_t offset) const {
+  Step step;
+  if (offset < first_offset_ || offset - first_offset_ >= static_cast<uint64_t>(end_ - begin_)) return step;
+  const uint8_t* p = begin_ + (offset - first_offset_);
+  uint64_t code;
+  if (!read_uleb(p, end_, code) || code == 0 || code >= abbrevs_.size() || !abbrevs_[code].defined) return step;
+  const Abbrev& a = abbrevs_[code];
+  step.kind = Step::Die;
+  step.offset = offset;
+  step.tag = a.tag;
+  step.has_children = a.has_children;
+  step.abbrev = static_cast<uint32_t>(code);
+  step.attributes = p;
+  return step;
+}
+
 }  // namespace gsym

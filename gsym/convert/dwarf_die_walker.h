@@ -85,6 +85,20 @@ class DwarfDieWalker {
   // blocks, indexed forms, indirect).
   bool unsigned_value(const Attribute& attr, uint64_t& value) const;
 
+  // The string of a DW_FORM_string, DW_FORM_strp (in `debug_str`) or
+  // DW_FORM_line_strp (in `debug_line_str`) attribute, as libdw's
+  // dwarf_formstring gives it: a pointer into the DIE or the section. False
+  // for other forms, and for an offset outside its section or a string not
+  // ended inside it.
+  bool string_value(const Attribute& attr, std::span<const uint8_t> debug_str,
+                    std::span<const uint8_t> debug_line_str, const char*& value) const;
+
+  // The DIE at .debug_info offset `offset` of the unit being walked, as
+  // next() returns one (its attributes for for_each_attribute), without
+  // moving the walk; End when no DIE of a defined abbreviation starts there.
+  // Used for references inside the unit (abstract_origin, specification).
+  Step die_at(uint64_t offset) const;
+
   // Reads the abbreviation table at `abbrev_offset` of `debug_abbrev`.
   // `unit` is the unit's DIE bytes: from its first DIE (at .debug_info
   // offset `first_die_offset`) to the end of the unit.

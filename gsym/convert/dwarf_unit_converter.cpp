@@ -114,7 +114,7 @@ struct DieAttributes {
   AddressRange pc_range;
   bool pc_range_known = false;
   // The DIE's own DW_AT_ranges when it is a DW_FORM_sec_offset (read by
-  // inline_attributes only): the list is then read by own_range_list.
+  // own_die_attributes only): the list is then read by own_range_list.
   std::optional<uint64_t> ranges_offset;
 };
 
@@ -177,6 +177,40 @@ bool own_pc_range(AttributeScan& scan, AddressRange& range) {
 // `max_hops` DIEs are scanned at most; when the chain goes on past them and
 // `unscanned` is given, it receives the next DIE (and true is stored in
 // `*has_unscanned`), so a caller can continue from a memoized result.
+// One DIE's own values of what DieAttributes gathers along a chain (null or
+// nullopt: absent or unreadable), however they were read.
+struct DieHop {
+  const char* mips_linkage = nullptr;
+  const char* linkage = nullptr;
+  const char* name = nullptr;
+  bool has_names = false;  // one of the three is there, even if unreadable
+  std::optional<uint64_t> call_file, call_line, decl_file, decl_line;
+  bool decl_file_implicit_const = false;
+  bool pc_range_known = false;
+  AddressRange pc_range;
+};
+
+// Merges hop `hop` of a chain into `out`: the first DIE that has a value
+// wins; the call line, names' presence and address range are the first
+// DIE's own.
+void merge_hop(DieAttributes& out, int hop, const DieHop& h) {
+  if (!out.linkage_name) out.linkage_name = h.mips_linkage;
+  if (!out.linkage_name) out.linkage_name = h.linkage;
+  if (!out.name) out.name = h.name;
+  if (hop == 0) {
+    out.call_line = h.call_line;
+    out.own_names = h.has_names;
+    out.pc_range_known = h.pc_range_known;
+    if (h.pc_range_known) out.pc_range = h.pc_range;
+  }
+  if (!out.call_file) out.call_file = h.call_file;
+  if (!out.decl_file && h.decl_file) {
+    out.decl_file = h.decl_file;
+    out.decl_file_implicit_const = h.decl_file_implicit_const;
+  }
+  if (!out.decl_line) out.decl_line = h.decl_line;
+}
+
 DieAttributes die_attributes(Dwarf* main, Dwarf_Die* die, int max_hops = 16, Dwarf_Die* unscanned = nullptr,
                              bool* has_unscanned = nullptr) {
   DieAttributes out;
@@ -186,22 +220,21 @@ DieAttributes die_attributes(Dwarf* main, Dwarf_Die* die, int max_hops = 16, Dwa
     followed = false;
     AttributeScan scan;
     if (dwarf_getattrs(&current, collect_attribute, &scan, 0) != 1) break;
-    auto string_of = [](Dwarf_Attribute* a) { return dwarf_formstring(a); };
-    if (!out.linkage_name && (scan.found & 1)) out.linkage_name = string_of(&scan.mips_linkage);
-    if (!out.linkage_name && (scan.found & 2)) out.linkage_name = string_of(&scan.linkage);
-    if (!out.name && (scan.found & 4)) out.name = string_of(&scan.name);
-    if (hop == 0) {
-      if (scan.found & 64) out.call_line = form_unsigned(&scan.call_line);
-      out.own_names = (scan.found & 7) != 0;
-      if ((scan.found & 1536) == 1536) out.pc_range_known = own_pc_range(scan, out.pc_range);
-    }
-    if (!out.call_file && (scan.found & 32)) out.call_file = form_unsigned(&scan.call_file);
-    if (!out.decl_file && (scan.found & 128)) {
-      out.decl_file = form_unsigned(&scan.decl_file);
-      out.decl_file_implicit_const =
+    DieHop h;
+    if (scan.found & 1) h.mips_linkage = dwarf_formstring(&scan.mips_linkage);
+    if (scan.found & 2) h.linkage = dwarf_formstring(&scan.linkage);
+    if (scan.found & 4) h.name = dwarf_formstring(&scan.name);
+    h.has_names = (scan.found & 7) != 0;
+    if (scan.found & 32) h.call_file = form_unsigned(&scan.call_file);
+    if (scan.found & 64) h.call_line = form_unsigned(&scan.call_line);
+    if (scan.found & 128) {
+      h.decl_file = form_unsigned(&scan.decl_file);
+      h.decl_file_implicit_const =
           dwarf_whatform(&scan.decl_file) == DW_FORM_implicit_const || in_other_file(main, &current);
     }
-    if (!out.decl_line && (scan.found & 256)) out.decl_line = form_unsigned(&scan.decl_line);
+    if (scan.found & 256) h.decl_line = form_unsigned(&scan.decl_line);
+    if ((scan.found & 1536) == 1536) h.pc_range_known = own_pc_range(scan, h.pc_range);
+    merge_hop(out, hop, h);
     Dwarf_Attribute* next = (scan.found & 8) ? &scan.origin : (scan.found & 16) ? &scan.spec : nullptr;
     if (!next || !formref_die(next, &current)) break;
     followed = true;
@@ -628,7 +661,11 @@ struct DwarfUnitConverter::Impl {
   void inherit_from_origin(DieAttributes& out, Dwarf_Die* origin_die) {
     const auto [index, inserted] =
         origin_attribute_index.emplace(out.origin, static_cast<uint32_t>(origin_attribute_values.size()));
-    if (inserted) origin_attribute_values.push_back(die_attributes(dwarf, origin_die, 15));
+    if (inserted) {
+      DieAttributes rest;
+      if (!own_die_attributes(out.origin, 15, rest)) rest = die_attributes(dwarf, origin_die, 15);
+      origin_attribute_values.push_back(rest);
+    }
     const DieAttributes& rest = origin_attribute_values[index];
     if (!out.linkage_name) out.linkage_name = rest.linkage_name;
     if (!out.name) out.name = rest.name;
@@ -677,7 +714,7 @@ struct DwarfUnitConverter::Impl {
     HugePageVector<LineEntry>& lines = out.lines;
     const size_t first = lines.size();
     if (!table.lookup_address_runs(start, end - start, row_runs)) {
-      const DieAttributes attrs = attributes(&ctx.die);
+      const DieAttributes& attrs = ctx.attrs;
       const auto& decl_file = attrs.decl_file;
       if (!decl_file || attrs.decl_file_implicit_const ||
           !table.file_path(*decl_file, comp_dir, path_buffer) || path_buffer.empty())
@@ -846,6 +883,11 @@ struct DwarfUnitConverter::Impl {
   // the unit DIE's low_pc, else its entry_pc, else 0; computed once a unit.
   uint64_t unit_base_address() {
     if (!unit_base) {
+      UnitDieAttributes own;
+      if (own_unit_die_attributes(own) && (own.low_pc || !own.entry_pc)) {
+        unit_base = own.low_pc.value_or(0);
+        return *unit_base;
+      }
       Dwarf_Addr base = 0;
       Dwarf_Attribute mem;
       if (dwarf_lowpc(&unit_cu_die, &base) != 0 &&
@@ -884,14 +926,14 @@ struct DwarfUnitConverter::Impl {
     return offset == 0;
   }
 
-  std::unique_ptr<FunctionContext> start_subprogram(Dwarf_Die* die) {
+  std::unique_ptr<FunctionContext> start_subprogram(const DwarfDieWalker::Step& step, Dwarf_Die* die) {
     auto ctx = std::make_unique<FunctionContext>();
     ctx->die = *die;
     std::vector<AddressRange>& ranges = range_scratch;
-    if (!die_ranges(die, ranges) || ranges.empty()) return ctx;
     // Names are composed after the walk, when every parent link of the unit
     // is known; here only whether there is a name decides.
-    ctx->attrs = attributes(die);
+    ctx->attrs = walked_attributes(step, die);
+    if (!die_ranges(die, ctx->attrs, ranges) || ranges.empty()) return ctx;
     const bool has_linkage = ctx->attrs.linkage_name && *ctx->attrs.linkage_name;
     if (!has_linkage && !(ctx->attrs.name && *ctx->attrs.name)) return ctx;
     ctx->named = true;
@@ -1002,6 +1044,9 @@ struct DwarfUnitConverter::Impl {
   Dwarf_Die unit_cu_die{};             // libdw's handle of the unit DIE
   std::optional<uint64_t> unit_base;   // unit_base_address()'s
   bool direct_dies = false;
+  // own_die_attributes may read this unit: the walker reads the bytes libdw
+  // reads (direct_dies) of a unit of the main file (not a split unit).
+  bool own_attributes_usable = false;
 
   void end_subprogram() {
     if (function_stack.back() && function_stack.back()->named) pending.push_back(std::move(function_stack.back()));
@@ -1010,8 +1055,7 @@ struct DwarfUnitConverter::Impl {
 
   // Pre-order over the unit's DIEs (LLVM's handleDie recursion): collects
   // subprograms and the inlined subroutines below them.
-  void walk(Dwarf_Die* cu, const UnitLocation& unit) {
-    if (!start_walker(cu, unit)) return;
+  void walk() {
     open_dies.clear();
     while (!failed) {
       const DwarfDieWalker::Step step = walker.next();
@@ -1081,11 +1125,13 @@ struct DwarfUnitConverter::Impl {
     unit_cu_die = *cu;
     unit_base.reset();
     direct_dies = cu->addr == info.data() + unit.die_offset;
+    own_attributes_usable = false;
     abbrev_has_pc.clear();  // codes are the unit's abbreviation table's
     if (!walker.start(unit_abbrev, abbrev_offset,
                       info.subspan(unit.die_offset, unit.end_offset - unit.die_offset), unit.die_offset,
                       shape))
       return fail_with(walker.error());
+    own_attributes_usable = direct_dies && !split_unit;
     return true;
   }
 
@@ -1108,7 +1154,7 @@ struct DwarfUnitConverter::Impl {
       function_stack.push_back(nullptr);
       return -1;
     }
-    function_stack.push_back(start_subprogram(&die));
+    function_stack.push_back(start_subprogram(step, &die));
     const FunctionContext& fn = *function_stack.back();
     return fn.collects ? int64_t{fn.root} : int64_t{-1};
   }
@@ -1129,87 +1175,143 @@ struct DwarfUnitConverter::Impl {
   enum : uint8_t { kPcUnknown, kPcNo, kPcYes };
   std::vector<uint8_t> abbrev_has_pc;  // by abbreviation code, for the walker's unit
 
-  // attributes() for an inlined subroutine, read from the walker's bytes
-  // in the shapes gcc and clang write (abstract_origin a unit reference,
-  // call file/line constants, low_pc an address, high_pc an address or a
-  // length); false for anything else, which libdw then reads. Same result
-  // as attributes(): the origin's chain comes from the same memo.
-  bool inline_attributes(const DwarfDieWalker::Step& step, DieAttributes& out) {
-    bool supported = true, has_origin = false, has_low = false, has_high = false, high_is_length = false;
-    uint64_t origin = 0, low = 0, high = 0;
-    const bool read = walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& attr) {
-      uint64_t v = 0;
-      switch (attr.name) {
-        case DW_AT_abstract_origin:
-          if (attr.form == DW_FORM_ref_addr || !walker.unsigned_value(attr, v)) {
-            supported = false;
-          } else {
-            has_origin = true;
-            origin = unit_header_offset + v;
+  // die_attributes() read from the walker's bytes, without libdw: its
+  // lookups of every DIE's abbreviation in a locked hash table, and of the
+  // unit's in a tree, were a tenth of converting C (libc). Covers the
+  // shapes compilers write for the main file's units: references inside the
+  // unit (ref1/2/4/8/udata), strings inline, in .debug_str or
+  // .debug_line_str, constants of data1/2/4/8/udata/implicit_const, low_pc
+  // an address, high_pc an address or a length. Anything else - another
+  // form anywhere along the chain, a reference leaving the unit, bytes that
+  // do not decode - returns false and libdw reads the DIE instead, so an
+  // answer (or an error) outside these shapes stays libdw's.
+  // `max_hops`, `unscanned` and `has_unscanned` as die_attributes'.
+  bool own_die_attributes(uint64_t offset, int max_hops, DieAttributes& out, uint64_t* unscanned = nullptr,
+                          bool* has_unscanned = nullptr) {
+    if (!own_attributes_usable) return false;
+    out = DieAttributes{};
+    uint64_t current = offset;
+    bool followed = false;
+    for (int hop = 0; hop < max_hops; ++hop) {
+      followed = false;
+      const DwarfDieWalker::Step step = walker.die_at(current);
+      if (step.kind != DwarfDieWalker::Step::Die) return false;
+      DieHop h;
+      std::optional<uint64_t> low, high, origin, spec;
+      bool supported = true, high_is_length = false;
+      // As dwarf_getattrs' callback: a repeated attribute's last value counts.
+      const bool read = walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& attr) {
+        auto string = [&](const char*& to) {
+          supported = supported && walker.string_value(attr, line_sections.debug_str, line_sections.debug_line_str, to);
+        };
+        auto constant = [&](std::optional<uint64_t>& to) {  // the forms dwarf_formudata reads as they are
+          uint64_t v = 0;
+          switch (attr.form) {
+            case DW_FORM_data1: case DW_FORM_data2: case DW_FORM_data4: case DW_FORM_data8:
+            case DW_FORM_udata: case DW_FORM_implicit_const:
+              supported = supported && walker.unsigned_value(attr, v);
+              to = v;
+              break;
+            default:
+              supported = false;
           }
-          break;
-        case DW_AT_call_file:
-        case DW_AT_call_line:
-        case DW_AT_decl_file:
-        case DW_AT_decl_line:
-          if (!walker.unsigned_value(attr, v)) {
-            supported = false;
+        };
+        auto reference = [&](std::optional<uint64_t>& to) {  // unit-relative: inside this unit's DIEs
+          uint64_t v = 0;
+          switch (attr.form) {
+            case DW_FORM_ref1: case DW_FORM_ref2: case DW_FORM_ref4: case DW_FORM_ref8: case DW_FORM_ref_udata:
+              if (!walker.unsigned_value(attr, v) || v > unit_end_offset - unit_header_offset ||
+                  unit_header_offset + v < unit_die_offset || unit_header_offset + v >= unit_end_offset)
+                supported = false;
+              to = unit_header_offset + v;
+              break;
+            default:
+              supported = false;
+          }
+        };
+        switch (attr.name) {
+          case DW_AT_MIPS_linkage_name: string(h.mips_linkage); break;
+          case DW_AT_linkage_name: string(h.linkage); break;
+          case DW_AT_name: string(h.name); break;
+          case DW_AT_abstract_origin: reference(origin); break;
+          case DW_AT_specification: reference(spec); break;
+          case DW_AT_call_file: constant(h.call_file); break;
+          case DW_AT_call_line: constant(h.call_line); break;
+          case DW_AT_decl_file:
+            constant(h.decl_file);
+            h.decl_file_implicit_const = attr.form == DW_FORM_implicit_const;
+            break;
+          case DW_AT_decl_line: constant(h.decl_line); break;
+          case DW_AT_low_pc: {
+            uint64_t v = 0;
+            supported = supported && attr.form == DW_FORM_addr && walker.unsigned_value(attr, v);
+            low = v;
             break;
           }
-          if (attr.name == DW_AT_call_file) out.call_file = v;
-          if (attr.name == DW_AT_call_line) out.call_line = v;
-          if (attr.name == DW_AT_decl_file) {
-            out.decl_file = v;
-            out.decl_file_implicit_const = attr.form == DW_FORM_implicit_const;
+          case DW_AT_high_pc: {
+            uint64_t v = 0;
+            if (attr.form == DW_FORM_addr) {
+              supported = supported && walker.unsigned_value(attr, v);
+              high_is_length = false;
+            } else {
+              std::optional<uint64_t> length;
+              constant(length);
+              v = length.value_or(0);
+              high_is_length = true;
+            }
+            high = v;
+            break;
           }
-          if (attr.name == DW_AT_decl_line) out.decl_line = v;
-          break;
-        case DW_AT_low_pc:
-          has_low = attr.form == DW_FORM_addr && walker.unsigned_value(attr, low);
-          supported = supported && has_low;
-          break;
-        case DW_AT_high_pc:
-          has_high = walker.unsigned_value(attr, high);
-          high_is_length = attr.form != DW_FORM_addr;
-          supported = supported && has_high;
-          break;
-        case DW_AT_ranges:
-          if (attr.form == DW_FORM_sec_offset && walker.unsigned_value(attr, v)) out.ranges_offset = v;
-          break;
-        case DW_AT_name:
-        case DW_AT_linkage_name:
-        case DW_AT_MIPS_linkage_name:
-        case DW_AT_specification:
-          supported = false;
-          break;
-        default:
-          break;
+          case DW_AT_ranges:
+            if (hop == 0) {
+              uint64_t v = 0;
+              if (attr.form == DW_FORM_sec_offset && walker.unsigned_value(attr, v)) out.ranges_offset = v;
+            }
+            break;
+          default:
+            break;
+        }
+      });
+      if (!read || !supported) return false;
+      h.has_names = h.mips_linkage || h.linkage || h.name;  // all read: present ones are there
+      if (low && high) {
+        h.pc_range = {*low, high_is_length ? *low + *high : *high};
+        h.pc_range_known = true;
       }
-    });
-    // An origin outside this unit, or one that is not a DIE start, is left
-    // to libdw (so its errors are libdw's).
-    if (!read || !supported || !has_origin || origin < unit_die_offset || origin >= unit_end_offset)
-      return false;
-    Dwarf_Die origin_die = die_at(origin);
-    if (failed) return false;
-    out.origin = origin;
-    out.own_names = false;
-    // Without both, die_ranges asks libdw (DW_AT_ranges, the usual case of
-    // an inline split in pieces).
-    if (has_low && has_high) {
-      out.pc_range = {low, high_is_length ? low + high : high};
-      out.pc_range_known = true;
+      merge_hop(out, hop, h);
+      const std::optional<uint64_t>& next = origin ? origin : spec;
+      if (!next) break;
+      current = *next;
+      followed = true;
+      if (hop == 0) out.origin = current;
     }
-    inherit_from_origin(out, &origin_die);  // names: none of its own (else unsupported)
+    if (unscanned && followed) {
+      *unscanned = current;
+      *has_unscanned = true;
+    }
     return true;
+  }
+
+  // attributes() of the DIE `step` of the walk (`die` its libdw handle):
+  // from the walker's bytes where own_die_attributes reads them.
+  DieAttributes walked_attributes(const DwarfDieWalker::Step& step, Dwarf_Die* die) {
+    DieAttributes out;
+    uint64_t origin = 0;
+    bool has_origin = false;
+    if (!own_die_attributes(step.offset, 1, out, &origin, &has_origin)) return attributes(die);
+    if (has_origin) {
+      Dwarf_Die origin_die = die_at(origin);
+      if (failed) return out;
+      inherit_from_origin(out, &origin_die);
+    }
+    return out;
   }
 
   // Records an inlined subroutine below raw node `parent`; returns its index.
   int64_t add_raw_inline(const DwarfDieWalker::Step& step, Dwarf_Die* die, int64_t parent_index) {
     RawInline raw;
     raw.offset = step.offset;
-    DieAttributes attrs;
-    if (!inline_attributes(step, attrs)) attrs = attributes(die);
+    const DieAttributes attrs = walked_attributes(step, die);
     raw.linkage_name = attrs.linkage_name;
     raw.short_name = attrs.name;
     raw.origin = attrs.origin;
@@ -1344,6 +1446,53 @@ struct DwarfUnitConverter::Impl {
     failure.clear();
   }
 
+  // What read_unit_header and unit_base_address take from the unit DIE.
+  struct UnitDieAttributes {
+    std::optional<uint64_t> language, stmt_list, low_pc;
+    const char* comp_dir = nullptr;
+    bool entry_pc = false;  // it has one (then libdw computes the base)
+  };
+
+  // The unit DIE's attributes from the walker's bytes, as dwarf_attr and
+  // dwarf_formudata / dwarf_formstring / dwarf_lowpc give them, where they
+  // are of the forms own_die_attributes reads (stmt_list: a sec_offset
+  // inside .debug_line); false for anything else, which libdw then reads.
+  bool own_unit_die_attributes(UnitDieAttributes& out) {
+    if (!own_attributes_usable) return false;
+    const DwarfDieWalker::Step step = walker.die_at(unit_die_offset);
+    if (step.kind != DwarfDieWalker::Step::Die) return false;
+    bool supported = true;
+    const bool read = walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& attr) {
+      uint64_t v = 0;
+      switch (attr.name) {
+        case DW_AT_language:
+          supported = supported && (attr.form == DW_FORM_data1 || attr.form == DW_FORM_data2) &&
+                      walker.unsigned_value(attr, v);
+          out.language = v;
+          break;
+        case DW_AT_comp_dir:
+          supported = supported && walker.string_value(attr, line_sections.debug_str,
+                                                       line_sections.debug_line_str, out.comp_dir);
+          break;
+        case DW_AT_stmt_list:
+          supported = supported && attr.form == DW_FORM_sec_offset && walker.unsigned_value(attr, v) &&
+                      v < line_sections.debug_line.size();
+          out.stmt_list = v;
+          break;
+        case DW_AT_low_pc:
+          supported = supported && attr.form == DW_FORM_addr && walker.unsigned_value(attr, v);
+          out.low_pc = v;
+          break;
+        case DW_AT_entry_pc:
+          out.entry_pc = true;
+          break;
+        default:
+          break;
+      }
+    });
+    return read && supported;
+  }
+
   // The unit's own facts: address size (and a split unit's range-list
   // version), language, compilation directory and line table.
   void read_unit_header(Dwarf_Die& cu, Dwarf_Off unit_die_offset, const SplitSource* split) {
@@ -1357,13 +1506,19 @@ struct DwarfUnitConverter::Impl {
       split_ranges.address_size = addr_size;
       split_ranges.offset_size = offset_size;
     }
-    language = attr_unsigned(&cu, DW_AT_language, false).value_or(0);
+    UnitDieAttributes own;
+    if (!own_unit_die_attributes(own)) {
+      own.language = attr_unsigned(&cu, DW_AT_language, false);
+      own.comp_dir = attr_string(&cu, DW_AT_comp_dir, false);
+      own.stmt_list = attr_unsigned(&cu, DW_AT_stmt_list, false);
+    }
+    language = own.language.value_or(0);
     if (split) {
       comp_dir = split->comp_dir;
-    } else if (const char* dir = attr_string(&cu, DW_AT_comp_dir, false)) {
-      comp_dir = dir;
+    } else if (own.comp_dir) {
+      comp_dir = own.comp_dir;
     }
-    if (auto stmt_list = split ? split->stmt_list : attr_unsigned(&cu, DW_AT_stmt_list, false)) {
+    if (auto stmt_list = split ? split->stmt_list : own.stmt_list) {
       Status table = parse_line_table_into(line_sections, *stmt_list, address_size, line_storage);
       if (table) {
         line_table = &line_storage;
@@ -1407,9 +1562,11 @@ struct DwarfUnitConverter::Impl {
       out.warnings.push_back("unit at " + hex_number(unit_die_offset) + ": " + dwarf_error());
       return std::move(out);
     }
+    // The walker first: read_unit_header reads the unit DIE with it.
+    const bool walkable = start_walker(&cu, unit);
     read_unit_header(cu, unit_die_offset, split);
     walk_unit = die_key(dwarf, &cu);
-    walk(&cu, unit);
+    if (walkable) walk();
     if (!failed)
       for (auto& ctx : pending) finish_subprogram(*ctx);
     pending.clear();

@@ -1,6 +1,7 @@
-// DwarfDieWalker's attribute access (what the converter reads of inlined
-// subroutines without libdw): each attribute's name, form and value, in
-// abbreviation order, in both byte orders and with both address sizes.
+// DwarfDieWalker's attribute access (what the converter reads of
+// subprograms and inlined subroutines without libdw): each attribute's name,
+// form and value, in abbreviation order, in both byte orders and with both
+// address sizes; strings; a DIE found again by its offset.
 #include <doctest/doctest.h>
 
 #include <dwarf.h>
@@ -153,6 +154,45 @@ void check_inlined_subroutine(bool little, uint8_t address_size) {
   walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& a) {
     if (a.name == DW_AT_name) CHECK(std::string(reinterpret_cast<const char*>(a.value)) == "inlined");
   });
+
+  // Strings as dwarf_formstring gives them: inline, or at the offset in
+  // .debug_str (the linkage name, 0x40) or .debug_line_str; an offset outside
+  // the section, or a string that runs off its end, is not read.
+  std::vector<uint8_t> debug_str(0x40, 'x');
+  const std::string linkage = "_Z7inlinedv";
+  debug_str.insert(debug_str.end(), linkage.begin(), linkage.end() + 1);
+  const std::vector<uint8_t> short_str(0x40, 0), unterminated(0x45, 'y');
+  walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& a) {
+    const char* s = nullptr;
+    if (a.name == DW_AT_name) {
+      REQUIRE(walker.string_value(a, {}, {}, s));
+      CHECK(std::string(s) == "inlined");
+      CHECK(reinterpret_cast<const uint8_t*>(s) == a.value);
+    } else if (a.name == DW_AT_linkage_name) {
+      REQUIRE(walker.string_value(a, debug_str, {}, s));
+      CHECK(std::string(s) == linkage);
+      CHECK(reinterpret_cast<const uint8_t*>(s) == debug_str.data() + 0x40);
+      CHECK_FALSE(walker.string_value(a, short_str, debug_str, s));  // strp reads .debug_str only
+      CHECK_FALSE(walker.string_value(a, unterminated, {}, s));
+    } else {
+      CHECK_FALSE(walker.string_value(a, debug_str, debug_str, s));  // not a string form
+    }
+  });
+
+  // die_at: the DIE at an offset, as the walk gave it, without moving the walk.
+  const DwarfDieWalker::Step again = walker.die_at(inlined_offset);
+  REQUIRE(again.kind == DwarfDieWalker::Step::Die);
+  CHECK(again.offset == step.offset);
+  CHECK(again.tag == step.tag);
+  CHECK(again.abbrev == step.abbrev);
+  CHECK(again.attributes == step.attributes);
+  CHECK(walker.die_at(first).tag == DW_TAG_compile_unit);
+  CHECK(walker.die_at(first).has_children);
+  const uint64_t unit_end = first + unit.bytes.size();
+  CHECK(walker.die_at(unit_end - 1).kind == DwarfDieWalker::Step::End);  // the child list's 0
+  CHECK(walker.die_at(unit_end).kind == DwarfDieWalker::Step::End);      // past the unit
+  CHECK(walker.die_at(first - 1).kind == DwarfDieWalker::Step::End);     // before it
+  CHECK(walker.die_at(inlined_offset + 1).kind == DwarfDieWalker::Step::End);  // code 0x2a: undefined
 
   CHECK(walker.next().kind == DwarfDieWalker::Step::EndOfChildren);
   const DwarfDieWalker::Step end = walker.next();
