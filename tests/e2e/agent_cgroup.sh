@@ -7,10 +7,7 @@
 set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 require_live_profiling
-ROOT_DIR=$(cd "$(dirname "$0")/../.." && pwd)
-GO=$("$ROOT_DIR/tests/support/otelcol/build.sh" --check-go 2>/dev/null) || skip "no Go >= 1.26 for go tool pprof"
-export GOCACHE=${GSYMPROF_TEST_CACHE:-/var/cache/gsymprof-tests}/gocache-pprof HOME=$WORK
-mkdir -p "$GOCACHE"
+require_go_pprof
 
 CGROUP2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 [[ -n $CGROUP2 && -w $CGROUP2 ]] || skip "no writable cgroup v2 hierarchy"

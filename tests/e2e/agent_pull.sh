@@ -18,10 +18,8 @@ set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 require_live_profiling
 ROOT_DIR=$(cd "$(dirname "$0")/../.." && pwd)
-GO=$("$ROOT_DIR/tests/support/otelcol/build.sh" --check-go 2>/dev/null) || skip "no Go >= 1.26 for go tool pprof and the metrics parser"
+require_go_pprof  # and the Go of the metrics parser
 PROMPARSE=$("$ROOT_DIR/tests/support/otelcol/build.sh" promparse) || fail "cannot build the metrics parser"
-export GOCACHE=${GSYMPROF_TEST_CACHE:-/var/cache/gsymprof-tests}/gocache-pprof HOME=$WORK
-mkdir -p "$GOCACHE"
 
 build_fixture pie
 FIX=$WORK/pie/profile_fixture

@@ -150,12 +150,7 @@ profile_to "$WORK/new.pb.gz" pprof "${NEW_ARGS[@]}"
   { head -8 "$WORK/pprof.txt"; fail "diff of the pprof files does not rank hot_work first"; }
 "$GSYMPROF" diff --format text --no-normalize "$WORK/base.pb.gz" "$WORK/new.pb.gz" > "$WORK/pprof-raw.txt" ||
   fail "diff --no-normalize of two pprof files failed"
-GO=$(command -v go || echo /usr/local/go/bin/go)
-if [[ -x $GO ]]; then
-  # go builds pprof on first use (Go 1.25+ ships no tool binaries): keep its
-  # build cache where the machine keeps it, not in $WORK.
-  GOCACHE=$("$GO" env GOCACHE) || fail "go env GOCACHE failed"
-  export GOCACHE PPROF_BINARY_PATH=$WORK/none PPROF_TMPDIR=$WORK/pprof-tmp HOME=$WORK
+if use_go_pprof; then
   "$GO" tool pprof -diff_base "$WORK/base.pb.gz" -top -sample_index=samples -symbolize=none "$WORK/new.pb.gz" \
     > "$WORK/pprof-top.txt" 2>&1 || { cat "$WORK/pprof-top.txt"; fail "go tool pprof -diff_base failed"; }
   # The first row after the "flat flat% sum% cum cum%" header.

@@ -10,17 +10,9 @@
 set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 require_live_profiling
-command -v go > /dev/null || skip "no go (Debian golang-go) for go tool pprof"
+require_go_pprof
 build_fixture pie
 D=$WORK/pie FIX=$D/profile_fixture
-TO_FOLDED=$FIXTURES/pprof_traces_to_folded.awk
-# pprof must show our names, never look for binaries of its own.
-export PPROF_BINARY_PATH=$WORK/none PPROF_TMPDIR=$WORK/pprof-tmp HOME=$WORK
-
-pprof_folded() {  # PROFILE: its samples as sorted folded stacks
-  go tool pprof -traces -sample_index=samples -symbolize=none "$1" 2> "$WORK/pprof.err" |
-    awk -f "$TO_FOLDED" | LC_ALL=C sort
-}
 
 "$FIX" exec 20 & exec_pid=$!
 "$FIX" lib 20 & lib_pid=$!
@@ -52,7 +44,7 @@ grep -q "^profile_fixture;$ROOT;phase_lib;lib_entry;lib_inline_\[i\];lib_leaf [0
   fail "pprof lacks the libhot.so stack with its inline frame"
 
 echo "pprof -raw: build IDs on mappings, labels on samples"
-go tool pprof -raw -symbolize=none "$WORK/a.pb.gz" > "$WORK/raw" 2> "$WORK/pprof.err" || fail "pprof -raw failed"
+"$GO" tool pprof -raw -symbolize=none "$WORK/a.pb.gz" > "$WORK/raw" 2> "$WORK/pprof.err" || fail "pprof -raw failed"
 for module in "$D/profile_fixture" "$D/libhot.so"; do
   id=$(sed -n "s|^  $module (build ID \([0-9a-f]*\)).*|\1|p" "$WORK/pprof-a.err")
   [[ -n $id ]] || { cat "$WORK/pprof-a.err"; fail "no build ID reported for $module"; }
@@ -71,7 +63,7 @@ for fn in exec_leaf main; do
   grep -q " M=[0-9]* $fn [^ ]*profile_fixture.c:[0-9:]* s=$want$" "$WORK/raw" ||
     { grep -m3 " $fn " "$WORK/raw"; fail "$fn has no start line $want"; }
 done
-go tool pprof -top -symbolize=none "$WORK/a.pb.gz" > "$WORK/top" 2>&1 || { cat "$WORK/top"; fail "pprof -top failed"; }
+"$GO" tool pprof -top -symbolize=none "$WORK/a.pb.gz" > "$WORK/top" 2>&1 || { cat "$WORK/top"; fail "pprof -top failed"; }
 grep -q "exec_leaf" "$WORK/top" || fail "pprof -top lacks exec_leaf"
 
 "$GSYMPROF" symbolize "$WORK/capture.json" --format pprof -o "$WORK/b.pb.gz" 2> /dev/null || fail "second pprof failed"

@@ -127,9 +127,9 @@ PY
 [[ $read_kallsyms == no ]] && echo "  the warm run did not read /proc/kallsyms"
 
 echo "pprof: kernel frames on a kernel mapping"
-if command -v go >/dev/null; then
+if use_go_pprof; then
   "$GSYMPROF" symbolize --format pprof -o "$WORK/cap.pb.gz" "$WORK/cap.json" 2>/dev/null || fail "pprof output failed"
-  HOME=$WORK go tool pprof -raw "$WORK/cap.pb.gz" >"$WORK/raw.txt" 2>"$WORK/raw.err" || { cat "$WORK/raw.err" >&2; fail "go tool pprof -raw failed"; }
+  "$GO" tool pprof -raw -symbolize=none "$WORK/cap.pb.gz" >"$WORK/raw.txt" 2>"$WORK/raw.err" || { cat "$WORK/raw.err" >&2; fail "go tool pprof -raw failed"; }
   grep -Eq "\[kernel\.kallsyms\] .*$kernel_id|$kernel_id .*\[kernel\.kallsyms\]" "$WORK/raw.txt" ||
     grep -A30 '^Mappings' "$WORK/raw.txt" | grep -q "kernel.kallsyms" ||
     { sed -n '/^Mappings/,$p' "$WORK/raw.txt" >&2; fail "pprof has no [kernel.kallsyms] mapping"; }

@@ -16,7 +16,7 @@ set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 source "$(dirname "$0")/fixtures/serve_common.bash"
 require_live_profiling
-require_go_pprof
+require_pprof_tools
 
 build_fixture pie
 D=$WORK/pie FIX=$D/profile_fixture

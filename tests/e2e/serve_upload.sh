@@ -20,7 +20,7 @@ set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 source "$(dirname "$0")/fixtures/serve_common.bash"
 require_live_profiling
-require_go_pprof
+require_pprof_tools
 command -v debuginfod-find > /dev/null || skip "no debuginfod-find (Debian debuginfod)"
 
 build_fixture pie
