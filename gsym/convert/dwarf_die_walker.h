@@ -8,7 +8,9 @@
 // parameters the converter never reads, that was most of the conversion time.
 // Here a unit's abbreviations are parsed once into a table indexed by code,
 // and DIEs whose attributes are all of fixed size are skipped in one step.
-// The converter still reads the attributes of the DIEs it needs with libdw.
+// The converter reads the attributes of the DIEs it needs from these bytes
+// too (for_each_attribute, die_at for references inside the unit), with
+// libdw for the forms it does not read itself.
 //
 // Like LLVM's DWARF parser, the walk is linear (DW_AT_sibling is not used).
 // Input is untrusted: every read is bounds-checked, and malformed input ends

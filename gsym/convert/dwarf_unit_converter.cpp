@@ -172,11 +172,6 @@ bool own_pc_range(AttributeScan& scan, AddressRange& range) {
   return true;
 }
 
-// Like dwarf_attr_integrate for each attribute: the first DIE of the chain
-// (the DIE, then its abstract_origin, else its specification, ...) that has it.
-// `max_hops` DIEs are scanned at most; when the chain goes on past them and
-// `unscanned` is given, it receives the next DIE (and true is stored in
-// `*has_unscanned`), so a caller can continue from a memoized result.
 // One DIE's own values of what DieAttributes gathers along a chain (null or
 // nullopt: absent or unreadable), however they were read.
 struct DieHop {
@@ -211,6 +206,11 @@ void merge_hop(DieAttributes& out, int hop, const DieHop& h) {
   if (!out.decl_line) out.decl_line = h.decl_line;
 }
 
+// Like dwarf_attr_integrate for each attribute: the first DIE of the chain
+// (the DIE, then its abstract_origin, else its specification, ...) that has it.
+// `max_hops` DIEs are scanned at most; when the chain goes on past them and
+// `unscanned` is given, it receives the next DIE (and true is stored in
+// `*has_unscanned`), so a caller can continue from a memoized result.
 DieAttributes die_attributes(Dwarf* main, Dwarf_Die* die, int max_hops = 16, Dwarf_Die* unscanned = nullptr,
                              bool* has_unscanned = nullptr) {
   DieAttributes out;
