@@ -472,7 +472,9 @@ Status read_own_sections(const ElfImage& dwarf_image, DwarfLineSections& section
                               std::pair{".debug_info", &tree_options.debug_info},
                               std::pair{".debug_abbrev", &tree_options.debug_abbrev},
                               std::pair{".debug_ranges", &tree_options.debug_ranges},
-                              std::pair{".debug_rnglists", &tree_options.debug_rnglists}}) {
+                              std::pair{".debug_rnglists", &tree_options.debug_rnglists},
+                              std::pair{".debug_str_offsets", &tree_options.debug_str_offsets},
+                              std::pair{".debug_addr", &tree_options.debug_addr}}) {
     Expected<std::span<const uint8_t>> bytes = dwarf_image.section_bytes(name);
     if (!bytes) return Error(path + ": " + bytes.error().message);
     *target = *bytes;

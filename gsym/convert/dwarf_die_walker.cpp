@@ -343,27 +343,81 @@ bool DwarfDieWalker::unsigned_value(const Attribute& attr, uint64_t& value) cons
   }
 }
 
-bool DwarfDieWalker::string_value(const Attribute& attr, std::span<const uint8_t> debug_str,
-                                  std::span<const uint8_t> debug_line_str, const char*& value) const {
+namespace {
+
+// The index of a strx/strx1-4 (`address` false) or addrx/addrx1-4
+// (`address` true) value: its LEB128 or fixed-width number; false for any
+// other form.
+bool index_value(uint16_t form, bool address, const uint8_t* value, const uint8_t* end, bool little,
+                 uint64_t& index) {
+  int width = 0;
+  switch (form) {
+    case DW_FORM_strx: if (address) return false; return read_uleb(value, end, index);
+    case DW_FORM_addrx: if (!address) return false; return read_uleb(value, end, index);
+    case DW_FORM_strx1: case DW_FORM_strx2: case DW_FORM_strx3: case DW_FORM_strx4:
+      if (address) return false;
+      width = form - DW_FORM_strx1 + 1;
+      break;
+    case DW_FORM_addrx1: case DW_FORM_addrx2: case DW_FORM_addrx3: case DW_FORM_addrx4:
+      if (!address) return false;
+      width = form - DW_FORM_addrx1 + 1;
+      break;
+    default: return false;
+  }
+  index = 0;
+  for (int i = 0; i < width; ++i) index |= uint64_t(value[i]) << (little ? 8 * i : 8 * (width - 1 - i));
+  return true;
+}
+
+// The `width`-byte word at `offset` of `section`; false past its end.
+bool section_word(std::span<const uint8_t> section, uint64_t offset, int width, bool little, uint64_t& word) {
+  if (offset > section.size() || section.size() - offset < static_cast<uint64_t>(width)) return false;
+  word = 0;
+  for (int i = 0; i < width; ++i)
+    word |= uint64_t(section[offset + i]) << (little ? 8 * i : 8 * (width - 1 - i));
+  return true;
+}
+
+}  // namespace
+
+bool DwarfDieWalker::string_value(const Attribute& attr, const StringSections& sections, const char*& value) const {
   if (attr.form == DW_FORM_string) {  // for_each_attribute found its NUL inside the unit
     value = reinterpret_cast<const char*>(attr.value);
     return true;
   }
-  std::span<const uint8_t> section;
-  if (attr.form == DW_FORM_strp)
-    section = debug_str;
-  else if (attr.form == DW_FORM_line_strp)
-    section = debug_line_str;
-  else
-    return false;
+  const bool little = shape_.little_endian;
+  std::span<const uint8_t> section = sections.debug_str;
   uint64_t offset = 0;
-  for (int i = 0; i < shape_.offset_size; ++i) {
-    const int shift = shape_.little_endian ? 8 * i : 8 * (shape_.offset_size - 1 - i);
-    offset |= uint64_t(attr.value[i]) << shift;
+  uint64_t index = 0;
+  if (attr.form == DW_FORM_strp || attr.form == DW_FORM_line_strp) {
+    if (attr.form == DW_FORM_line_strp) section = sections.debug_line_str;
+    section_word({attr.value, shape_.offset_size}, 0, shape_.offset_size, little, offset);
+  } else if (index_value(attr.form, false, attr.value, end_, little, index)) {
+    // .debug_str_offsets: the unit's offset-sized entries from its base.
+    const uint64_t width = shape_.offset_size;
+    if (!sections.str_offsets_base || index > (UINT64_MAX - *sections.str_offsets_base) / width ||
+        !section_word(sections.debug_str_offsets, *sections.str_offsets_base + index * width, shape_.offset_size,
+                      little, offset))
+      return false;
+  } else {
+    return false;
   }
   if (offset >= section.size() || !std::memchr(section.data() + offset, 0, section.size() - offset)) return false;
   value = reinterpret_cast<const char*>(section.data() + offset);
   return true;
+}
+
+bool DwarfDieWalker::address_value(const Attribute& attr, std::span<const uint8_t> debug_addr,
+                                   std::optional<uint64_t> addr_base, uint64_t& value) const {
+  const int width = shape_.address_size;
+  if (width != 4 && width != 8) return false;
+  if (attr.form == DW_FORM_addr)
+    return section_word({attr.value, size_t(width)}, 0, width, shape_.little_endian, value);
+  uint64_t index = 0;
+  if (!index_value(attr.form, true, attr.value, end_, shape_.little_endian, index) || !addr_base ||
+      index > (UINT64_MAX - *addr_base) / uint64_t(width))
+    return false;
+  return section_word(debug_addr, *addr_base + index * uint64_t(width), width, shape_.little_endian, value);
 }
 
 DwarfDieWalker::Step DwarfDieWalker::die_at(uint64_t offset) const {

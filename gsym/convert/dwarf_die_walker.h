@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -87,13 +88,25 @@ class DwarfDieWalker {
   // blocks, indexed forms, indirect).
   bool unsigned_value(const Attribute& attr, uint64_t& value) const;
 
-  // The string of a DW_FORM_string, DW_FORM_strp (in `debug_str`) or
-  // DW_FORM_line_strp (in `debug_line_str`) attribute, as libdw's
-  // dwarf_formstring gives it: a pointer into the DIE or the section. False
-  // for other forms, and for an offset outside its section or a string not
-  // ended inside it.
-  bool string_value(const Attribute& attr, std::span<const uint8_t> debug_str,
-                    std::span<const uint8_t> debug_line_str, const char*& value) const;
+  // Where a unit's string attributes point: the string sections, and for
+  // DWARF 5's indexed forms its DW_AT_str_offsets_base into
+  // .debug_str_offsets (unknown: those forms are not read).
+  struct StringSections {
+    std::span<const uint8_t> debug_str, debug_line_str, debug_str_offsets;
+    std::optional<uint64_t> str_offsets_base;
+  };
+  // The string of a DW_FORM_string, strp, line_strp or strx/strx1-4
+  // attribute, as libdw's dwarf_formstring gives it: a pointer into the DIE
+  // or .debug_str / .debug_line_str. False for other forms, and for any
+  // offset or index outside its section or a string not ended inside it.
+  bool string_value(const Attribute& attr, const StringSections& sections, const char*& value) const;
+
+  // The address of a DW_FORM_addr attribute, or of an indexed one
+  // (addrx/addrx1-4) in `debug_addr` from the unit's DW_AT_addr_base
+  // `addr_base`, as libdw's dwarf_formaddr gives it; false for other forms,
+  // an unknown base or an entry outside the section.
+  bool address_value(const Attribute& attr, std::span<const uint8_t> debug_addr,
+                     std::optional<uint64_t> addr_base, uint64_t& value) const;
 
   // The DIE at .debug_info offset `offset` of the unit being walked, as
   // next() returns one (its attributes for for_each_attribute), without

@@ -149,10 +149,9 @@ std::optional<uint64_t> form_unsigned(Dwarf_Attribute* a) {
   return v;
 }
 
-bool own_pc_range(AttributeScan& scan, AddressRange& range) {
-  Dwarf_Addr low, high;
-  if (dwarf_formaddr(&scan.low_pc, &low) != 0) return false;
-  switch (dwarf_whatform(&scan.high_pc)) {
+// Whether a high_pc of this form is an address (else a length from low_pc).
+bool is_address_form(unsigned form) {
+  switch (form) {
     case DW_FORM_addr:
     case DW_FORM_addrx:
     case DW_FORM_addrx1:
@@ -160,13 +159,21 @@ bool own_pc_range(AttributeScan& scan, AddressRange& range) {
     case DW_FORM_addrx3:
     case DW_FORM_addrx4:
     case DW_FORM_GNU_addr_index:
-      if (dwarf_formaddr(&scan.high_pc, &high) != 0) return false;
-      break;
-    default: {
-      Dwarf_Word offset;
-      if (dwarf_formudata(&scan.high_pc, &offset) != 0) return false;
-      high = low + offset;
-    }
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool own_pc_range(AttributeScan& scan, AddressRange& range) {
+  Dwarf_Addr low, high;
+  if (dwarf_formaddr(&scan.low_pc, &low) != 0) return false;
+  if (is_address_form(dwarf_whatform(&scan.high_pc))) {
+    if (dwarf_formaddr(&scan.high_pc, &high) != 0) return false;
+  } else {
+    Dwarf_Word offset;
+    if (dwarf_formudata(&scan.high_pc, &offset) != 0) return false;
+    high = low + offset;
   }
   range = {low, high};
   return true;
@@ -1132,8 +1139,29 @@ struct DwarfUnitConverter::Impl {
                       shape))
       return fail_with(walker.error());
     own_attributes_usable = direct_dies && !split_unit;
+    if (own_attributes_usable) read_unit_bases();
     return true;
   }
+
+  // The unit DIE's DW_AT_str_offsets_base and DW_AT_addr_base, for the
+  // indexed forms: kept when they are section offsets inside their
+  // sections (as libdw's dwarf_formudata accepts them), else unknown, and
+  // then libdw reads those forms.
+  void read_unit_bases() {
+    unit_strings = {line_sections.debug_str, line_sections.debug_line_str, options.debug_str_offsets, {}};
+    unit_addr_base.reset();
+    const DwarfDieWalker::Step step = walker.die_at(unit_die_offset);
+    if (step.kind != DwarfDieWalker::Step::Die) return;
+    walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& attr) {
+      uint64_t v = 0;
+      if (attr.form != DW_FORM_sec_offset || !walker.unsigned_value(attr, v)) return;
+      if (attr.name == DW_AT_str_offsets_base && v < options.debug_str_offsets.size())
+        unit_strings.str_offsets_base = v;
+      if (attr.name == DW_AT_addr_base && v < options.debug_addr.size()) unit_addr_base = v;
+    });
+  }
+  DwarfDieWalker::StringSections unit_strings;  // the unit's, for the walker's string_value
+  std::optional<uint64_t> unit_addr_base;        // its DW_AT_addr_base, when read
 
   bool fail_with(std::string message) {
     fail(std::move(message));
@@ -1180,8 +1208,9 @@ struct DwarfUnitConverter::Impl {
   // unit's in a tree, were a tenth of converting C (libc). Covers the
   // shapes compilers write for the main file's units: references inside the
   // unit (ref1/2/4/8/udata), strings inline, in .debug_str or
-  // .debug_line_str, constants of data1/2/4/8/udata/implicit_const, low_pc
-  // an address, high_pc an address or a length. Anything else - another
+  // .debug_line_str or indexed (strx*), constants of
+  // data1/2/4/8/udata/implicit_const, low_pc an address or indexed (addrx*),
+  // high_pc an address or a length. Anything else - another
   // form anywhere along the chain, a reference leaving the unit, bytes that
   // do not decode - returns false and libdw reads the DIE instead, so an
   // answer (or an error) outside these shapes stays libdw's.
@@ -1202,7 +1231,7 @@ struct DwarfUnitConverter::Impl {
       // As dwarf_getattrs' callback: a repeated attribute's last value counts.
       const bool read = walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& attr) {
         auto string = [&](const char*& to) {
-          supported = supported && walker.string_value(attr, line_sections.debug_str, line_sections.debug_line_str, to);
+          supported = supported && walker.string_value(attr, unit_strings, to);
         };
         auto constant = [&](std::optional<uint64_t>& to) {  // the forms dwarf_formudata reads as they are
           uint64_t v = 0;
@@ -1244,14 +1273,14 @@ struct DwarfUnitConverter::Impl {
           case DW_AT_decl_line: constant(h.decl_line); break;
           case DW_AT_low_pc: {
             uint64_t v = 0;
-            supported = supported && attr.form == DW_FORM_addr && walker.unsigned_value(attr, v);
+            supported = supported && walker.address_value(attr, options.debug_addr, unit_addr_base, v);
             low = v;
             break;
           }
           case DW_AT_high_pc: {
             uint64_t v = 0;
-            if (attr.form == DW_FORM_addr) {
-              supported = supported && walker.unsigned_value(attr, v);
+            if (is_address_form(attr.form)) {
+              supported = supported && walker.address_value(attr, options.debug_addr, unit_addr_base, v);
               high_is_length = false;
             } else {
               std::optional<uint64_t> length;
@@ -1457,6 +1486,7 @@ struct DwarfUnitConverter::Impl {
   // dwarf_formudata / dwarf_formstring / dwarf_lowpc give them, where they
   // are of the forms own_die_attributes reads (stmt_list: a sec_offset
   // inside .debug_line); false for anything else, which libdw then reads.
+  // Its string and address bases are unit_strings' and unit_addr_base.
   bool own_unit_die_attributes(UnitDieAttributes& out) {
     if (!own_attributes_usable) return false;
     const DwarfDieWalker::Step step = walker.die_at(unit_die_offset);
@@ -1471,8 +1501,7 @@ struct DwarfUnitConverter::Impl {
           out.language = v;
           break;
         case DW_AT_comp_dir:
-          supported = supported && walker.string_value(attr, line_sections.debug_str,
-                                                       line_sections.debug_line_str, out.comp_dir);
+          supported = supported && walker.string_value(attr, unit_strings, out.comp_dir);
           break;
         case DW_AT_stmt_list:
           supported = supported && attr.form == DW_FORM_sec_offset && walker.unsigned_value(attr, v) &&
@@ -1480,7 +1509,7 @@ struct DwarfUnitConverter::Impl {
           out.stmt_list = v;
           break;
         case DW_AT_low_pc:
-          supported = supported && attr.form == DW_FORM_addr && walker.unsigned_value(attr, v);
+          supported = supported && walker.address_value(attr, options.debug_addr, unit_addr_base, v);
           out.low_pc = v;
           break;
         case DW_AT_entry_pc:

@@ -75,6 +75,10 @@ struct UnitConverterOptions {
   // absent), read directly for the common lists (see dwarf_unit_converter.cpp).
   std::span<const uint8_t> debug_ranges;
   std::span<const uint8_t> debug_rnglists;
+  // DWARF 5's string offsets and address table (empty when absent), for the
+  // indexed forms the converter reads itself.
+  std::span<const uint8_t> debug_str_offsets;
+  std::span<const uint8_t> debug_addr;
 };
 
 // A skeleton unit's split unit (split_dwarf.h), with what the skeleton

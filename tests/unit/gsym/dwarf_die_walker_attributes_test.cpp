@@ -7,6 +7,7 @@
 #include <dwarf.h>
 
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -162,20 +163,23 @@ void check_inlined_subroutine(bool little, uint8_t address_size) {
   const std::string linkage = "_Z7inlinedv";
   debug_str.insert(debug_str.end(), linkage.begin(), linkage.end() + 1);
   const std::vector<uint8_t> short_str(0x40, 0), unterminated(0x45, 'y');
+  auto strings = [](std::span<const uint8_t> str, std::span<const uint8_t> line_str) {
+    return DwarfDieWalker::StringSections{str, line_str, {}, {}};
+  };
   walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& a) {
     const char* s = nullptr;
     if (a.name == DW_AT_name) {
-      REQUIRE(walker.string_value(a, {}, {}, s));
+      REQUIRE(walker.string_value(a, strings({}, {}), s));
       CHECK(std::string(s) == "inlined");
       CHECK(reinterpret_cast<const uint8_t*>(s) == a.value);
     } else if (a.name == DW_AT_linkage_name) {
-      REQUIRE(walker.string_value(a, debug_str, {}, s));
+      REQUIRE(walker.string_value(a, strings(debug_str, {}), s));
       CHECK(std::string(s) == linkage);
       CHECK(reinterpret_cast<const uint8_t*>(s) == debug_str.data() + 0x40);
-      CHECK_FALSE(walker.string_value(a, short_str, debug_str, s));  // strp reads .debug_str only
-      CHECK_FALSE(walker.string_value(a, unterminated, {}, s));
+      CHECK_FALSE(walker.string_value(a, strings(short_str, debug_str), s));  // strp reads .debug_str only
+      CHECK_FALSE(walker.string_value(a, strings(unterminated, {}), s));
     } else {
-      CHECK_FALSE(walker.string_value(a, debug_str, debug_str, s));  // not a string form
+      CHECK_FALSE(walker.string_value(a, strings(debug_str, debug_str), s));  // not a string form
     }
   });
 
@@ -209,4 +213,79 @@ TEST_CASE("DIE walker: attributes of a DIE, in order, with their values") {
   SUBCASE("little-endian, 64-bit addresses") { check_inlined_subroutine(true, 8); }
   SUBCASE("big-endian, 64-bit addresses") { check_inlined_subroutine(false, 8); }
   SUBCASE("little-endian, 32-bit addresses") { check_inlined_subroutine(true, 4); }
+}
+
+TEST_CASE("DIE walker: DWARF 5's indexed strings and addresses, as libdw reads them") {
+  for (const bool little : {true, false}) {
+    CAPTURE(little);
+    Assembler abbrevs;
+    abbrevs.uleb(1).uleb(DW_TAG_compile_unit).u8(DW_CHILDREN_no);
+    abbrevs.uleb(DW_AT_name).uleb(DW_FORM_strx1);
+    abbrevs.uleb(DW_AT_producer).uleb(DW_FORM_strx);
+    abbrevs.uleb(DW_AT_comp_dir).uleb(DW_FORM_strx3);
+    abbrevs.uleb(DW_AT_low_pc).uleb(DW_FORM_addrx);
+    abbrevs.uleb(DW_AT_high_pc).uleb(DW_FORM_addrx2);
+    abbrevs.uleb(DW_AT_entry_pc).uleb(DW_FORM_addr);
+    abbrevs.u8(0).u8(0).u8(0);
+    Assembler unit;
+    unit.little = little;
+    unit.uleb(1).u8(2).uleb(0).fixed(1, 3).uleb(1).fixed(2, 2).fixed(0x401000, 8);
+
+    // .debug_str: three strings; .debug_str_offsets: a header, then the
+    // unit's entries (its base: 8) pointing at them out of order.
+    std::vector<uint8_t> debug_str;
+    for (const char* s : {"main.c", "clang", "/src"}) debug_str.insert(debug_str.end(), s, s + std::strlen(s) + 1);
+    Assembler offsets;
+    offsets.little = little;
+    offsets.fixed(0, 8).fixed(7, 4).fixed(13, 4).fixed(0, 4);  // index 0: "clang", 1: "/src", 2: "main.c"
+    Assembler addresses;
+    addresses.little = little;
+    addresses.fixed(0, 8).fixed(0x1000, 8).fixed(0x2000, 8).fixed(0x3000, 8);
+
+    DwarfUnitShape shape;
+    shape.version = 5;
+    shape.little_endian = little;
+    DwarfDieWalker walker;
+    REQUIRE(walker.start(abbrevs.bytes, 0, unit.bytes, 0x0c, shape));
+    const DwarfDieWalker::Step cu = walker.next();
+    REQUIRE(cu.kind == DwarfDieWalker::Step::Die);
+
+    DwarfDieWalker::StringSections sections{debug_str, {}, offsets.bytes, 8};
+    std::vector<std::string> names;
+    std::vector<uint64_t> pcs;
+    REQUIRE(walker.for_each_attribute(cu, [&](const DwarfDieWalker::Attribute& a) {
+      const char* s = nullptr;
+      uint64_t pc = 0;
+      if (walker.string_value(a, sections, s)) names.push_back(s);
+      if (walker.address_value(a, addresses.bytes, 8, pc)) pcs.push_back(pc);
+      // Without a base nothing indexed is read; strings are not addresses.
+      if (a.form != DW_FORM_addr) {
+        CHECK_FALSE(walker.address_value(a, addresses.bytes, std::nullopt, pc));
+        CHECK_FALSE(walker.string_value(a, {debug_str, {}, offsets.bytes, std::nullopt}, s));
+      }
+    }));
+    CHECK(names == std::vector<std::string>{"main.c", "clang", "/src"});  // strx1 2, strx 0, strx3 1
+    CHECK(pcs == std::vector<uint64_t>{0x2000, 0x3000, 0x401000});      // addrx 1, addrx2 2, addr
+
+    // Entries past their section, or a string offset past .debug_str, are not read.
+    walker.for_each_attribute(cu, [&](const DwarfDieWalker::Attribute& a) {
+      const char* s = nullptr;
+      uint64_t pc = 0;
+      if (a.name == DW_AT_name) {  // index 2, at 8 + 2 * 4 = 16: the section must hold 20 bytes
+        CHECK(walker.string_value(a, {debug_str, {}, std::span(offsets.bytes).first(20), 8}, s));
+        CHECK_FALSE(walker.string_value(a, {debug_str, {}, std::span(offsets.bytes).first(19), 8}, s));
+        CHECK_FALSE(walker.string_value(a, {debug_str, {}, offsets.bytes, UINT64_MAX - 3}, s));
+      }
+      if (a.name == DW_AT_comp_dir) {  // "/src" at 13 of .debug_str's 18 bytes
+        CHECK(walker.string_value(a, {std::span(debug_str).first(18), {}, offsets.bytes, 8}, s));
+        CHECK_FALSE(walker.string_value(a, {std::span(debug_str).first(17), {}, offsets.bytes, 8}, s));  // no NUL
+        CHECK_FALSE(walker.string_value(a, {std::span(debug_str).first(13), {}, offsets.bytes, 8}, s));
+      }
+      if (a.name == DW_AT_high_pc) {  // index 2, at 8 + 2 * 8 = 24: 32 bytes needed
+        CHECK(walker.address_value(a, std::span(addresses.bytes).first(32), 8, pc));
+        CHECK_FALSE(walker.address_value(a, std::span(addresses.bytes).first(31), 8, pc));
+        CHECK_FALSE(walker.address_value(a, addresses.bytes, UINT64_MAX - 7, pc));
+      }
+    });
+  }
 }
