@@ -35,6 +35,14 @@ bool read_sleb(const uint8_t*& p, const uint8_t* end, int64_t& value) {
 
 bool skip_leb(const uint8_t*& p, const uint8_t* end) { return leb128::skip<kDwarfLebBytes>(p, end); }
 
+// The `width`-byte unsigned number at `p` in the file's byte order (the
+// caller has checked the bytes are there).
+uint64_t read_word(const uint8_t* p, int width, bool little) {
+  uint64_t word = 0;
+  for (int i = 0; i < width; ++i) word |= uint64_t(p[i]) << (little ? 8 * i : 8 * (width - 1 - i));
+  return word;
+}
+
 }  // namespace
 
 void DwarfDieWalker::fail(std::string message) {
@@ -213,10 +221,7 @@ bool DwarfDieWalker::skip_variable_value(uint64_t form, const uint8_t*& p, int i
     case DW_FORM_block4: {
       const int width = form == DW_FORM_block2 ? 2 : 4;
       if (end_ - p < width) return false;
-      for (int i = 0; i < width; ++i) {
-        const int shift = shape_.little_endian ? 8 * i : 8 * (width - 1 - i);
-        length |= uint64_t(p[i]) << shift;
-      }
+      length = read_word(p, width, shape_.little_endian);
       p += width;
       break;
     }
@@ -301,11 +306,7 @@ DwarfDieWalker::Step DwarfDieWalker::next() {
 
 bool DwarfDieWalker::unsigned_value(const Attribute& attr, uint64_t& value) const {
   auto fixed = [&](int width) {
-    value = 0;
-    for (int i = 0; i < width; ++i) {
-      const int shift = shape_.little_endian ? 8 * i : 8 * (width - 1 - i);
-      value |= uint64_t(attr.value[i]) << shift;
-    }
+    value = read_word(attr.value, width, shape_.little_endian);
     return true;
   };
   switch (attr.form) {
@@ -364,17 +365,14 @@ bool index_value(uint16_t form, bool address, const uint8_t* value, const uint8_
       break;
     default: return false;
   }
-  index = 0;
-  for (int i = 0; i < width; ++i) index |= uint64_t(value[i]) << (little ? 8 * i : 8 * (width - 1 - i));
+  index = read_word(value, width, little);
   return true;
 }
 
 // The `width`-byte word at `offset` of `section`; false past its end.
 bool section_word(std::span<const uint8_t> section, uint64_t offset, int width, bool little, uint64_t& word) {
   if (offset > section.size() || section.size() - offset < static_cast<uint64_t>(width)) return false;
-  word = 0;
-  for (int i = 0; i < width; ++i)
-    word |= uint64_t(section[offset + i]) << (little ? 8 * i : 8 * (width - 1 - i));
+  word = read_word(section.data() + offset, width, little);
   return true;
 }
 
@@ -391,7 +389,7 @@ bool DwarfDieWalker::string_value(const Attribute& attr, const StringSections& s
   uint64_t index = 0;
   if (attr.form == DW_FORM_strp || attr.form == DW_FORM_line_strp) {
     if (attr.form == DW_FORM_line_strp) section = sections.debug_line_str;
-    section_word({attr.value, shape_.offset_size}, 0, shape_.offset_size, little, offset);
+    offset = read_word(attr.value, shape_.offset_size, little);  // for_each_attribute checked its bytes
   } else if (index_value(attr.form, false, attr.value, end_, little, index)) {
     // .debug_str_offsets: the unit's offset-sized entries from its base.
     const uint64_t width = shape_.offset_size;
@@ -411,8 +409,10 @@ bool DwarfDieWalker::address_value(const Attribute& attr, std::span<const uint8_
                                    std::optional<uint64_t> addr_base, uint64_t& value) const {
   const int width = shape_.address_size;
   if (width != 4 && width != 8) return false;
-  if (attr.form == DW_FORM_addr)
-    return section_word({attr.value, size_t(width)}, 0, width, shape_.little_endian, value);
+  if (attr.form == DW_FORM_addr) {  // for_each_attribute checked its bytes
+    value = read_word(attr.value, width, shape_.little_endian);
+    return true;
+  }
   uint64_t index = 0;
   if (!index_value(attr.form, true, attr.value, end_, shape_.little_endian, index) || !addr_base ||
       index > (UINT64_MAX - *addr_base) / uint64_t(width))

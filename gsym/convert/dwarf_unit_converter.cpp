@@ -890,9 +890,8 @@ struct DwarfUnitConverter::Impl {
   // the unit DIE's low_pc, else its entry_pc, else 0; computed once a unit.
   uint64_t unit_base_address() {
     if (!unit_base) {
-      UnitDieAttributes own;
-      if (own_unit_die_attributes(own) && (own.low_pc || !own.entry_pc)) {
-        unit_base = own.low_pc.value_or(0);
+      if (unit_die.own && (unit_die.low_pc || !unit_die.entry_pc)) {
+        unit_base = unit_die.low_pc.value_or(0);
         return *unit_base;
       }
       Dwarf_Addr base = 0;
@@ -1132,36 +1131,15 @@ struct DwarfUnitConverter::Impl {
     unit_cu_die = *cu;
     unit_base.reset();
     direct_dies = cu->addr == info.data() + unit.die_offset;
-    own_attributes_usable = false;
     abbrev_has_pc.clear();  // codes are the unit's abbreviation table's
     if (!walker.start(unit_abbrev, abbrev_offset,
                       info.subspan(unit.die_offset, unit.end_offset - unit.die_offset), unit.die_offset,
                       shape))
       return fail_with(walker.error());
     own_attributes_usable = direct_dies && !split_unit;
-    if (own_attributes_usable) read_unit_bases();
+    read_unit_die();
     return true;
   }
-
-  // The unit DIE's DW_AT_str_offsets_base and DW_AT_addr_base, for the
-  // indexed forms: kept when they are section offsets inside their
-  // sections (as libdw's dwarf_formudata accepts them), else unknown, and
-  // then libdw reads those forms.
-  void read_unit_bases() {
-    unit_strings = {line_sections.debug_str, line_sections.debug_line_str, options.debug_str_offsets, {}};
-    unit_addr_base.reset();
-    const DwarfDieWalker::Step step = walker.die_at(unit_die_offset);
-    if (step.kind != DwarfDieWalker::Step::Die) return;
-    walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& attr) {
-      uint64_t v = 0;
-      if (attr.form != DW_FORM_sec_offset || !walker.unsigned_value(attr, v)) return;
-      if (attr.name == DW_AT_str_offsets_base && v < options.debug_str_offsets.size())
-        unit_strings.str_offsets_base = v;
-      if (attr.name == DW_AT_addr_base && v < options.debug_addr.size()) unit_addr_base = v;
-    });
-  }
-  DwarfDieWalker::StringSections unit_strings;  // the unit's, for the walker's string_value
-  std::optional<uint64_t> unit_addr_base;        // its DW_AT_addr_base, when read
 
   bool fail_with(std::string message) {
     fail(std::move(message));
@@ -1471,6 +1449,12 @@ struct DwarfUnitConverter::Impl {
     context_of.clear();
     prefix_of.clear();
     other_parents.clear();  // bounded memory: rebuilt on demand, rarely needed
+    // Nothing of the previous unit's may be read from its bytes, should
+    // start_walker fail before it sets them.
+    own_attributes_usable = false;
+    unit_die = UnitDieAttributes{};
+    unit_strings = {line_sections.debug_str, line_sections.debug_line_str, options.debug_str_offsets, {}};
+    unit_addr_base.reset();
     failed = false;
     failure.clear();
   }
@@ -1480,46 +1464,68 @@ struct DwarfUnitConverter::Impl {
     std::optional<uint64_t> language, stmt_list, low_pc;
     const char* comp_dir = nullptr;
     bool entry_pc = false;  // it has one (then libdw computes the base)
+    bool own = false;       // read by read_unit_die (else libdw reads them)
   };
+  UnitDieAttributes unit_die;
+  DwarfDieWalker::StringSections unit_strings;  // the unit's, for the walker's string_value
+  std::optional<uint64_t> unit_addr_base;        // its DW_AT_addr_base, when read
 
-  // The unit DIE's attributes from the walker's bytes, as dwarf_attr and
-  // dwarf_formudata / dwarf_formstring / dwarf_lowpc give them, where they
-  // are of the forms own_die_attributes reads (stmt_list: a sec_offset
-  // inside .debug_line); false for anything else, which libdw then reads.
-  // Its string and address bases are unit_strings' and unit_addr_base.
-  bool own_unit_die_attributes(UnitDieAttributes& out) {
-    if (!own_attributes_usable) return false;
+  // The unit DIE's attributes from the walker's bytes, once a unit, as
+  // dwarf_attr and dwarf_formudata / dwarf_formstring / dwarf_lowpc give
+  // them, where they are of the forms own_die_attributes reads (stmt_list: a
+  // sec_offset inside .debug_line); unit_die.own false for anything else,
+  // and libdw reads them. Its DW_AT_str_offsets_base and DW_AT_addr_base,
+  // for the indexed forms of every DIE of the unit, are kept when they are
+  // section offsets inside their sections (as libdw's dwarf_formudata
+  // accepts them), else unknown, and libdw reads those forms.
+  void read_unit_die() {
+    if (!own_attributes_usable) return;
     const DwarfDieWalker::Step step = walker.die_at(unit_die_offset);
-    if (step.kind != DwarfDieWalker::Step::Die) return false;
+    if (step.kind != DwarfDieWalker::Step::Die) return;
     bool supported = true;
+    // comp_dir and low_pc may be indexed: read once the bases are known.
+    std::optional<DwarfDieWalker::Attribute> comp_dir, low_pc;
     const bool read = walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& attr) {
       uint64_t v = 0;
       switch (attr.name) {
+        case DW_AT_str_offsets_base:
+        case DW_AT_addr_base: {
+          const bool strings = attr.name == DW_AT_str_offsets_base;
+          const size_t size = strings ? options.debug_str_offsets.size() : options.debug_addr.size();
+          if (attr.form != DW_FORM_sec_offset || !walker.unsigned_value(attr, v) || v >= size) break;
+          (strings ? unit_strings.str_offsets_base : unit_addr_base) = v;
+          break;
+        }
         case DW_AT_language:
           supported = supported && (attr.form == DW_FORM_data1 || attr.form == DW_FORM_data2) &&
                       walker.unsigned_value(attr, v);
-          out.language = v;
+          unit_die.language = v;
           break;
         case DW_AT_comp_dir:
-          supported = supported && walker.string_value(attr, unit_strings, out.comp_dir);
+          comp_dir = attr;
           break;
         case DW_AT_stmt_list:
           supported = supported && attr.form == DW_FORM_sec_offset && walker.unsigned_value(attr, v) &&
                       v < line_sections.debug_line.size();
-          out.stmt_list = v;
+          unit_die.stmt_list = v;
           break;
         case DW_AT_low_pc:
-          supported = supported && walker.address_value(attr, options.debug_addr, unit_addr_base, v);
-          out.low_pc = v;
+          low_pc = attr;
           break;
         case DW_AT_entry_pc:
-          out.entry_pc = true;
+          unit_die.entry_pc = true;
           break;
         default:
           break;
       }
     });
-    return read && supported;
+    if (comp_dir) supported = supported && walker.string_value(*comp_dir, unit_strings, unit_die.comp_dir);
+    if (low_pc) {
+      uint64_t v = 0;
+      supported = supported && walker.address_value(*low_pc, options.debug_addr, unit_addr_base, v);
+      unit_die.low_pc = v;
+    }
+    unit_die.own = read && supported;
   }
 
   // The unit's own facts: address size (and a split unit's range-list
@@ -1535,8 +1541,8 @@ struct DwarfUnitConverter::Impl {
       split_ranges.address_size = addr_size;
       split_ranges.offset_size = offset_size;
     }
-    UnitDieAttributes own;
-    if (!own_unit_die_attributes(own)) {
+    UnitDieAttributes own = unit_die;
+    if (!own.own) {
       own.language = attr_unsigned(&cu, DW_AT_language, false);
       own.comp_dir = attr_string(&cu, DW_AT_comp_dir, false);
       own.stmt_list = attr_unsigned(&cu, DW_AT_stmt_list, false);
