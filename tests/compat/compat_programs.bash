@@ -2,7 +2,8 @@
 # every compat test that converts them (convert_llvm.sh, gsym_v2.sh): gcc and
 # clang, DWARF 4 and 5, -O2 -g, PIE and non-PIE, a shared library, C and C++
 # (templates, lambdas, namespaces, deep inlining), two CUs, zlib-compressed
-# debug sections. Needs fail(); run in a scratch directory.
+# debug sections, a function without line rows. Needs fail(); run in a
+# scratch directory.
 
 # Writes the sources into the current directory.
 write_compat_sources() {
@@ -97,6 +98,23 @@ int main(int argc, char**) {
   return 0;
 }
 SRC
+# shaped: inlined into main and also kept out of line (its address taken);
+# the out-of-line copy's DIE names nothing itself, its abstract origin
+# carries the name and decl_file/decl_line.
+cat > norows.c <<'SRC'
+#include <stdio.h>
+static inline int shaped(int x) {
+  int s = 0;
+  for (int i = 0; i < x; i++) s += (i * 7) ^ x;
+  return s;
+}
+int (*volatile keep)(int) = shaped;
+int main(int argc, char** argv) {
+  (void)argv;
+  printf("%d %d\n", shaped(argc * 10), keep(argc));
+  return 0;
+}
+SRC
 
 }
 
@@ -125,4 +143,35 @@ for_each_compat_program() {
   done
   # Compressed debug sections (zlib), which libdw and our line reader inflate.
   build gcc -O2 -g -gz=zlib -o c_gz prog.c && "$@" c_gz "gcc -gz=zlib"
+  # A function without line rows, whose one row comes from decl_file and
+  # decl_line read through its abstract origin.
+  for cc in gcc clang; do
+    for dw in 4 5; do
+      bin=norows_${cc}_dw$dw
+      build_without_rows $cc $dw $bin && "$@" $bin "$cc DWARF $dw function without line rows"
+    done
+  done
+}
+
+# build_without_rows COMPILER DWARF_VERSION OUTPUT: norows.c with the line
+# rows of shaped's out-of-line copy dropped (its .loc directives; in its own
+# section, so no row of another function covers it either). Fails unless
+# llvm-gsymutil's file (where LLVM_GSYMUTIL is set) then gives shaped one
+# row at its declaration (line 2), the fallback this build is for.
+build_without_rows() {
+  local cc=$1 dw=$2 out=$3 views=()
+  # gcc's location views name labels at .loc directives: none, so none dangle.
+  [[ $cc == gcc ]] && views=(-gno-variable-location-views)
+  build "$cc" -O2 -g "-gdwarf-$dw" -ffunction-sections "${views[@]}" -S -o "$out.s" norows.c || return 1
+  awk '/^[ \t]*\.section[ \t]+\.text\.shaped[,"]/ { inside = 1 }
+       inside && /^[ \t]*\.loc[ \t]/ { dropped++; next }
+       /\.cfi_endproc/ { inside = 0 }
+       { print }
+       END { exit dropped ? 0 : 1 }' "$out.s" > "$out.rows-dropped.s" ||
+    { fail "$out: no line rows of shaped to drop"; return 1; }
+  build "$cc" -o "$out" "$out.rows-dropped.s" || return 1
+  [[ -n ${LLVM_GSYMUTIL:-} ]] || return 0
+  "$LLVM_GSYMUTIL" --convert "$out" --out-file "$out.check.gsym" --num-threads=1 >/dev/null 2>&1 &&
+    "$LLVM_GSYMUTIL" "$out.check.gsym" 2>/dev/null | grep -A2 '"shaped"$' | grep -q 'norows\.c:2$' ||
+    { fail "$out: llvm-gsymutil does not give shaped its declaration's row"; return 1; }
 }

@@ -44,22 +44,26 @@ compare() {  # binary label [ELF whose .symtab names the aliases]
   [[ $n -ge 40 ]] || { fail "$label: only $n addresses to check"; return; }
   if ! cmp -s ours.txt llvm.txt || ! cmp -s ours.gp llvm.gp; then
     # alias-choice: a differing single-frame answer naming another symbol at
-    # the same function start is the documented rule, anything else fails.
+    # the same function start, the rest of the answer (offset, file, line)
+    # the same, is the documented rule; anything else fails.
     symbols_at "$symbols_from" >syms
     local bad
     bad=$(diff <(cat ours.txt ours.gp) <(cat llvm.txt llvm.gp) | perl -e '
       my %at; open(my $fh, "<", "syms") or die; while (<$fh>) { my ($a, $n) = split; $at{$n} = $a }
-      my (%ours, %theirs, %base);
+      my (%answer, %base);
       while (<STDIN>) {
         next if /^(---|[0-9])/;
-        if (/^([<>]) 0x([0-9a-f]+): (\S+)(?: \+ (\d+))?/) {
-          ($1 eq "<" ? \%ours : \%theirs)->{$2} = $3; $base{$2} = hex($2) - ($4 // 0); next }
+        if (/^([<>]) 0x([0-9a-f]+): (\S+)((?: \+ (\d+))?.*)$/) {
+          $answer{$1}{$2} = [$3, $4]; $base{$2} = hex($2) - ($5 // 0); next }
         print "unexplained: $_";
       }
-      for my $a (sort keys %ours) {
-        my ($o, $t) = ($ours{$a}, $theirs{$a} // "");
-        print "differs at 0x$a: ours $o, llvm $t\n"
-          unless exists $at{$o} && exists $at{$t} && $at{$o} == $at{$t} && $at{$o} == $base{$a};
+      my %addresses = map { $_ => 1 } (keys %{$answer{"<"}}, keys %{$answer{">"}});
+      for my $a (sort keys %addresses) {
+        my ($o, $o_rest) = @{$answer{"<"}{$a} // ["(none)", ""]};
+        my ($t, $t_rest) = @{$answer{">"}{$a} // ["(none)", ""]};
+        print "differs at 0x$a: ours $o$o_rest, llvm $t$t_rest\n"
+          unless $o ne $t && $o_rest eq $t_rest && exists $at{$o} && exists $at{$t} &&
+                 $at{$o} == $at{$t} && $at{$o} == $base{$a};
       }')
     if [[ -n $bad ]]; then
       echo "$bad" | head -20

@@ -1,7 +1,9 @@
 #!/bin/bash
 # gsym convert vs llvm-gsymutil --convert (LLVM 22) on programs this test
 # compiles: gcc and clang, DWARF 4 and 5, -O2 -g, PIE and non-PIE, a shared
-# library, C and C++ (templates, lambdas, namespaces, deep inlining).
+# library, C and C++ (templates, lambdas, namespaces, deep inlining), a
+# function without line rows (its row from the declaration, through its
+# abstract origin).
 # For each binary:
 #   - --threads 1 and --threads 4 give identical bytes;
 #   - llvm-gsymutil dumps our file and looks addresses up in it;
@@ -11,7 +13,8 @@
 # Intended difference, filtered by name: "alias-choice" - several symbols at
 # one address: LLVM keeps the last in .symtab order, we keep the greatest name
 # (deterministic whatever the input order); the test checks both names are
-# symbols at that very address.
+# symbols at that very address and the rest of the answer (offset, file,
+# line) is the same.
 set -u
 LLVM_GSYMUTIL=${LLVM_GSYMUTIL:-/usr/lib/llvm-22/bin/llvm-gsymutil}
 [[ -x $LLVM_GSYMUTIL ]] || { echo "skip: $LLVM_GSYMUTIL not installed"; exit 77; }
