@@ -220,13 +220,29 @@ sanitize: deps
 	BUILD=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run-all.sh
 
 # --- fuzz (clang + libFuzzer) ---
-FUZZ_CXXFLAGS := $(CXXSTD) -O1 -g -fsanitize=fuzzer,address,undefined -I. -pthread
-FUZZ_LIB_SRCS := $(GSYM_SRCS) $(GSYM_CONVERT_SRCS) $(USER_SRCS) $(PROTO_CCS) $(OTLP_PROTO_CCS) $(OTLP_GRPC_CCS) $(TEST_SUPPORT_SRCS)
-$(BUILD)/fuzz/%: tests/fuzz/%.cpp $(FUZZ_LIB_SRCS) | $(BPF_SKELS) $(OTLP_PROTO_HDRS) $(OTLP_GRPC_HDRS)
+# The library is compiled once for every target (instrumented, not linked
+# with libFuzzer's main: fuzzer-no-link) into $(FUZZ_OBJ)/ and archived;
+# each target is its one source linked against that archive, so a new or
+# changed target costs a link, not a rebuild of the whole tree.
+FUZZ_CXXFLAGS := $(CXXSTD) -O1 -g -fno-omit-frame-pointer -pthread
+FUZZ_OBJ      := $(BUILD)/fuzz-obj
+FUZZ_CPP_OBJS := $(patsubst %.cpp,$(FUZZ_OBJ)/%.o,$(GSYM_SRCS) $(GSYM_CONVERT_SRCS) $(USER_SRCS) $(TEST_SUPPORT_SRCS))
+FUZZ_PB_OBJS  := $(patsubst $(BUILD)/%.cc,$(FUZZ_OBJ)/%.o,$(PROTO_CCS) $(OTLP_PROTO_CCS) $(OTLP_GRPC_CCS))
+$(FUZZ_CPP_OBJS): $(FUZZ_OBJ)/%.o: %.cpp | $(BPF_SKELS) $(PROTO_HDRS) $(OTLP_PROTO_HDRS) $(OTLP_GRPC_HDRS) $(VERSION_HDR)
 	@mkdir -p $(@D)
-	clang++ $(FUZZ_CXXFLAGS) $(filter -D%,$(CPPFLAGS)) -I$(BUILD) -I$(BUILD)/$(OTLP_PROTO_DIR) $< $(FUZZ_LIB_SRCS) $(LDLIBS) -o $@
+	clang++ $(CPPFLAGS) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+$(FUZZ_PB_OBJS): $(FUZZ_OBJ)/%.o: $(BUILD)/%.cc | $(PROTO_HDRS) $(OTLP_PROTO_HDRS) $(OTLP_GRPC_HDRS)
+	@mkdir -p $(@D)
+	clang++ $(CPPFLAGS) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+$(BUILD)/fuzz/libfuzz_targets.a: $(FUZZ_CPP_OBJS) $(FUZZ_PB_OBJS)
+	@mkdir -p $(@D)
+	@rm -f $@
+	ar rcs $@ $^
+$(FUZZ_BINS): $(BUILD)/fuzz/%: tests/fuzz/%.cpp $(BUILD)/fuzz/libfuzz_targets.a
+	clang++ $(filter-out -MMD -MP,$(CPPFLAGS)) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer,address,undefined $^ $(LDLIBS) -o $@
 
-fuzz-build: deps $(FUZZ_BINS)
+fuzz-build: deps
+	$(MAKE) $(SUBMAKE_JOBS) $(FUZZ_BINS)
 
 fuzz: fuzz-build
 	@for f in $(FUZZ_BINS); do \
