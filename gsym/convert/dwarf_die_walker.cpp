@@ -414,10 +414,37 @@ bool DwarfDieWalker::address_value(const Attribute& attr, std::span<const uint8_
     return true;
   }
   uint64_t index = 0;
-  if (!index_value(attr.form, true, attr.value, end_, shape_.little_endian, index) || !addr_base ||
-      index > (UINT64_MAX - *addr_base) / uint64_t(width))
+  return index_value(attr.form, true, attr.value, end_, shape_.little_endian, index) &&
+         indexed_address(debug_addr, addr_base, index, value);
+}
+
+bool DwarfDieWalker::indexed_address(std::span<const uint8_t> debug_addr, std::optional<uint64_t> addr_base,
+                                     uint64_t index, uint64_t& value) const {
+  const int width = shape_.address_size;
+  if ((width != 4 && width != 8) || !addr_base || index > (UINT64_MAX - *addr_base) / uint64_t(width))
     return false;
   return section_word(debug_addr, *addr_base + index * uint64_t(width), width, shape_.little_endian, value);
+}
+
+bool DwarfDieWalker::range_list_offset(const Attribute& attr, std::span<const uint8_t> debug_rnglists,
+                                       std::optional<uint64_t> rnglists_base, uint64_t& offset) const {
+  if (attr.form == DW_FORM_sec_offset) return unsigned_value(attr, offset);
+  if (attr.form != DW_FORM_rnglistx || !rnglists_base) return false;
+  uint64_t index = 0;
+  const uint8_t* p = attr.value;
+  if (!read_uleb(p, end_, index)) return false;
+  // libdw's bounds: the base leaves room for one entry, the index names an
+  // entry inside the section.
+  const uint64_t width = shape_.offset_size;
+  const uint64_t size = debug_rnglists.size();
+  const uint64_t base = *rnglists_base;
+  if (width > size || base > size - width || index > (size - width - base) / width) return false;
+  uint64_t entry = 0;
+  if (!section_word(debug_rnglists, base + index * width, static_cast<int>(width), shape_.little_endian, entry) ||
+      entry > UINT64_MAX - base)
+    return false;
+  offset = base + entry;
+  return true;
 }
 
 DwarfDieWalker::Step DwarfDieWalker::die_at(uint64_t offset) const {

@@ -108,6 +108,22 @@ class DwarfDieWalker {
   bool address_value(const Attribute& attr, std::span<const uint8_t> debug_addr,
                      std::optional<uint64_t> addr_base, uint64_t& value) const;
 
+  // Entry `index` of the unit's addresses in `debug_addr` (from its
+  // DW_AT_addr_base `addr_base`): an addrx form's value, or a range list's
+  // DW_RLE_*x operand. False for an unknown base or an entry outside the
+  // section.
+  bool indexed_address(std::span<const uint8_t> debug_addr, std::optional<uint64_t> addr_base, uint64_t index,
+                       uint64_t& value) const;
+
+  // Where a DW_AT_ranges attribute's list starts in its section: a
+  // DW_FORM_sec_offset's value, or for DW_FORM_rnglistx the entry of the
+  // unit's offset table in `debug_rnglists` (from its DW_AT_rnglists_base
+  // `rnglists_base`) plus that base, as libdw's dwarf_ranges finds it. False
+  // for other forms, an unknown base, and an index or base outside the
+  // section (libdw's error cases).
+  bool range_list_offset(const Attribute& attr, std::span<const uint8_t> debug_rnglists,
+                         std::optional<uint64_t> rnglists_base, uint64_t& offset) const;
+
   // The DIE at .debug_info offset `offset` of the unit being walked, as
   // next() returns one (its attributes for for_each_attribute), without
   // moving the walk; End when no DIE of a defined abbreviation starts there.

@@ -113,8 +113,9 @@ struct DieAttributes {
   // dwarf_ranges (DW_AT_ranges, or forms not read here).
   AddressRange pc_range;
   bool pc_range_known = false;
-  // The DIE's own DW_AT_ranges when it is a DW_FORM_sec_offset (read by
-  // own_die_attributes only): the list is then read by own_range_list.
+  // Where the DIE's own DW_AT_ranges list starts, when it is a
+  // DW_FORM_sec_offset or a rnglistx the unit's offset table resolves (read
+  // by own_die_attributes only): the list is then read by own_range_list.
   std::optional<uint64_t> ranges_offset;
 };
 
@@ -816,15 +817,18 @@ struct DwarfUnitConverter::Impl {
     return true;
   }
 
-  // libdw's dwarf_ranges for a DW_AT_ranges of form DW_FORM_sec_offset of a
-  // DIE of the unit being walked, read here (libdw's was 5% of converting
-  // C++: inlined code split in pieces). Only lists libdw reads without
-  // error and without .debug_addr: plain pairs and base selections (DWARF
-  // 2-4), DW_RLE_offset_pair, base_address, start_end, start_length and
-  // end_of_list (DWARF 5). Anything else - another entry kind, a list
-  // running off its section, a LEB128 libdw would read differently, more
-  // ranges than die_ranges takes, a split unit - returns false and is left
-  // to libdw, so the answer (or the error) stays libdw's.
+  // libdw's dwarf_ranges for a DW_AT_ranges of a DIE of the unit being
+  // walked (a DW_FORM_sec_offset, or clang's DW_FORM_rnglistx), read here
+  // (libdw's was 5% of converting C++: inlined code split in pieces). Only
+  // lists libdw reads without error: plain pairs and base selections (DWARF
+  // 2-4), and every DWARF 5 entry kind but the view pair: offset_pair,
+  // base_address, start_end, start_length, their .debug_addr forms
+  // base_addressx, startx_endx and startx_length (from the unit's
+  // DW_AT_addr_base), and end_of_list. Anything else - another entry kind, a
+  // list running off its section, an address index without a base or
+  // outside .debug_addr, a LEB128 libdw would read differently, more ranges
+  // than die_ranges takes, a split unit - returns false and is left to
+  // libdw, so the answer (or the error) stays libdw's.
   bool own_range_list(uint64_t offset, std::vector<AddressRange>& out) {
     if (split_unit || !direct_dies || (address_size != 4 && address_size != 8)) return false;
     const bool v5 = unit_version >= 5;
@@ -844,6 +848,10 @@ struct DwarfUnitConverter::Impl {
     };
     auto uleb = [&](uint64_t& value) {
       return leb128::decode_uleb<kMaxLebBytes>(p, end, value) == leb128::Result::Ok;
+    };
+    auto indexed = [&](uint64_t& value) {
+      uint64_t index = 0;
+      return uleb(index) && walker.indexed_address(options.debug_addr, unit_addr_base, index, value);
     };
     out.clear();
     const uint64_t escape = address_size == 8 ? ~uint64_t{0} : uint64_t{UINT32_MAX};
@@ -877,6 +885,17 @@ struct DwarfUnitConverter::Impl {
           break;
         case DW_RLE_start_length:
           if (!address(begin) || !uleb(finish)) return false;
+          out.push_back({begin, begin + finish});
+          break;
+        case DW_RLE_base_addressx:
+          if (!indexed(base)) return false;
+          break;
+        case DW_RLE_startx_endx:
+          if (!indexed(begin) || !indexed(finish)) return false;
+          out.push_back({begin, finish});
+          break;
+        case DW_RLE_startx_length:
+          if (!indexed(begin) || !uleb(finish)) return false;
           out.push_back({begin, begin + finish});
           break;
         default:
@@ -1272,7 +1291,7 @@ struct DwarfUnitConverter::Impl {
           case DW_AT_ranges:
             if (hop == 0) {
               uint64_t v = 0;
-              if (attr.form == DW_FORM_sec_offset && walker.unsigned_value(attr, v)) out.ranges_offset = v;
+              if (walker.range_list_offset(attr, options.debug_rnglists, unit_rnglists_base, v)) out.ranges_offset = v;
             }
             break;
           default:
@@ -1455,6 +1474,7 @@ struct DwarfUnitConverter::Impl {
     unit_die = UnitDieAttributes{};
     unit_strings = {line_sections.debug_str, line_sections.debug_line_str, options.debug_str_offsets, {}};
     unit_addr_base.reset();
+    unit_rnglists_base.reset();
     failed = false;
     failure.clear();
   }
@@ -1469,6 +1489,7 @@ struct DwarfUnitConverter::Impl {
   UnitDieAttributes unit_die;
   DwarfDieWalker::StringSections unit_strings;  // the unit's, for the walker's string_value
   std::optional<uint64_t> unit_addr_base;        // its DW_AT_addr_base, when read
+  std::optional<uint64_t> unit_rnglists_base;    // its DW_AT_rnglists_base, when read
 
   // The unit DIE's attributes from the walker's bytes, once a unit, as
   // dwarf_attr and dwarf_formudata / dwarf_formstring / dwarf_lowpc give
@@ -1477,7 +1498,9 @@ struct DwarfUnitConverter::Impl {
   // and libdw reads them. Its DW_AT_str_offsets_base and DW_AT_addr_base,
   // for the indexed forms of every DIE of the unit, are kept when they are
   // section offsets inside their sections (as libdw's dwarf_formudata
-  // accepts them), else unknown, and libdw reads those forms.
+  // accepts them), else unknown, and libdw reads those forms. Likewise its
+  // DW_AT_rnglists_base for DW_FORM_rnglistx ranges, but not a base of 0:
+  // libdw then takes the end of the section's first header instead.
   void read_unit_die() {
     if (!own_attributes_usable) return;
     const DwarfDieWalker::Step step = walker.die_at(unit_die_offset);
@@ -1496,6 +1519,11 @@ struct DwarfUnitConverter::Impl {
           (strings ? unit_strings.str_offsets_base : unit_addr_base) = v;
           break;
         }
+        case DW_AT_rnglists_base:
+          if (attr.form == DW_FORM_sec_offset && walker.unsigned_value(attr, v) && v > 0 &&
+              v < options.debug_rnglists.size())
+            unit_rnglists_base = v;
+          break;
         case DW_AT_language:
           supported = supported && (attr.form == DW_FORM_data1 || attr.form == DW_FORM_data2) &&
                       walker.unsigned_value(attr, v);

@@ -2,8 +2,8 @@
 # every compat test that converts them (convert_llvm.sh, gsym_v2.sh): gcc and
 # clang, DWARF 4 and 5, -O2 -g, PIE and non-PIE, a shared library, C and C++
 # (templates, lambdas, namespaces, deep inlining), two CUs, zlib-compressed
-# debug sections, a function without line rows. Needs fail(); run in a
-# scratch directory.
+# debug sections, basic-block sections, a function without line rows.
+# Needs fail(); run in a scratch directory.
 
 # Writes the sources into the current directory.
 write_compat_sources() {
@@ -143,6 +143,11 @@ for_each_compat_program() {
   done
   # Compressed debug sections (zlib), which libdw and our line reader inflate.
   build gcc -O2 -g -gz=zlib -o c_gz prog.c && "$@" c_gz "gcc -gz=zlib"
+  # Every basic block in its own section (clang): functions and inlined
+  # calls in pieces, their DWARF 5 range lists of .debug_addr entries
+  # (DW_RLE_startx_length, base_addressx) reached by DW_FORM_rnglistx.
+  build clang++ -O2 -g -gdwarf-5 -fbasic-block-sections=all -o cpp_clang_bb_sections prog.cpp &&
+    "$@" cpp_clang_bb_sections "clang++ DWARF 5 basic-block sections C++"
   # A function without line rows, whose one row comes from decl_file and
   # decl_line read through its abstract origin.
   for cc in gcc clang; do

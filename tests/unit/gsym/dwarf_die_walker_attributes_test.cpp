@@ -1,7 +1,8 @@
 // DwarfDieWalker's attribute access (what the converter reads of
 // subprograms and inlined subroutines without libdw): each attribute's name,
 // form and value, in abbreviation order, in both byte orders and with both
-// address sizes; strings; a DIE found again by its offset.
+// address sizes; strings; a DIE found again by its offset; DWARF 5's
+// indexed strings, addresses and range lists.
 #include <doctest/doctest.h>
 
 #include <dwarf.h>
@@ -287,5 +288,60 @@ TEST_CASE("DIE walker: DWARF 5's indexed strings and addresses, as libdw reads t
         CHECK_FALSE(walker.address_value(a, addresses.bytes, UINT64_MAX - 7, pc));
       }
     });
+  }
+}
+
+TEST_CASE("DIE walker: where a DW_AT_ranges list starts, sec_offset or rnglistx, as libdw finds it") {
+  for (const bool little : {true, false}) {
+    CAPTURE(little);
+    Assembler abbrevs;
+    abbrevs.uleb(1).uleb(DW_TAG_lexical_block).u8(DW_CHILDREN_no);
+    abbrevs.uleb(DW_AT_ranges).uleb(DW_FORM_rnglistx);
+    abbrevs.uleb(DW_AT_ranges).uleb(DW_FORM_rnglistx);
+    abbrevs.uleb(DW_AT_ranges).uleb(DW_FORM_sec_offset);
+    abbrevs.uleb(DW_AT_name).uleb(DW_FORM_data4);
+    abbrevs.u8(0).u8(0).u8(0);
+    Assembler unit;
+    unit.little = little;
+    unit.uleb(1).uleb(1).uleb(200).fixed(0x40, 4).fixed(0x40, 4);  // index 1, index 200, offset 0x40, a constant
+
+    // .debug_rnglists: a 12-byte header, then the unit's offset table (its
+    // base: 12) of two entries, relative to the base.
+    Assembler rnglists;
+    rnglists.little = little;
+    rnglists.fixed(0, 4).fixed(5, 2).u8(8).u8(0).fixed(2, 4).fixed(8, 4).fixed(0x21, 4);
+
+    DwarfUnitShape shape;
+    shape.version = 5;
+    shape.little_endian = little;
+    DwarfDieWalker walker;
+    REQUIRE(walker.start(abbrevs.bytes, 0, unit.bytes, 0x0c, shape));
+    const DwarfDieWalker::Step block = walker.next();
+    REQUIRE(block.kind == DwarfDieWalker::Step::Die);
+    std::vector<DwarfDieWalker::Attribute> attrs;
+    REQUIRE(walker.for_each_attribute(block, [&](const DwarfDieWalker::Attribute& a) { attrs.push_back(a); }));
+    REQUIRE(attrs.size() == 4);
+    uint64_t offset = 0;
+    CHECK(walker.range_list_offset(attrs[0], rnglists.bytes, 12, offset));
+    CHECK(offset == 12 + 0x21);                                                      // entry 1, plus the base
+    CHECK_FALSE(walker.range_list_offset(attrs[0], rnglists.bytes, std::nullopt, offset));  // no base
+    CHECK(walker.range_list_offset(attrs[0], std::span(rnglists.bytes).first(20), 12, offset));
+    CHECK_FALSE(walker.range_list_offset(attrs[0], std::span(rnglists.bytes).first(19), 12, offset));  // entry cut
+    CHECK_FALSE(walker.range_list_offset(attrs[0], rnglists.bytes, 17, offset));       // base leaves no room
+    CHECK_FALSE(walker.range_list_offset(attrs[1], rnglists.bytes, 12, offset));       // index 200: past the section
+    CHECK(walker.range_list_offset(attrs[2], rnglists.bytes, std::nullopt, offset));   // sec_offset: as stored
+    CHECK(offset == 0x40);
+    CHECK_FALSE(walker.range_list_offset(attrs[3], rnglists.bytes, 12, offset));       // a constant is not a list
+
+    // .debug_addr entries by index from the unit's base, as addrx reads them.
+    Assembler addresses;
+    addresses.little = little;
+    addresses.fixed(0, 8).fixed(0x1000, 8).fixed(0x2000, 8);
+    uint64_t address = 0;
+    CHECK(walker.indexed_address(addresses.bytes, 8, 1, address));
+    CHECK(address == 0x2000);
+    CHECK_FALSE(walker.indexed_address(addresses.bytes, 8, 2, address));
+    CHECK_FALSE(walker.indexed_address(addresses.bytes, std::nullopt, 0, address));
+    CHECK_FALSE(walker.indexed_address(addresses.bytes, 8, UINT64_MAX / 4, address));
   }
 }
