@@ -11,8 +11,10 @@
 // Rust ".llvm.<hash>" and other "." suffixes are dropped. A PLT stub's name
 // ("_Znwm@plt", gsym/convert/plt_table.h) is the callee's name demangled, "@plt"
 // kept ("operator new(unsigned long)@plt"). Any other name, one
-// that fails to demangle, or one whose demangling would exceed 1 MiB (a
-// crafted name can expand exponentially) is returned unchanged.
+// that fails to demangle, one whose demangling would exceed 1 MiB (a
+// crafted name can expand exponentially), or a Rust v0 name with a binder
+// of more than 64 lifetimes (libiberty loops over them even where it prints
+// nothing) is returned unchanged.
 // Reentrant: safe to call from several threads at once.
 #pragma once
 

@@ -105,6 +105,25 @@ TEST_CASE("demangle: Rust v0 names") {
                  "call_once6vtableCs56HGsqMBDvY_4prog") ==
         "<std::rt::lang_start<()>::{closure#0} as core::ops::function::FnOnce<()>>::call_once::{shim:vtable#0}");
   CHECK(demangle("_RNvNtCs1234_7mycrate3foo3bar.llvm.123") == "mycrate::foo::bar");
+  // A binder (for<'a>), from cargo 1.95; "FG" inside an identifier is no binder.
+  CHECK(demangle("_RINvMNtNtNtCsiDnBiUdckdf_10gix_config4file6access7comfortNtNtB9_5types4File11path_filterReQFG_RL0_"
+                 "NtB7_8MetadataEbECs26ezDKuLN16_5cargo") ==
+        "<gix_config::types::File>::path_filter::<&str, &mut for<'a> fn(&'a gix_config::file::Metadata) -> bool>");
+  CHECK(demangle("_RNvNtCsdyGUClYiB0h_15rustc_lint_defs7builtin15UNEXPECTED_CFGS") ==
+        "rustc_lint_defs::builtin::UNEXPECTED_CFGS");
+}
+
+TEST_CASE("demangle: a Rust v0 binder of billions of lifetimes is refused, not looped over") {
+  // Found by fuzz_demangle: libiberty loops once per declared lifetime, here
+  // "GYYYYYR_" (about 5.7e10) inside an impl path it does not print, so no
+  // output limit stops it (c++filt was still at it after a minute).
+  const char* crafted = "_RNtYYYYYYYYYYYYXYYYYYYYYYYYFFFFGYYYYYR_NYYYYtYYYYYYYYFFFFFFFFFFFFFFFFYYYYYYFFFFFFFFFFFFFFYYYYYYYY";
+  CHECK(demangle(crafted) == crafted);
+  // The same bound in a printed position: 64 lifetimes demangle, 65 do not.
+  const std::string prefix = "_RINvCs1234_7mycrate3fooFG";
+  // "10_" is 62 + 1, and a binder declares one more lifetime than its number.
+  CHECK(demangle(prefix + "10_EuE").starts_with("mycrate::foo::<for<'a, 'b, 'c"));
+  CHECK(demangle(prefix + "11_EuE") == prefix + "11_EuE");
 }
 
 TEST_CASE("demangle: other names are kept raw") {
