@@ -429,7 +429,8 @@ bool DwarfDieWalker::indexed_address(std::span<const uint8_t> debug_addr, std::o
 bool DwarfDieWalker::range_list_offset(const Attribute& attr, std::span<const uint8_t> debug_rnglists,
                                        std::optional<uint64_t> rnglists_base, uint64_t& offset) const {
   if (attr.form == DW_FORM_sec_offset) return unsigned_value(attr, offset);
-  if (attr.form != DW_FORM_rnglistx || !rnglists_base) return false;
+  // rnglistx is DWARF 5's (libdw would index .debug_ranges in an older unit).
+  if (attr.form != DW_FORM_rnglistx || !rnglists_base || shape_.version < 5) return false;
   uint64_t index = 0;
   const uint8_t* p = attr.value;
   if (!read_uleb(p, end_, index)) return false;

@@ -119,8 +119,8 @@ class DwarfDieWalker {
   // DW_FORM_sec_offset's value, or for DW_FORM_rnglistx the entry of the
   // unit's offset table in `debug_rnglists` (from its DW_AT_rnglists_base
   // `rnglists_base`) plus that base, as libdw's dwarf_ranges finds it. False
-  // for other forms, an unknown base, and an index or base outside the
-  // section (libdw's error cases).
+  // for other forms, an unknown base, a unit before DWARF 5, and an index or
+  // base outside the section (libdw's error cases).
   bool range_list_offset(const Attribute& attr, std::span<const uint8_t> debug_rnglists,
                          std::optional<uint64_t> rnglists_base, uint64_t& offset) const;
 

@@ -332,6 +332,20 @@ TEST_CASE("DIE walker: where a DW_AT_ranges list starts, sec_offset or rnglistx,
     CHECK(walker.range_list_offset(attrs[2], rnglists.bytes, std::nullopt, offset));   // sec_offset: as stored
     CHECK(offset == 0x40);
     CHECK_FALSE(walker.range_list_offset(attrs[3], rnglists.bytes, 12, offset));       // a constant is not a list
+    // The same bytes as a DWARF 4 unit: libdw would index .debug_ranges, so no answer here.
+    DwarfUnitShape v4 = shape;
+    v4.version = 4;
+    DwarfDieWalker old_walker;
+    REQUIRE(old_walker.start(abbrevs.bytes, 0, unit.bytes, 0x0c, v4));
+    const DwarfDieWalker::Step old_block = old_walker.next();
+    REQUIRE(old_block.kind == DwarfDieWalker::Step::Die);
+    int seen = 0;
+    REQUIRE(old_walker.for_each_attribute(old_block, [&](const DwarfDieWalker::Attribute& a) {
+      if (a.form != DW_FORM_rnglistx) return;
+      ++seen;
+      CHECK_FALSE(old_walker.range_list_offset(a, rnglists.bytes, 12, offset));
+    }));
+    CHECK(seen == 2);
 
     // .debug_addr entries by index from the unit's base, as addrx reads them.
     Assembler addresses;
