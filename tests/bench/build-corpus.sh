@@ -6,6 +6,8 @@
 #
 #   $BENCH_DIR/sqlite3/sqlite3-fp, sqlite3-nofp          the shell, -O2 -g
 #   $BENCH_DIR/sqlite3/speedtest1-fp, speedtest1-nofp    the benchmark workload
+#   $BENCH_DIR/sqlite3/sqlite3-clang                     the shell by clang, -O2 -g -gdwarf-5
+#                                                        (indexed strings, addresses, range lists)
 #   $BENCH_DIR/cppcheck/cppcheck                         -O2 -g -fno-omit-frame-pointer
 #   $BENCH_DIR/cppcheck/testrunner                       the same library + its tests (the
 #                                                        large C++ conversion input, 100+ MB DWARF)
@@ -55,7 +57,7 @@ fetch_source() {
 
 build_sqlite3() {
   local out=$BENCH_DIR/sqlite3
-  local want=("$out/sqlite3-fp" "$out/sqlite3-nofp" "$out/speedtest1-fp" "$out/speedtest1-nofp")
+  local want=("$out/sqlite3-fp" "$out/sqlite3-nofp" "$out/speedtest1-fp" "$out/speedtest1-nofp" "$out/sqlite3-clang")
   local missing=0 f
   for f in "${want[@]}"; do [[ -x $f ]] || missing=1; done
   if [[ $missing -eq 0 ]]; then log "sqlite3: up to date"; return 0; fi
@@ -91,6 +93,15 @@ build_sqlite3() {
       mv "$out/speedtest1-$variant.tmp" "$out/speedtest1-$variant"
     fi
   done
+  # clang's DWARF 5 (strx, addrx, rnglistx and .debug_addr range lists),
+  # for the conversion bench.
+  if [[ ! -x $out/sqlite3-clang ]]; then
+    log "sqlite3: shell (clang, DWARF 5)"
+    # shellcheck disable=SC2086
+    $NICE clang -O2 -g -gdwarf-5 $defs -I"$gen" "$gen/shell.c" "$gen/sqlite3.c" -lm -o "$out/sqlite3-clang.tmp" ||
+      die "sqlite3: shell (clang) failed to build"
+    mv "$out/sqlite3-clang.tmp" "$out/sqlite3-clang"
+  fi
 }
 
 build_cppcheck() {

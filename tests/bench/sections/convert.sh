@@ -35,8 +35,8 @@ section_convert() {
   local ours=0
   subcommand_works gsym convert && ours=1
   [[ $ours == 1 ]] || log "gsymprof gsym convert not ready: LLVM column only"
-  local inputs=("sqlite3 shell|$SQLITE/sqlite3-fp" "cppcheck|$CPPCHECK/cppcheck"
-                "cppcheck testrunner|$CPPCHECK/testrunner")
+  local inputs=("sqlite3 shell|$SQLITE/sqlite3-fp" "sqlite3 shell (clang 14, DWARF 5)|$SQLITE/sqlite3-clang"
+                "cppcheck|$CPPCHECK/cppcheck" "cppcheck testrunner|$CPPCHECK/testrunner")
   # clang's largest library: Debian ships it without DWARF or .symtab (the
   # debug file is in a dbgsym package this machine cannot reach), so the
   # row converts its .dynsym; llvm-gsymutil reads only .symtab and refuses.
