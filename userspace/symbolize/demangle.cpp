@@ -61,8 +61,9 @@ bool run(CallbackDemangler demangler, const char* mangled, Sink& sink) {
 // Rust v0 names are checked before libiberty sees them. Its demangler
 // (Debian 12's, binutils 2.40) loops once per lifetime a binder
 // ("G<base-62 number>_") declares, even where it prints nothing (inside an
-// impl path), so a 40-byte name in a user's binary held it for hours; rustc
-// writes binders of a few lifetimes. The check walks the grammar (RFC 2603,
+// impl path), so a 40-byte name in a user's binary (about 5.7e10
+// lifetimes) kept it looping past the minute we waited; rustc writes
+// binders of a few lifetimes. The check walks the grammar (RFC 2603,
 // const generics included), skipping identifiers by their lengths, so that a
 // "G" inside one is not taken for a binder. A name with a binder of more
 // than kMaxBoundLifetimes, nested deeper than kMaxDepth or not parsed at all
@@ -132,9 +133,7 @@ class RustV0Check {
     eat('u');  // Punycode
     if (!next_is_digit()) return false;
     uint64_t length = 0;
-    if (eat('0')) {
-      length = 0;
-    } else {
+    if (!eat('0')) {  // "0" is the empty identifier; no other length starts with 0
       while (next_is_digit()) {
         length = length * 10 + uint64_t(take() - '0');
         if (length > s_.size()) return false;
@@ -210,8 +209,7 @@ class RustV0Check {
         }
         return eat('L') && base62();
       }
-      case 'B': ++pos_; return backref();
-      default: return path(depth);
+      default: return path(depth);  // a path, or a backref ('B')
     }
   }
 

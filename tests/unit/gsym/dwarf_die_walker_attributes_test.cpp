@@ -208,6 +208,19 @@ void check_inlined_subroutine(bool little, uint8_t address_size) {
   CHECK_FALSE(walker.has_attribute(end, DW_AT_low_pc));
 }
 
+// Starts `walker` on a DWARF `version` unit of `abbrevs` and `unit` (its
+// first DIE at .debug_info offset 0x0c, 64-bit addresses); its first DIE.
+DwarfDieWalker::Step first_die(DwarfDieWalker& walker, const Assembler& abbrevs, const Assembler& unit, bool little,
+                               uint16_t version = 5) {
+  DwarfUnitShape shape;
+  shape.version = version;
+  shape.little_endian = little;
+  REQUIRE(walker.start(abbrevs.bytes, 0, unit.bytes, 0x0c, shape));
+  const DwarfDieWalker::Step step = walker.next();
+  REQUIRE(step.kind == DwarfDieWalker::Step::Die);
+  return step;
+}
+
 }  // namespace
 
 TEST_CASE("DIE walker: attributes of a DIE, in order, with their values") {
@@ -243,13 +256,8 @@ TEST_CASE("DIE walker: DWARF 5's indexed strings and addresses, as libdw reads t
     addresses.little = little;
     addresses.fixed(0, 8).fixed(0x1000, 8).fixed(0x2000, 8).fixed(0x3000, 8);
 
-    DwarfUnitShape shape;
-    shape.version = 5;
-    shape.little_endian = little;
     DwarfDieWalker walker;
-    REQUIRE(walker.start(abbrevs.bytes, 0, unit.bytes, 0x0c, shape));
-    const DwarfDieWalker::Step cu = walker.next();
-    REQUIRE(cu.kind == DwarfDieWalker::Step::Die);
+    const DwarfDieWalker::Step cu = first_die(walker, abbrevs, unit, little);
 
     DwarfDieWalker::StringSections sections{debug_str, {}, offsets.bytes, 8};
     std::vector<std::string> names;
@@ -311,13 +319,8 @@ TEST_CASE("DIE walker: where a DW_AT_ranges list starts, sec_offset or rnglistx,
     rnglists.little = little;
     rnglists.fixed(0, 4).fixed(5, 2).u8(8).u8(0).fixed(2, 4).fixed(8, 4).fixed(0x21, 4);
 
-    DwarfUnitShape shape;
-    shape.version = 5;
-    shape.little_endian = little;
     DwarfDieWalker walker;
-    REQUIRE(walker.start(abbrevs.bytes, 0, unit.bytes, 0x0c, shape));
-    const DwarfDieWalker::Step block = walker.next();
-    REQUIRE(block.kind == DwarfDieWalker::Step::Die);
+    const DwarfDieWalker::Step block = first_die(walker, abbrevs, unit, little);
     std::vector<DwarfDieWalker::Attribute> attrs;
     REQUIRE(walker.for_each_attribute(block, [&](const DwarfDieWalker::Attribute& a) { attrs.push_back(a); }));
     REQUIRE(attrs.size() == 4);
@@ -333,12 +336,8 @@ TEST_CASE("DIE walker: where a DW_AT_ranges list starts, sec_offset or rnglistx,
     CHECK(offset == 0x40);
     CHECK_FALSE(walker.range_list_offset(attrs[3], rnglists.bytes, 12, offset));       // a constant is not a list
     // The same bytes as a DWARF 4 unit: libdw would index .debug_ranges, so no answer here.
-    DwarfUnitShape v4 = shape;
-    v4.version = 4;
     DwarfDieWalker old_walker;
-    REQUIRE(old_walker.start(abbrevs.bytes, 0, unit.bytes, 0x0c, v4));
-    const DwarfDieWalker::Step old_block = old_walker.next();
-    REQUIRE(old_block.kind == DwarfDieWalker::Step::Die);
+    const DwarfDieWalker::Step old_block = first_die(old_walker, abbrevs, unit, little, 4);
     int seen = 0;
     REQUIRE(old_walker.for_each_attribute(old_block, [&](const DwarfDieWalker::Attribute& a) {
       if (a.form != DW_FORM_rnglistx) return;
