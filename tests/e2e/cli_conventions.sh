@@ -7,24 +7,7 @@
 # "gsymprof CMD: " line then the usage for usage errors, usage lines within
 # 80 columns. No root needed.
 set -u
-GSYMPROF=${GSYMPROF:-build/gsymprof}
-[[ -x $GSYMPROF ]] || { echo "FAIL: $GSYMPROF not built"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export GSYMPROF_CACHE=$tmp/cache
-
-# expect CODE FIRST_STDERR_LINE ARGS...: exit status and stderr's first line
-# ("" = don't care).
-expect() {
-  local code=$1 line=$2
-  shift 2
-  "$GSYMPROF" "$@" > "$tmp/out" 2> "$tmp/err" < /dev/null
-  local got=$?
-  [[ $got == "$code" ]] || { cat "$tmp/err"; fail "gsymprof $*: exit $got, expected $code"; }
-  [[ -z $line || $(head -n1 "$tmp/err") == "$line" ]] ||
-    fail "gsymprof $*: stderr '$(head -n1 "$tmp/err")', expected '$line'"
-}
+source "$(dirname "$0")/fixtures/cli_common.bash"
 
 # Every usage error: one message line, then the usage.
 expect 2 "gsymprof profile: --call-graph: unsupported mode 'lbr' (supported: fp, dwarf[,SIZE])" \

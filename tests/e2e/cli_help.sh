@@ -8,24 +8,8 @@
 # perf.data file saying what to run, symbolize's --svg/--title/--stats.
 # No root needed (the unwritable-directory check runs as nobody when root).
 set -u
-GSYMPROF=${GSYMPROF:-build/gsymprof}
 BUILD=${BUILD:-build}
-[[ -x $GSYMPROF ]] || { echo "FAIL: $GSYMPROF not built"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export GSYMPROF_CACHE=$tmp/cache
-
-# expect CODE FIRST_STDERR_LINE ARGS...: exit status and stderr's first line.
-expect() {
-  local code=$1 line=$2
-  shift 2
-  "$GSYMPROF" "$@" > "$tmp/out" 2> "$tmp/err" < /dev/null
-  local got=$?
-  [[ $got == "$code" ]] || { cat "$tmp/err"; fail "gsymprof $*: exit $got, expected $code"; }
-  [[ -z $line || $(head -n1 "$tmp/err") == "$line" ]] ||
-    fail "gsymprof $*: stderr '$(head -n1 "$tmp/err")', expected '$line'"
-}
+source "$(dirname "$0")/fixtures/cli_common.bash"
 
 # Every command and gsym subcommand, from the lists gsymprof prints.
 commands=$("$GSYMPROF" help | awk '/^commands:/ {f = 1; next} f && /^  [a-z]/ {print $1} f && /^$/ {exit}')

@@ -2,43 +2,28 @@
 # gsymprof flamegraph: exit codes, one-line errors naming the file,
 # deterministic output (stdout and -o identical, reruns identical), stdin.
 set -u
-GSYMPROF=${GSYMPROF:-build/gsymprof}
-[[ -x $GSYMPROF ]] || { echo "FAIL: $GSYMPROF not built"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-# expect_exit CODE STDERR_LINE ARGS...: exact exit status; stderr's first line equal
-expect_exit() {
-  local code=$1 line=$2
-  shift 2
-  "$GSYMPROF" flamegraph "$@" > "$tmp/out" 2> "$tmp/err" < /dev/null
-  local got=$?
-  [[ $got == "$code" ]] || { cat "$tmp/err"; fail "flamegraph $*: exit $got, expected $code"; }
-  [[ -z $line || $(head -1 "$tmp/err") == "$line" ]] ||
-    fail "flamegraph $*: stderr '$(head -1 "$tmp/err")', expected '$line'"
-}
+source "$(dirname "$0")/fixtures/cli_common.bash"
 
 printf 'app;main;work 3\napp;main;idle 1\n' > "$tmp/good.folded"
 printf 'app;main;work 3\nbroken line\n' > "$tmp/bad.folded"
 
-expect_exit 0 "" --help
+expect 0 "" flamegraph --help
 grep -q '^usage: gsymprof flamegraph FOLDED' "$tmp/out" || fail "--help does not print the usage"
-expect_exit 2 "gsymprof flamegraph: missing FOLDED input file"
-expect_exit 2 "gsymprof flamegraph: unknown option --bogus" "$tmp/good.folded" --bogus
-expect_exit 2 "gsymprof flamegraph: more than one input file" "$tmp/good.folded" "$tmp/good.folded"
-expect_exit 2 "gsymprof flamegraph: --title needs a value" "$tmp/good.folded" --title
-expect_exit 1 "gsymprof flamegraph: $tmp/missing.folded: cannot open: No such file or directory" "$tmp/missing.folded"
-expect_exit 1 "gsymprof flamegraph: $tmp/bad.folded: line 2: sample count \"line\" is not an unsigned integer" \
+expect 2 "gsymprof flamegraph: missing FOLDED input file" flamegraph
+expect 2 "gsymprof flamegraph: unknown option --bogus" flamegraph "$tmp/good.folded" --bogus
+expect 2 "gsymprof flamegraph: more than one input file" flamegraph "$tmp/good.folded" "$tmp/good.folded"
+expect 2 "gsymprof flamegraph: --title needs a value" flamegraph "$tmp/good.folded" --title
+expect 1 "gsymprof flamegraph: $tmp/missing.folded: cannot open: No such file or directory" flamegraph "$tmp/missing.folded"
+expect 1 "gsymprof flamegraph: $tmp/bad.folded: line 2: sample count \"line\" is not an unsigned integer" flamegraph \
   "$tmp/bad.folded" -o "$tmp/bad.svg"
 [[ -e $tmp/bad.svg ]] && fail "bad input left an output file"
 [[ $(wc -l < "$tmp/err") == 1 ]] || fail "error is not one line"
-expect_exit 1 "gsymprof flamegraph: $tmp/nodir/x.svg: cannot open the output directory: No such file or directory" \
+expect 1 "gsymprof flamegraph: $tmp/nodir/x.svg: cannot open the output directory: No such file or directory" flamegraph \
   "$tmp/good.folded" -o "$tmp/nodir/x.svg"
 
-expect_exit 0 "" "$tmp/good.folded" --title "T & <t>"
+expect 0 "" flamegraph "$tmp/good.folded" --title "T & <t>"
 cp "$tmp/out" "$tmp/stdout.svg"
-expect_exit 0 "" "$tmp/good.folded" --title "T & <t>" -o "$tmp/file.svg"
+expect 0 "" flamegraph "$tmp/good.folded" --title "T & <t>" -o "$tmp/file.svg"
 [[ -s $tmp/out ]] && fail "-o given, yet stdout has output"
 cmp -s "$tmp/stdout.svg" "$tmp/file.svg" || fail "stdout and -o outputs differ"
 "$GSYMPROF" flamegraph - --title "T & <t>" < "$tmp/good.folded" > "$tmp/stdin.svg" || fail "reading stdin failed"

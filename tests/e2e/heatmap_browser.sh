@@ -7,7 +7,7 @@
 #  2. `heatmap` writes one HTML page, loaded in Debian's chromium driven by
 #     playwright-core (pinned, from npm, installed once into
 #     ${GSYMPROF_TEST_CACHE:-/var/cache/gsymprof-tests}/npm, as
-#     speedscope_output.sh installs its packages) with every request routed
+#     npm_install in fixtures/profile_common.bash) with every request routed
 #     and refused: the page must load with no script error and no request;
 #  3. searching phase_a, then phase_b, the heatmap's whole-second columns
 #     alternate between the two (each column's larger one), starting with
@@ -22,25 +22,12 @@ set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 require_live_profiling
 PLAYWRIGHT_VERSION=1.65.2
-NPM_CACHE=${GSYMPROF_TEST_CACHE:-/var/cache/gsymprof-tests}/npm
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 [[ -x $CHROMIUM ]] || skip "$CHROMIUM missing (scripts/install-deps.sh installs it)"
-command -v node > /dev/null || skip "no node (Debian: nodejs)"
 if [[ -n ${KEEP:-} ]]; then
   trap 'echo "kept $WORK"; jobs -p | xargs -r kill 2> /dev/null' EXIT
 fi
 
-npm_install() {  # PACKAGE@VERSION: into $NPM_CACHE unless there already
-  local package=${1%@*} version=${1##*@} have
-  have=$(node -p "require('$NPM_CACHE/node_modules/$package/package.json').version" 2> /dev/null)
-  [[ $have == "$version" ]] && return 0
-  command -v npm > /dev/null || skip "no npm to install $1 (Debian: npm)"
-  mkdir -p "$NPM_CACHE" || fail "cannot create $NPM_CACHE"
-  echo "  npm install $1 into $NPM_CACHE"
-  timeout 180 npm install --prefix "$NPM_CACHE" --save-exact --no-audit --no-fund --ignore-scripts \
-    --fetch-timeout=30000 --fetch-retries=1 "$1" > "$WORK/npm.log" 2>&1 ||
-    { tail -5 "$WORK/npm.log"; skip "npm registry unreachable: cannot install $1"; }
-}
 npm_install "playwright-core@$PLAYWRIGHT_VERSION"
 
 gcc -O2 -g -fno-omit-frame-pointer -o "$WORK/heatmap_phases" "$FIXTURES/heatmap_phases.c" || fail "cannot build the fixture"

@@ -4,12 +4,7 @@
 # stdout and stderr escaped as \xHH, never raw: no byte below 0x20 but '\n',
 # no DEL, no C1 control, no NUL from a capture's "\u0000". No root needed.
 set -u
-GSYMPROF=${GSYMPROF:-build/gsymprof}
-[[ -x $GSYMPROF ]] || { echo "FAIL: $GSYMPROF not built"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export GSYMPROF_CACHE=$tmp/cache
+source "$(dirname "$0")/fixtures/cli_common.bash"
 
 # raw_controls FILE: the offending bytes (hex, one per line) of FILE: C0 but
 # '\n', DEL, and the lead of a UTF-8 C1 control (0xc2 followed by 0x80-0x9f).

@@ -3,16 +3,11 @@
 # line on stderr naming the file and the problem (bad capture), exit 2 for
 # usage errors, never a crash. No root needed.
 set -u
-GSYMPROF=${GSYMPROF:-build/gsymprof}
-[[ -x $GSYMPROF ]] || { echo "FAIL: $GSYMPROF not built"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export GSYMPROF_CACHE=$tmp/cache
+source "$(dirname "$0")/fixtures/cli_common.bash"
 
-# expect CODE STDERR ARGS...: exact exit status and exact, single-line stderr
+# expect_whole CODE STDERR ARGS...: exact exit status and exact, single-line stderr
 # ("" = don't care about stderr).
-expect() {
+expect_whole() {
   local code=$1 want=$2
   shift 2
   "$GSYMPROF" "$@" > "$tmp/out" 2> "$tmp/err" < /dev/null
@@ -37,39 +32,39 @@ good+='{"pid":7,"comm":"app","count":1,"truncated":true,"frames":[{"module":0,"a
 printf '%s\n' "$good" > "$tmp/good.json"
 
 # The good capture symbolizes (nothing resolves: the module is gone).
-expect 0 "" symbolize "$tmp/good.json"
+expect_whole 0 "" symbolize "$tmp/good.json"
 printf 'app;[truncated];libgone.so+0x1010 1\napp;[unknown];libgone.so+0x1234 2\n' > "$tmp/expected.folded"
 diff -u "$tmp/expected.folded" "$tmp/out" || fail "good capture: unexpected folded output"
 grep -qxF '  /nonexistent/libgone.so (build ID 0102030405): no symbols: no GSYM for build ID 0102030405; file missing' "$tmp/err" ||
   { cat "$tmp/err"; fail "good capture: report does not say why the module is unresolved"; }
-expect 0 "" symbolize "$tmp/good.json" --pid-in-comm --no-inline
+expect_whole 0 "" symbolize "$tmp/good.json" --pid-in-comm --no-inline
 grep -q '^app-7;\[unknown\];libgone.so+0x1234 2$' "$tmp/out" || fail "--pid-in-comm root is not comm-PID"
-expect 0 "" symbolize "$tmp/good.json" --format json -o "$tmp/out.json"
+expect_whole 0 "" symbolize "$tmp/good.json" --format json -o "$tmp/out.json"
 grep -qF '{"name":"libgone.so+0x1234","kind":"module-offset","file":"","line":0,"inlined":false,"module":"/nonexistent/libgone.so","build_id":"0102030405"}' "$tmp/out.json" ||
   { cat "$tmp/out.json"; fail "json output lacks the module-offset frame"; }
 grep -qF '{"path":"/nonexistent/libgone.so","build_id":"0102030405","build_id_kind":"gnu","resolved":false,"source":"none","gsym":"","reason":"no GSYM for build ID 0102030405; file missing"}' "$tmp/out.json" ||
   { cat "$tmp/out.json"; fail "json output lacks the module report"; }
 
 # Usage errors: exit 2.
-expect 0 "" symbolize --help
+expect_whole 0 "" symbolize --help
 grep -q '^usage: gsymprof symbolize CAPTURE' "$tmp/out" || fail "symbolize --help"
-expect 2 "" symbolize
-expect 2 "" symbolize "$tmp/good.json" --format yaml
-expect 2 "" symbolize "$tmp/good.json" --bogus
-expect 2 "" symbolize "$tmp/good.json" -o
-expect 0 "" record --help
+expect_whole 2 "" symbolize
+expect_whole 2 "" symbolize "$tmp/good.json" --format yaml
+expect_whole 2 "" symbolize "$tmp/good.json" --bogus
+expect_whole 2 "" symbolize "$tmp/good.json" -o
+expect_whole 0 "" record --help
 grep -q '^usage: gsymprof record ' "$tmp/out" || fail "record --help"
-expect 2 "" record -d 1
-expect 2 "" record -o "$tmp/c.json" --bogus
-expect 1 "gsymprof record: $tmp/nodir/c.json: directory $tmp/nodir/ does not exist" record -d 1 -o "$tmp/nodir/c.json"
+expect_whole 2 "" record -d 1
+expect_whole 2 "" record -o "$tmp/c.json" --bogus
+expect_whole 1 "gsymprof record: $tmp/nodir/c.json: directory $tmp/nodir/ does not exist" record -d 1 -o "$tmp/nodir/c.json"
 
 # Bad captures: exit 1, one line naming the file and the problem.
 bad() {  # NAME CONTENT EXPECTED_PROBLEM
   printf '%s' "$2" > "$tmp/$1.json"
-  expect 1 "gsymprof symbolize: $tmp/$1.json: $3" symbolize "$tmp/$1.json"
+  expect_whole 1 "gsymprof symbolize: $tmp/$1.json: $3" symbolize "$tmp/$1.json"
   [[ -s $tmp/out ]] && fail "$1: output written for a bad capture"
 }
-expect 1 "gsymprof symbolize: $tmp/none.json: cannot open: No such file or directory" symbolize "$tmp/none.json"
+expect_whole 1 "gsymprof symbolize: $tmp/none.json: cannot open: No such file or directory" symbolize "$tmp/none.json"
 bad empty '' "not valid JSON: parse error at line 1, column 1: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal"
 bad text 'hello' "not valid JSON: parse error at line 1, column 1: syntax error while parsing value - invalid literal; last read: 'h'"
 bad array '[1,2]' "capture: expected a JSON object at top level"
@@ -94,6 +89,6 @@ for ((n = 0; n < ${#good}; n += 7)); do
   grep -q "^gsymprof symbolize: $tmp/trunc.json: " "$tmp/err" || fail "truncated capture: error does not name the file"
 done
 # A --gsym-dir that is not a directory.
-expect 1 "" symbolize "$tmp/good.json" --gsym-dir "$tmp/good.json"
+expect_whole 1 "" symbolize "$tmp/good.json" --gsym-dir "$tmp/good.json"
 grep -qF "$tmp/good.json" "$tmp/err" || fail "bad --gsym-dir: error does not name it"
 echo "ok: bad captures and usage errors"

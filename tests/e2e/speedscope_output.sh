@@ -21,23 +21,10 @@ set -u
 source "$(dirname "$0")/fixtures/profile_common.bash"
 require_live_profiling
 SPEEDSCOPE_VERSION=1.25.0 AJV_VERSION=8.17.1
-NPM_CACHE=${GSYMPROF_TEST_CACHE:-/var/cache/gsymprof-tests}/npm
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 build_fixture pie
 FIX=$WORK/pie/profile_fixture
 
-npm_install() {  # PACKAGE@VERSION: into $NPM_CACHE unless there already
-  local package=${1%@*} version=${1##*@} have
-  have=$(node -p "require('$NPM_CACHE/node_modules/$package/package.json').version" 2> /dev/null)
-  [[ $have == "$version" ]] && return 0
-  command -v npm > /dev/null || skip "no npm to install $1 (Debian: npm)"
-  mkdir -p "$NPM_CACHE" || fail "cannot create $NPM_CACHE"
-  echo "  npm install $1 into $NPM_CACHE"
-  timeout 180 npm install --prefix "$NPM_CACHE" --save-exact --no-audit --no-fund --ignore-scripts \
-    --fetch-timeout=30000 --fetch-retries=1 "$1" > "$WORK/npm.log" 2>&1 ||
-    { tail -5 "$WORK/npm.log"; skip "npm registry unreachable: cannot install $1"; }
-}
-command -v node > /dev/null || skip "no node (Debian: nodejs)"
 npm_install "speedscope@$SPEEDSCOPE_VERSION"
 SPEEDSCOPE=$NPM_CACHE/node_modules/speedscope
 SCHEMA=$(find "$SPEEDSCOPE/dist" -name file-format-schema.json | head -1)

@@ -8,49 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "gsym/builder/builder.h"
+#include "tests/unit/inline_app_gsym.h"
 #include "userspace/output/heatmap.h"
 
 using namespace gsymprof;
 
 namespace {
 
-const std::vector<uint8_t> kAppId = {0xcc, 0x01, 0x02, 0x03};
 constexpr uint64_t kBias = 0x555500000000;
-
-// main [0x1000,0x1100); foo [0x1100,0x1200) with bar inlined at [0x1110,0x1150).
-GsymLocator make_locator() {
-  gsym::Builder builder;
-  builder.set_build_id(kAppId);
-  uint32_t app_c = builder.add_file({"/src", "app.c"});
-  gsym::Function main_fn;
-  main_fn.range = {0x1000, 0x1100};
-  main_fn.name = "main";
-  main_fn.lines = {{0x1000, app_c, 10}};
-  REQUIRE(builder.add_function(main_fn).ok());
-  gsym::Function foo;
-  foo.range = {0x1100, 0x1200};
-  foo.name = "foo";
-  foo.lines = {{0x1100, app_c, 5}};
-  gsym::InlineNode bar;
-  bar.ranges = {{0x1110, 0x1150}};
-  bar.name = "bar";
-  bar.call_file = app_c;
-  bar.call_line = 20;
-  gsym::InlineNode root;
-  root.ranges = {foo.range};
-  root.name = foo.name;
-  root.children = {bar};
-  foo.inline_tree = root;
-  REQUIRE(builder.add_function(foo).ok());
-  auto bytes = builder.encode();
-  REQUIRE(bytes.ok());
-  LocatorOptions options;
-  options.cache_dir = "";
-  GsymLocator locator(options);
-  REQUIRE(locator.add_gsym_bytes(*bytes, "app").ok());
-  return locator;
-}
 
 Capture make_capture() {
   Capture capture;
@@ -58,7 +23,7 @@ Capture make_capture() {
   capture.duration_ns = 2500000000;  // 2.5 s: three columns
   CaptureModule app;
   app.path = "/usr/bin/app";
-  app.build_id = BuildId(kAppId);
+  app.build_id = BuildId(test::kInlineAppId);
   app.load_bias = kBias;
   app.mappings = {{kBias + 0x1000, kBias + 0x2000, 0x1000, "r-xp"}};
   capture.modules = {app};
@@ -85,7 +50,7 @@ nlohmann::json data_of(const std::string& html) {
 }  // namespace
 
 TEST_CASE("heatmap: folded names, threads as lanes, samples per time cell") {
-  GsymLocator locator = make_locator();
+  GsymLocator locator = test::inline_app_locator();
   auto page = heatmap_page(make_capture(), locator, {}, {});
   REQUIRE_MESSAGE(page.ok(), page.error().message);
   CHECK(page->samples == 5);
@@ -96,7 +61,7 @@ TEST_CASE("heatmap: folded names, threads as lanes, samples per time cell") {
   CHECK(data["slice_us"] == 50000);
   CHECK(data["columns"] == 3);
   CHECK(data["samples"] == 5);
-  CHECK(data["frames"] == nlohmann::json{"</script><b>", "[truncated]", "app", "bar_[i]", "foo", "main"});
+  CHECK(data["frames"] == nlohmann::json{"</script><b>", "[truncated]", "app", "bar_[i]", "foo(int)", "main"});
   CHECK(data["lanes"] == nlohmann::json::parse(R"([[7,7,"app"],[7,8,"</script><b>"]])"));
   // Root first, comm first; cells second * 20 + slice.
   CHECK(data["stacks"] == nlohmann::json::parse(R"([[0,[2,5,4,3],[0,1,1,1,20,1]],[1,[0,1,5],[48,2]]])"));
@@ -115,7 +80,7 @@ TEST_CASE("heatmap: folded names, threads as lanes, samples per time cell") {
 }
 
 TEST_CASE("heatmap: a capture without times, and slices out of range, are errors") {
-  GsymLocator locator = make_locator();
+  GsymLocator locator = test::inline_app_locator();
   Capture capture = make_capture();
   for (CaptureStack& stack : capture.stacks) stack.times_us.clear();
   auto page = heatmap_page(capture, locator, {}, {});

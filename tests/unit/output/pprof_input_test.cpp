@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "gsym/builder/builder.h"
+#include "tests/unit/inline_app_gsym.h"
 #include "userspace/output/flamegraph.h"
 #include "userspace/output/folded_output.h"
 #include "userspace/output/pprof_input.h"
@@ -19,49 +19,14 @@ namespace pb = perftools::profiles;
 
 namespace {
 
-const std::vector<uint8_t> kAppId = {0xbb, 0x01, 0x02, 0x03};
 constexpr uint64_t kBias = 0x555500000000;
-
-// main [0x1000,0x1100); foo [0x1100,0x1200) with bar inlined at [0x1110,0x1150).
-GsymLocator make_locator() {
-  gsym::Builder builder;
-  builder.set_build_id(kAppId);
-  uint32_t app_c = builder.add_file({"/src", "app.c"});
-  gsym::Function main_fn;
-  main_fn.range = {0x1000, 0x1100};
-  main_fn.name = "main";
-  main_fn.lines = {{0x1000, app_c, 10}};
-  REQUIRE(builder.add_function(main_fn).ok());
-  gsym::Function foo;
-  foo.range = {0x1100, 0x1200};
-  foo.name = "foo";
-  foo.lines = {{0x1100, app_c, 5}, {0x1110, app_c, 50}};
-  gsym::InlineNode bar;
-  bar.ranges = {{0x1110, 0x1150}};
-  bar.name = "bar";
-  bar.call_file = app_c;
-  bar.call_line = 20;
-  gsym::InlineNode root;
-  root.ranges = {foo.range};
-  root.name = foo.name;
-  root.children = {bar};
-  foo.inline_tree = root;
-  REQUIRE(builder.add_function(foo).ok());
-  auto bytes = builder.encode();
-  REQUIRE(bytes.ok());
-  LocatorOptions options;
-  options.cache_dir = "";
-  GsymLocator locator(options);
-  REQUIRE(locator.add_gsym_bytes(*bytes, "app").ok());
-  return locator;
-}
 
 Capture make_capture() {
   Capture capture;
   capture.frequency_hz = 100;
   CaptureModule app;
   app.path = "/usr/bin/app";
-  app.build_id = BuildId(kAppId);
+  app.build_id = BuildId(test::kInlineAppId);
   app.load_bias = kBias;
   app.mappings = {{kBias + 0x1000, kBias + 0x2000, 0x1000, "r-xp"}};
   capture.modules = {app};
@@ -148,7 +113,7 @@ std::string read_error(const std::string& bytes) {
 }  // namespace
 
 TEST_CASE("pprof input: gsymprof's --format pprof reads back as the folded output of the same capture") {
-  GsymLocator locator = make_locator();
+  GsymLocator locator = test::inline_app_locator();
   const Capture capture = make_capture();
   auto pprof = pprof_profile(capture, locator, {});
   REQUIRE(pprof.ok());
@@ -160,7 +125,7 @@ TEST_CASE("pprof input: gsymprof's --format pprof reads back as the folded outpu
   CHECK(stacks->stacks == fold_stacks(*symbolized));
   CHECK(stacks->stacks == std::vector<FoldedLine>{{"app;[truncated];main", 2},
                                                   {"app;main;app+0x1f00", 4},
-                                                  {"app;main;foo;bar_[i]", 3},
+                                                  {"app;main;foo(int);bar_[i]", 3},
                                                   {"other;[unknown]", 1}});
 }
 
