@@ -41,23 +41,24 @@ fmt() {
 
 # measure FILE CMD...: runs CMD (stdin/stdout as given), appends
 # "wall_s cpu_s maxrss_kb exit" to FILE. Wall from the shell clock; CPU
-# (user+sys) and peak RSS from GNU time, of CMD and its waited-for children.
+# (user+sys) and peak RSS from cputime.c, of CMD and its waited-for children.
 measure() {
   local out=$1
   shift
   local t0 t1 rc
   t0=$EPOCHREALTIME
-  /usr/bin/time -f '%U %S %M' -o "$TMP/time.out" "$@"
+  "$CPUTIME" -f '%U %S %M' -o "$TMP/time.out" "$@"
   rc=$?
   t1=$EPOCHREALTIME
-  awk -v t0="$t0" -v t1="$t1" -v rc="$rc" '{ printf("%.4f %.3f %d %d\n", t1 - t0, $1 + $2, $3, rc) }' \
+  awk -v t0="$t0" -v t1="$t1" -v rc="$rc" '{ printf("%.4f %.5f %d %d\n", t1 - t0, $1 + $2, $3, rc) }' \
     "$TMP/time.out" >> "$out"
   return $rc
 }
 
-# measure_n N FILE CMD...: as measure, for a command too short for GNU
-# time's 10 ms CPU resolution: CMD runs N times in one timed shell, and the
-# wall and CPU seconds appended are per run (peak RSS: the largest run).
+# measure_n N FILE CMD...: as measure, for a command of a few milliseconds,
+# where one run is mostly the noise of starting a process: CMD runs N times
+# in one timed shell, and the wall and CPU seconds appended are per run
+# (peak RSS: the largest run).
 # MEASURE_STDIN=FILE: each run reads FILE on stdin.
 measure_n() {
   local n=$1 out=$2
@@ -138,14 +139,14 @@ run_gated() {
   rm -f "$gate" "$TMP/prof.out" "$TMP/prof.err" "$TMP/prof.time" "$TMP/work.time" "$TMP/work.out"
   mkfifo "$gate"
   # The gated shell execs speedtest1 in place, so its pid is the workload's.
-  /usr/bin/time -f '%U %S' -o "$TMP/work.time" \
+  "$CPUTIME" -f '%U %S' -o "$TMP/work.time" \
     bash -c 'read -r _ < "$1"; exec "$2" --memdb --size "$3"' _ "$gate" "$SQLITE/speedtest1-$variant" "$SPEEDTEST_SIZE" \
     > "$TMP/work.out" 2>&1 &
   local timer=$! pid=""
   for _ in $(seq 100); do pid=$(pgrep -P "$timer" | head -n 1); [[ -n $pid ]] && break; sleep 0.05; done
   [[ -n $pid ]] || { log "workload did not start"; return 1; }
   local prof=""
-  local ptime=(/usr/bin/time -f '%U %S %M' -o "$TMP/prof.time")
+  local ptime=("$CPUTIME" -f '%U %S %M' -o "$TMP/prof.time")
   case $kind in
     none) ;;
     gsymprof) "${ptime[@]}" "$GSYMPROF" profile -p "$pid" -F "$hz" -o "$TMP/prof.out" 2>"$TMP/prof.err" & prof=$! ;;
@@ -187,7 +188,7 @@ run_gated() {
   wait "$timer"
   if [[ -n $prof ]]; then
     # gsymprof and perf -p stop when the target exits; bpftrace needs a
-    # signal. Signals go to the profiler itself: GNU time ignores SIGINT.
+    # signal. Signals go to the profiler itself: cputime ignores SIGINT.
     local tool
     tool=$(pgrep -P "$prof" | head -n 1)
     [[ $kind == bpftrace && -n $tool ]] && kill -INT "$tool" 2>/dev/null

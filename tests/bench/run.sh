@@ -93,7 +93,11 @@ for s in "${sections[@]}"; do
   # shellcheck source=/dev/null
   source "$HERE/sections/$s.sh" || die "cannot load $HERE/sections/$s.sh"
 done
-command -v /usr/bin/time >/dev/null || die "GNU time missing (scripts/install-deps.sh --bench)"
+# Whole-process CPU, wall and peak RSS, as GNU time's -f/-o measure them but
+# to the microsecond (cputime.c): what sections time with "$CPUTIME".
+mkdir -p "$BIN" || die "cannot create $BIN"
+cc -O2 -o "$BIN/cputime" "$HERE/cputime.c" || die "cannot build tests/bench/cputime.c"
+CPUTIME=$BIN/cputime
 gsymprof_ready || log "$GSYMPROF not built: sections measure the peers only where ours is missing"
 for s in "${sections[@]}"; do
   log "== $s"

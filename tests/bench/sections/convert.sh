@@ -27,11 +27,12 @@ section_convert() {
   machine_line
   md
   md "\`gsymprof gsym convert X -o OUT [--threads 1]\` vs \`llvm-gsymutil --convert X -o OUT [--num-threads=1]\`, runs alternating, medians of $ROUNDS."
-  md "Wall time is noisy here (shared machine); CPU = user+sys. \"same bytes\" = ours with 1 thread and default threads wrote identical files;"
+  md "Wall time is noisy here (shared machine); CPU = user+sys of the whole process; \"ours / LLVM CPU\" = the median of the per-round ratios"
+  md "(each round runs both, one after the other). \"same bytes\" = ours with 1 thread and default threads wrote identical files;"
   md "\"= LLVM\" = ours is byte-identical to LLVM's file (1-thread rows: LLVM's multi-threaded output is not reproducible)."
   md
-  md "| input | DWARF MiB | threads | LLVM wall s | ours wall s | LLVM / ours wall | LLVM CPU s | ours CPU s | LLVM RSS MB | ours RSS MB | LLVM size KB | ours size KB | same bytes | = LLVM |"
-  md "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+  md "| input | DWARF MiB | threads | LLVM wall s | ours wall s | LLVM / ours wall | LLVM CPU s | ours CPU s | ours / LLVM CPU | LLVM RSS MB | ours RSS MB | LLVM size KB | ours size KB | same bytes | = LLVM |"
+  md "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
   local ours=0
   subcommand_works gsym convert && ours=1
   [[ $ours == 1 ]] || log "gsymprof gsym convert not ready: LLVM column only"
@@ -84,10 +85,15 @@ section_convert() {
       fi
       [[ $lr != - ]] && lr=$(awk -v k="$lr" 'BEGIN { printf("%.0f", k / 1024) }')
       [[ $or != - ]] && or=$(awk -v k="$or" 'BEGIN { printf("%.0f", k / 1024) }')
-      local lw_cell lc_cell ratio_cell
+      local lw_cell lc_cell ratio_cell cpu_ratio_cell=-
       lw_cell=$(fmt "$lw" 3) lc_cell=$(fmt "$lc" 3) ratio_cell="$(ratio "$lw" "$ow" 2)x"
-      [[ $lw == refused ]] && { lw_cell=refused lc_cell=refused ratio_cell=-; }
-      md "| $label | $mb | $threads | $lw_cell | $(fmt "$ow" 3) | $ratio_cell | $lc_cell | $(fmt "$oc" 3) | $lr | $or | $lsize | $osize | $same | $as_llvm |"
+      if [[ -s $out/ours.m ]]; then  # rounds line up: the two files are written in turn
+        local per_round
+        per_round=$(paste -d' ' "$out/ours.m" "$out/llvm.m" | awk '$6 > 0 { print $2 / $6 }' | median)
+        [[ $per_round != - ]] && cpu_ratio_cell="$(fmt "$per_round" 3)x"
+      fi
+      [[ $lw == refused ]] && { lw_cell=refused lc_cell=refused ratio_cell=- cpu_ratio_cell=-; }
+      md "| $label | $mb | $threads | $lw_cell | $(fmt "$ow" 3) | $ratio_cell | $lc_cell | $(fmt "$oc" 3) | $cpu_ratio_cell | $lr | $or | $lsize | $osize | $same | $as_llvm |"
     done
     rm -f "$out/ours-t1.gsym"
   done

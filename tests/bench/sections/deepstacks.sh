@@ -20,7 +20,7 @@ deep_workload() {
 # deep_stats KIND: "samples complete_pct mean_user_depth" of the last run. A
 # stack is complete when a user frame is the process's start (_start,
 # __libc_start_main, __libc_start_call_main, or ld.so's _dl_start), the same
-# rule for both tools; GNU time's own samples are left out.
+# rule for both tools; cputime's own samples are left out.
 DEEP_START='^(_start|__libc_start_main.*|__libc_start_call_main|_dl_start)$'
 deep_stats() {
   case $1 in
@@ -28,13 +28,13 @@ deep_stats() {
       perl -e 'my ($re) = $ARGV[0]; my ($s, $c, $d) = (0, 0, 0);
         open(my $in, "<", $ARGV[1]) or die;
         while (<$in>) { chomp; my ($line, $n) = /^(.*) (\d+)$/ or next;
-          my ($comm, @f) = split(/;/, $line); next if $comm eq "time";
+          my ($comm, @f) = split(/;/, $line); next if $comm eq "cputime";
           @f = grep { !/_\[k\]$/ && !/_\[i\]$/ && $_ ne "[truncated]" } @f;
           $s += $n; $d += $n * @f; $c += $n if grep { /$re/ } @f }
         printf("%d %.1f %.1f\n", $s, $s ? 100 * $c / $s : 0, $s ? $d / $s : 0)' "$DEEP_START" "$TMP/deep.out" ;;
     perf-*)
       perf script -i "$TMP/perf.data" -F comm,ip,sym,dso --no-inline 2>/dev/null | awk -v re="$DEEP_START" '
-        function end_sample() { if (inside && comm != "time") { s++; d += depth; if (start) c++ } inside = 0; depth = 0; start = 0 }
+        function end_sample() { if (inside && comm != "cputime") { s++; d += depth; if (start) c++ } inside = 0; depth = 0; start = 0 }
         NF == 0 { end_sample(); next }
         !inside { inside = 1; comm = $1; next }
         { if ($NF == "([kernel.kallsyms])") next; depth++; if ($2 ~ re) start = 1 }
@@ -77,13 +77,13 @@ deep_callback_stop() {
 # to CPU $DEEP_CPU and the profiler to CPU 0, and appends "workload_cpu_s
 # profiler_cpu_s samples complete_pct mean_depth bytes_per_sample
 # callback_ns" to RESULT. Workload CPU (user+sys, where the sampling interrupt
-# is charged) from GNU time around the workload alone.
+# is charged) from cputime around the workload alone.
 deep_run() {
   local result=$1 kind=$2 hz=$3 name=$4 stats=${5:-yes}
   deep_workload "$name"
   rm -f "$TMP/deep.work" "$TMP/deep.prof" "$TMP/deep.out" "$TMP/deep.err" "$TMP/perf.data"
-  local inner=(taskset -c "$DEEP_CPU" /usr/bin/time -f '%U %S' -o "$TMP/deep.work" "${DEEP_CMD[@]}")
-  local outer=(taskset -c 0 /usr/bin/time -f '%U %S' -o "$TMP/deep.prof")
+  local inner=(taskset -c "$DEEP_CPU" "$CPUTIME" -f '%U %S' -o "$TMP/deep.work" "${DEEP_CMD[@]}")
+  local outer=(taskset -c 0 "$CPUTIME" -f '%U %S' -o "$TMP/deep.prof")
   [[ $kind == none ]] || deep_callback_start
   case $kind in
     none) "${inner[@]}" < "$DEEP_STDIN" > /dev/null 2>&1 ;;
@@ -154,7 +154,7 @@ section_deepstacks() {
   md "  bpftrace between timer:hrtimer_expire_entry and _exit of \`perf_swevent_hrtimer\` on the workload's CPU; mean per run, median"
   md "  over rounds (min-max). It leaves out the interrupt's entry and exit, the same for every tool; \`perf record\` without a call"
   md "  graph (*perf, no call graph*) is the floor any sampler pays."
-  md "- *workload µs*: (workload CPU - the same round's unprofiled CPU) / samples, user+sys from GNU time, median (min-max): everything"
+  md "- *workload µs*: (workload CPU - the same round's unprofiled CPU) / samples, user+sys from wait4, median (min-max): everything"
   md "  the workload pays, the interrupt's entry and exit and cache effects included, but this guest's speed drifts by 10-30% between"
   md "  runs, so its spread is wide."
   md "Bytes/sample: gsymprof = ring-buffer bytes per sample record; perf = perf.data size / samples. $ROUNDS alternating rounds."
@@ -218,7 +218,7 @@ section_deepstacks() {
       ( while [[ ! -e $stop ]]; do "${DEEP_CMD[@]}" > /dev/null 2>&1; done ) & loops+=($!)
     done
     sleep 1
-    /usr/bin/time -f '%U %S %M' -o "$TMP/deep.prof" "$GSYMPROF" profile -v -F 999 -d 20 -o "$TMP/deep.out" 2> "$TMP/deep.err"
+    "$CPUTIME" -f '%U %S %M' -o "$TMP/deep.prof" "$GSYMPROF" profile -v -F 999 -d 20 -o "$TMP/deep.out" 2> "$TMP/deep.err"
     touch "$stop"; wait "${loops[@]}"
     local taken lost ring bytes trunc cpu rss
     taken=$(sed -n 's/^gsymprof: \([0-9]*\) samples taken.*/\1/p' "$TMP/deep.err")

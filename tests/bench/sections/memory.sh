@@ -11,16 +11,16 @@ memory_run() {
   local kind=$1 seconds=$2 out=$3 gen=$TMP/unique_stacks
   case $kind in
     gsymprof)
-      /usr/bin/time -f '%M' -o "$TMP/mem.time" "$GSYMPROF" profile -v -F 999 -o "$TMP/mem.folded" \
+      "$CPUTIME" -f '%M' -o "$TMP/mem.time" "$GSYMPROF" profile -v -F 999 -o "$TMP/mem.folded" \
         -- "$gen" "$seconds" 2> "$TMP/mem.err" || return 1
       echo "$(cat "$TMP/mem.time") $(sed -n 's/.* \([0-9]*\) unique stacks.*/\1/p' "$TMP/mem.err")" >> "$out" ;;
     perf-dwarf)
-      /usr/bin/time -f '%M' -o "$TMP/mem.time" perf record -q --call-graph dwarf -F 999 -o "$TMP/mem.data" \
+      "$CPUTIME" -f '%M' -o "$TMP/mem.time" perf record -q --call-graph dwarf -F 999 -o "$TMP/mem.data" \
         -- "$gen" "$seconds" 2> "$TMP/mem.err" > /dev/null || return 1
       echo "$(cat "$TMP/mem.time") $(perf report -i "$TMP/mem.data" --stats 2>/dev/null |
         awk '/SAMPLE events:/ { print $3; exit }')" >> "$out" ;;
     bpftrace)
-      /usr/bin/time -f '%M' -o "$TMP/mem.time" bpftrace -c "$gen $seconds" \
+      "$CPUTIME" -f '%M' -o "$TMP/mem.time" bpftrace -c "$gen $seconds" \
         -e 'profile:hz:999 /pid == cpid/ { @[ustack] = count(); }' > "$TMP/mem.out" 2> "$TMP/mem.err" || return 1
       echo "$(cat "$TMP/mem.time") $(grep -c '^@\[' "$TMP/mem.out")" >> "$out" ;;
   esac
@@ -37,18 +37,18 @@ memory_system() {
   sleep 2
   case $kind in
     gsymprof)
-      /usr/bin/time -f '%M' -o "$TMP/mem.time" "$GSYMPROF" profile -v -F 999 -d "$seconds" -o "$TMP/mem.folded" \
+      "$CPUTIME" -f '%M' -o "$TMP/mem.time" "$GSYMPROF" profile -v -F 999 -d "$seconds" -o "$TMP/mem.folded" \
         2> "$TMP/mem.err"
       echo "$(cat "$TMP/mem.time") $(sed -n 's/.* \([0-9]*\) unique stacks.*/\1/p' "$TMP/mem.err")" \
         "$(sed -n 's/.*ringbuf_full \([0-9]*\).*/\1/p' "$TMP/mem.err")" >> "$out" ;;
     perf-dwarf)
-      /usr/bin/time -f '%M' -o "$TMP/mem.time" perf record -q -a --call-graph dwarf -F 999 -o "$TMP/mem.data" \
+      "$CPUTIME" -f '%M' -o "$TMP/mem.time" perf record -q -a --call-graph dwarf -F 999 -o "$TMP/mem.data" \
         -- sleep "$seconds" 2> "$TMP/mem.err" > /dev/null
       echo "$(cat "$TMP/mem.time") $(perf report -i "$TMP/mem.data" --stats 2>/dev/null |
         awk '/SAMPLE events:/ { print $3; exit }') $(perf report -i "$TMP/mem.data" --stats 2>/dev/null |
         awk '/LOST events:/ { print $3; exit }')" >> "$out" ;;
     bpftrace)
-      /usr/bin/time -f '%M' -o "$TMP/mem.time" timeout -s INT "$seconds" bpftrace \
+      "$CPUTIME" -f '%M' -o "$TMP/mem.time" timeout -s INT "$seconds" bpftrace \
         -e 'profile:hz:999 { @[comm, kstack, ustack] = count(); }' > "$TMP/mem.out" 2> "$TMP/mem.err"
       echo "$(cat "$TMP/mem.time") $(grep -c '^@\[' "$TMP/mem.out") -" >> "$out" ;;
   esac

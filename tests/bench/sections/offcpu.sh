@@ -74,11 +74,11 @@ offcpu_ready() {
   esac
 }
 
-# offcpu_start KIND PID OUT: starts KIND on PID under GNU time (profiler CPU
+# offcpu_start KIND PID OUT: starts KIND on PID under cputime (profiler CPU
 # and RSS into OUT.time); sets OFFCPU_PROF to the time process.
 offcpu_start() {
   local kind=$1 pid=$2 out=$3
-  local ptime=(/usr/bin/time -f '%U %S %M' -o "$out.time")
+  local ptime=("$CPUTIME" -f '%U %S %M' -o "$out.time")
   rm -f "$out" "$out.time" "$out.err"
   case $kind in
     gsymprof) "${ptime[@]}" "$GSYMPROF" profile --off-cpu --off-cpu-min-us "$OFFCPU_MIN_US" -p "$pid" -o "$out" 2>"$out.err" & ;;
@@ -107,7 +107,7 @@ offcpu_attached() {
 }
 
 # offcpu_stop TIMEPID KIND: gsymprof and perf -p stop with their target;
-# bcc and bpftrace print on SIGINT (to the tool: GNU time ignores it).
+# bcc and bpftrace print on SIGINT (to the tool: cputime ignores it).
 offcpu_stop() {
   local prof=$1 kind=$2 tool n=0
   tool=$(pgrep -P "$prof" | head -n 1)
@@ -274,7 +274,7 @@ section_offcpu() {
   md "held at a gate until the profiler is attached to its pid. gsymprof: \`gsymprof profile --off-cpu -p PID\` (waits under $OFFCPU_MIN_US µs summed"
   md "in the kernel); bcc: \`offcputime-bpfcc -f -m $OFFCPU_MIN_US -p PID\`; bpftrace: the stacks at \`tracepoint:sched:sched_switch\`, charged at"
   md "switch-in when the wait lasted $OFFCPU_MIN_US µs or more (\`pid == PID\` filter); perf: \`perf record --off-cpu -p PID\`."
-  md "Slowdown = usecs/op (as perf bench prints it) over the unprofiled run's. Profiler CPU and peak RSS from GNU time. Medians of $ROUNDS alternating rounds."
+  md "Slowdown = usecs/op (as perf bench prints it) over the unprofiled run's. Profiler CPU and peak RSS from wait4 (tests/bench/cputime.c). Medians of $ROUNDS alternating rounds."
   [[ -n $OFFCPU_BCC_WHY ]] && md "bcc: no row, \`offcputime-bpfcc\` does not run on this kernel: $OFFCPU_BCC_WHY."
   [[ -n $OFFCPU_PERF_WHY ]] && md "perf: no row, Debian's perf does not support \`--off-cpu\`: \"$OFFCPU_PERF_WHY\"."
   md

@@ -55,7 +55,7 @@ section_perfdata() {
   md "waited for) and peak RSS: medians of $(wc -l < "$TMP/pd.perf") perf and $(wc -l < "$TMP/pd.warm") gsymprof runs, alternating. perf's dwarf stack copies are"
   md "8 KiB: both tools stop where a copy ends (gsymprof's summary counts those stacks as truncated, unwind_stack_copy_too_small)."
   md "perf's CPU (in parentheses) is perf's alone: the addr2line processes doing its inline work (busy most of the run) are not"
-  md "children it waits for, so GNU time cannot count them; compare wall times."
+  md "children it waits for, so their CPU is not counted; compare wall times."
   md
   md "| tool | samples | folded lines | wall s | CPU s | peak RSS MB | perf / this (wall) |"
   md "|---|---:|---:|---:|---:|---:|---:|"

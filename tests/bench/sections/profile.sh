@@ -15,7 +15,7 @@ section_profile() {
   md "Workload: \`speedtest1 --memdb --size $SPEEDTEST_SIZE\` (sqlite 3.40.1, -O2 -g -fno-omit-frame-pointer), held at a gate until the profiler"
   md "is attached to its pid. Slowdown = workload CPU time (user+sys, where sampling interrupts are charged) over the unprofiled run's;"
   md "wall = speedtest1's own TOTAL. bpftrace: \`profile:hz:N /pid == PID/ { @[ustack] = count(); }\`; perf: \`perf record -F N -g -p PID\`;"
-  md "gsymprof: \`gsymprof profile -p PID -F N\`. Profiler CPU and peak RSS from GNU time. Medians of $ROUNDS alternating rounds."
+  md "gsymprof: \`gsymprof profile -p PID -F N\`. Profiler CPU and peak RSS from wait4 (tests/bench/cputime.c). Medians of $ROUNDS alternating rounds."
   md
   md "| Hz | profiler | workload CPU s | slowdown (CPU) | extra CPU per sample µs | workload wall s | slowdown (wall) | profiler CPU s | profiler RSS MB |"
   md "|---:|---|---:|---:|---:|---:|---:|---:|---:|"

@@ -4,8 +4,7 @@
 # million samples. `gsymprof profile -p PID -F 9999 -d D` of Debian's sqlite3
 # CLI running a recursive CTE in a loop (FP-less, 13 KB stacks), pinned to
 # CPU 1, the profiler to CPU 0, for D = READER_SHORT and READER_LONG
-# seconds; CPU (user+sys) of the profiler process from `perf stat` (GNU
-# time's 10 ms steps are too coarse here). Per extra sample = the slope
+# seconds; CPU (user+sys) of the profiler process from `perf stat`. Per extra sample = the slope
 # between the two durations (the session's fixed cost drops out); per
 # session = what is left at D = 0. With READER_BASELINE=PATH (another
 # gsymprof binary, e.g. an older commit's build) both run alternating in

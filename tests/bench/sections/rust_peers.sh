@@ -11,7 +11,7 @@
 # and skips.
 # RUST_PEERS_TABLES picks tables (default "inproc whole elf convert");
 # RUST_PEERS_REPEAT (default 10): runs per timed process for the short
-# whole-process commands (GNU time counts CPU in 10 ms steps).
+# whole-process commands (measure_n).
 # Sourced by run.sh after tests/bench/common.sh; defines section_rust_peers.
 # shellcheck shell=bash
 
