@@ -13,63 +13,8 @@ set -u
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export GSYMPROF_CACHE=$tmp/cache
+FIXTURES=$(cd "$(dirname "$0")/fixtures" && pwd)
 fail() { echo "cfi_profile_dwarf: FAIL: $*"; exit 1; }
-
-cat > "$tmp/qsort_fixture.c" <<'EOF'
-#include <stdlib.h>
-#if defined(__clang__)
-#define NOIPA __attribute__((noinline))
-#else
-#define NOIPA __attribute__((noinline, noipa))
-#endif
-volatile unsigned sink;
-static inline __attribute__((always_inline)) unsigned scramble(unsigned v, unsigned i) {
-  return (v ^ (v >> 7)) * 2654435761u + i;
-}
-NOIPA unsigned mix(unsigned v) {
-  for (unsigned i = 0; i < 300; ++i) v = scramble(v, i);
-  return v;
-}
-NOIPA int compare_slow(const void* a, const void* b) {
-  unsigned x = mix(*(const unsigned*)a), y = mix(*(const unsigned*)b);
-  return (x > y) - (x < y);
-}
-NOIPA void sort_round(unsigned* v, unsigned n, unsigned seed) {
-  for (unsigned i = 0; i < n; ++i) v[i] = (i + seed) * 7919u % 10007u;
-  qsort(v, n, sizeof *v, compare_slow);
-  sink += v[0];
-}
-int main(int argc, char** argv) {
-  static unsigned v[2048];
-  unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 1000000;
-  for (unsigned round = 0; round < rounds; ++round) sort_round(v, 2048, round);
-  return 0;
-}
-EOF
-
-cat > "$tmp/recursion_fixture.c" <<'EOF'
-#if defined(__clang__)
-#define NOIPA __attribute__((noinline))
-#else
-#define NOIPA __attribute__((noinline, noipa))
-#endif
-volatile unsigned sink;
-NOIPA unsigned spin(unsigned v) {
-  for (unsigned i = 0; i < 200000; ++i) v = v * 2654435761u + i;
-  return v;
-}
-NOIPA unsigned recurse(int depth, unsigned v) {
-  volatile char pad[PAD];
-  pad[v % PAD] = (char)v;  /* a variable index keeps the whole array */
-  unsigned r = depth == 0 ? spin(v + pad[0]) : recurse(depth - 1, v * 31u + (unsigned)depth);
-  __asm__ volatile("" ::: "memory");  /* no tail calls: every frame stays */
-  return r - (unsigned)depth + pad[0];
-}
-int main(void) {
-  for (unsigned i = 0; i < 4000; ++i) sink += recurse(DEPTH, sink);
-  return 0;
-}
-EOF
 
 # share COMM FOLDED EREGEX: percent of COMM's samples whose frames (after the
 # comm) match EREGEX. Kernel frames (_[k], leafward: page faults, the timer)
@@ -102,14 +47,14 @@ START='^_start;__libc_start_main[^;]*;__libc_start_call_main;main'
 QSORT_INTERNALS='(;[^;]*qsort[^;]*|;msort_with_tmp[^;]*)+'
 for cc in gcc clang; do
   command -v $cc > /dev/null || { echo "  no $cc, skipped"; continue; }
-  $cc -O2 -g -fomit-frame-pointer -o "$tmp/qsort-$cc" "$tmp/qsort_fixture.c" || fail "$cc: qsort fixture"
-  $cc -O2 -g -fomit-frame-pointer -DDEPTH=40 -DPAD=16 -o "$tmp/recurse-$cc" "$tmp/recursion_fixture.c" ||
+  $cc -O2 -g -fomit-frame-pointer -o "$tmp/qsort-$cc" "$FIXTURES/qsort_callback.c" || fail "$cc: qsort fixture"
+  $cc -O2 -g -fomit-frame-pointer -DDEPTH=40 -DPAD=16 -o "$tmp/recurse-$cc" "$FIXTURES/deep_recursion.c" ||
     fail "$cc: recursion fixture"
-  $cc -O2 -g -fomit-frame-pointer -DDEPTH=60 -DPAD=512 -o "$tmp/bigframe-$cc" "$tmp/recursion_fixture.c" ||
+  $cc -O2 -g -fomit-frame-pointer -DDEPTH=60 -DPAD=512 -o "$tmp/bigframe-$cc" "$FIXTURES/deep_recursion.c" ||
     fail "$cc: big-frame fixture"
 
   echo "$cc: qsort calling back through libc, default call graph"
-  profile "$tmp/q.folded" "$tmp/q.err" -F 999 -d 2 -- "$tmp/qsort-$cc"
+  profile "$tmp/q.folded" "$tmp/q.err" -F 999 -d 2 -- "$tmp/qsort-$cc" 1000000
   expect "qsort-$cc" "$tmp/q.folded" "$START;sort_round($QSORT_INTERNALS(;compare_slow(;mix(;scramble_\\[i\\])?)?|;__mem[a-z_0-9]*)?)?\$" \
     97 "complete main;sort_round[;libc qsort[;compare_slow[;mix[;scramble_[i]]]]] stacks"
   expect "qsort-$cc" "$tmp/q.folded" "$START;sort_round$QSORT_INTERNALS;compare_slow;mix(;scramble_\\[i\\])?\$" \
@@ -119,19 +64,19 @@ for cc in gcc clang; do
   (( $(share "qsort-$cc" "$tmp/q.folded" '\[truncated\]') < 1 )) || fail "qsort-$cc: 1% or more of the stacks are truncated"
 
   echo "$cc: 41-deep recursion, default call graph"
-  profile "$tmp/r.folded" "$tmp/r.err" -F 999 -- "$tmp/recurse-$cc"
+  profile "$tmp/r.folded" "$tmp/r.err" -F 999 -- "$tmp/recurse-$cc" 4000
   expect "recurse-$cc" "$tmp/r.folded" "$START(;recurse){41};spin\$" 90 "exactly 41 recurse frames, then spin"
 
   echo "$cc: 61 frames of 512+ bytes: 8 KiB of stack copy is too small, 64 KiB is enough"
-  profile "$tmp/b.folded" "$tmp/b.err" -F 999 --call-graph dwarf,8192 -- "$tmp/bigframe-$cc"
+  profile "$tmp/b.folded" "$tmp/b.err" -F 999 --call-graph dwarf,8192 -- "$tmp/bigframe-$cc" 4000
   expect "bigframe-$cc" "$tmp/b.folded" '^\[truncated\](;recurse)+;spin$' 90 "marked [truncated], leaf side intact"
   grep -Eq 'unwind_stack_copy_too_small [1-9]' "$tmp/b.err" || { cat "$tmp/b.err"; fail "truncations not counted"; }
-  profile "$tmp/b.folded" "$tmp/b.err" -F 999 --call-graph dwarf,65528 -- "$tmp/bigframe-$cc"
+  profile "$tmp/b.folded" "$tmp/b.err" -F 999 --call-graph dwarf,65528 -- "$tmp/bigframe-$cc" 4000
   expect "bigframe-$cc" "$tmp/b.folded" "$START(;recurse){61};spin\$" 90 "exactly 61 recurse frames, then spin"
 done
 
 echo "record: the capture says how stacks were unwound"
-"$GSYMPROF" record -d 1 -o "$tmp/c.json" --call-graph dwarf -- "$tmp/qsort-gcc" > /dev/null 2> "$tmp/c.err" ||
+"$GSYMPROF" record -d 1 -o "$tmp/c.json" --call-graph dwarf -- "$tmp/qsort-gcc" 1000000 > /dev/null 2> "$tmp/c.err" ||
   { cat "$tmp/c.err"; fail "record failed"; }
 grep -q '"call_graph": *"dwarf"' "$tmp/c.json" || fail "capture does not say call_graph dwarf"
 echo "cfi_profile_dwarf: ok"

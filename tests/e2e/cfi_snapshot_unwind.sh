@@ -14,57 +14,8 @@ TOOL=$BUILD/test-tools/cfi_snapshot_tool  # tests/tools/cfi_snapshot_tool.cpp
 [[ -x $TOOL ]] || { echo "cfi_snapshot_unwind: $TOOL missing (make BUILD=$BUILD test-tools)"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+FIXTURES=$(cd "$(dirname "$0")/fixtures" && pwd)
 fail() { echo "cfi_snapshot_unwind: FAIL: $*"; exit 1; }
-
-cat > "$tmp/qsort_fixture.c" <<'EOF'
-#include <stdlib.h>
-#if defined(__clang__)
-#define NOIPA __attribute__((noinline))
-#else
-#define NOIPA __attribute__((noinline, noipa))
-#endif
-volatile unsigned sink;
-NOIPA unsigned mix(unsigned v) {
-  for (unsigned i = 0; i < 300; ++i) v = v * 2654435761u + i;
-  return v;
-}
-NOIPA int compare_slow(const void* a, const void* b) {
-  unsigned x = mix(*(const unsigned*)a), y = mix(*(const unsigned*)b);
-  return (x > y) - (x < y);
-}
-NOIPA void sort_round(unsigned* v, unsigned n, unsigned seed) {
-  for (unsigned i = 0; i < n; ++i) v[i] = (i + seed) * 7919u % 10007u;
-  qsort(v, n, sizeof *v, compare_slow);
-  sink += v[0];
-}
-int main(void) {
-  static unsigned v[2048];
-  for (unsigned round = 0;; ++round) sort_round(v, 2048, round);
-}
-EOF
-
-cat > "$tmp/recursion_fixture.c" <<'EOF'
-#if defined(__clang__)
-#define NOIPA __attribute__((noinline))
-#else
-#define NOIPA __attribute__((noinline, noipa))
-#endif
-volatile unsigned sink;
-NOIPA unsigned spin(unsigned v) {
-  for (unsigned i = 0; i < 200000; ++i) v = v * 2654435761u + i;
-  return v;
-}
-NOIPA unsigned recurse(int depth, unsigned v) {
-  volatile char pad[PAD];
-  pad[v % PAD] = (char)v;  /* a variable index keeps the whole array */
-  unsigned r = depth == 0 ? spin(v + pad[0]) : recurse(depth - 1, v * 31u + (unsigned)depth);
-  __asm__ volatile("" ::: "memory");  /* no tail calls: every frame stays */
-  return r - (unsigned)depth + pad[0];
-}
-int main(void) {
-  for (;;) sink += recurse(DEPTH, sink);
-}
-EOF
 
 # capture NAME BINARY STACK_BYTES COUNT -> $tmp/NAME.txt (replayed unwinds)
 capture() {
@@ -95,10 +46,10 @@ at_least() {
 
 START='^complete	_start;__libc_start_main[^;]*;__libc_start_call_main;main'
 for cc in gcc clang; do
-  $cc -O2 -g -fomit-frame-pointer -o "$tmp/qsort-$cc" "$tmp/qsort_fixture.c" || fail "$cc: build qsort fixture"
-  $cc -O2 -g -fomit-frame-pointer -DDEPTH=40 -DPAD=16 -o "$tmp/recursion-$cc" "$tmp/recursion_fixture.c" \
+  $cc -O2 -g -fomit-frame-pointer -o "$tmp/qsort-$cc" "$FIXTURES/qsort_callback.c" || fail "$cc: build qsort fixture"
+  $cc -O2 -g -fomit-frame-pointer -DDEPTH=40 -DPAD=16 -o "$tmp/recursion-$cc" "$FIXTURES/deep_recursion.c" \
     || fail "$cc: build recursion fixture"
-  $cc -O2 -g -fomit-frame-pointer -DDEPTH=60 -DPAD=512 -o "$tmp/bigframes-$cc" "$tmp/recursion_fixture.c" \
+  $cc -O2 -g -fomit-frame-pointer -DDEPTH=60 -DPAD=512 -o "$tmp/bigframes-$cc" "$FIXTURES/deep_recursion.c" \
     || fail "$cc: build big-frame fixture"
 
   # qsort: main -> sort_round -> libc's qsort (no frame pointers) -> compare_slow -> mix.
