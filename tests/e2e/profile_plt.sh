@@ -26,15 +26,19 @@ section_of() {
 [[ $(section_of "$D/libpltcall.so" strlen) == .plt.got ]] ||
   fail "libpltcall.so calls strlen through $(section_of "$D/libpltcall.so" strlen)"
 
-# expect_plt FOLDED COMM STACK: STACK (ending in strlen@plt) carries 1.5%+
-# of COMM's samples and at least 5 (measured: 5-8%, 50-80 samples in 2 s
-# at 999 Hz on an idle machine), and no frame is _init.
+# expect_plt FOLDED COMM STACK: STACK (ending in strlen@plt) carries 0.5%+
+# of COMM's samples and at least 5, and no frame is _init. Measured: 4-8%
+# (80-170 of 2000 samples in 2 s at 999 Hz) on an idle machine, and once in
+# CI 0.8% (16 of 1997; main's own share doubled that run: where the timer
+# lands is the CPU's business). A PLT sample named wrongly is caught
+# anyway: as _init here, as an unresolved address by expect_resolved, or
+# under another name by the count falling to about none.
 expect_plt() {
   local folded=$1 comm=$2 stack=$3
   awk -v comm="$comm" -v want="$comm;$stack" '{ c = $NF; s = substr($0, 1, length($0) - length(c) - 1)
       split(s, p, ";"); if (p[1] != comm) next
       total += c; if (s == want) hits += c }
-    END { printf "  %s: %d of %d samples\n", want, hits, total; exit !(hits >= 5 && hits * 1000 >= total * 15) }' \
+    END { printf "  %s: %d of %d samples\n", want, hits, total; exit !(hits >= 5 && hits * 1000 >= total * 5) }' \
     "$folded" || { cat "$folded" >&2; fail "too few samples of $stack in $folded"; }
   if grep -E '(^|;)_init(;| )' "$folded" >&2; then fail "a frame is named _init in $folded"; fi
 }
