@@ -59,7 +59,7 @@ section_perfdata() {
   md
   md "| tool | samples | folded lines | wall s | CPU s | peak RSS MB | perf / this (wall) |"
   md "|---|---:|---:|---:|---:|---:|---:|"
-  md "| perf script --inline | $perf_samples | - | $(fmt "$perf_s" 2) | (${perf_cpu}) | $(fmt "$(ratio "$perf_rss" 1024 1)" 0) | 1x |"
+  md "| perf script --inline | $perf_samples | - | $(fmt "$perf_s" 2) | ($(fmt "$perf_cpu" 2)) | $(fmt "$(ratio "$perf_rss" 1024 1)" 0) | 1x |"
   md "| gsymprof symbolize, cold | $samples | $stacks | $(fmt "$cold" 2) | $(fmt "$cold_cpu" 2) | $(fmt "$(ratio "$cold_rss" 1024 1)" 0) | $(ratio "$perf_s" "$cold" 1)x |"
   md "| gsymprof symbolize, warm | $samples | $stacks | $(fmt "$warm" 3) | $(fmt "$warm_cpu" 2) | $(fmt "$(ratio "$warm_rss" 1024 1)" 0) | $(ratio "$perf_s" "$warm" 0)x |"
   write_section perfdata "$SECTION_MD"
