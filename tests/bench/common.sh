@@ -106,6 +106,28 @@ machine_line() {
 
 gsymprof_ready() { [[ -x $GSYMPROF ]]; }
 
+# tracefs_ready: the tracepoints' formats are readable (bpftrace needs them
+# for tracepoint:* probes): tracefs is mounted at /sys/kernel/tracing, or is
+# mounted there now (Debian mounts it with systemd; a bare guest may not:
+# tracefs_release undoes that at the end of the section). False, with a line saying so, when it
+# cannot be.
+TRACEFS_MOUNTED_BY_BENCH=""
+tracefs_ready() {
+  [[ -d /sys/kernel/tracing/events ]] && return 0
+  if mount -t tracefs tracefs /sys/kernel/tracing 2> /dev/null; then
+    TRACEFS_MOUNTED_BY_BENCH=1
+    log "mounted tracefs on /sys/kernel/tracing for bpftrace (unmounted at the end of the section)"
+    [[ -d /sys/kernel/tracing/events ]] && return 0
+  fi
+  log "no tracefs at /sys/kernel/tracing (and it cannot be mounted): tracepoint probes skipped"
+  return 1
+}
+tracefs_release() {
+  [[ -n $TRACEFS_MOUNTED_BY_BENCH ]] || return 0
+  umount /sys/kernel/tracing 2> /dev/null
+  TRACEFS_MOUNTED_BY_BENCH=""
+}
+
 subcommand_has() {
   local flag=$1
   shift

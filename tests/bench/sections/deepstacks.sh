@@ -52,6 +52,7 @@ DEEP_CPU=1  # the workload's CPU; the profiler runs on CPU 0
 deep_callback_start() {
   DEEP_TRACE_PID=
   command -v bpftrace > /dev/null || return 0
+  tracefs_ready || return 0
   local fn
   fn=$(awk '$3 == "perf_swevent_hrtimer" { print $1; exit }' /proc/kallsyms)
   [[ -n $fn && $fn != 0000000000000000 ]] || return 0
@@ -60,7 +61,14 @@ deep_callback_start() {
     > "$TMP/deep.trace" 2>&1 &
   DEEP_TRACE_PID=$!
   local i
-  for ((i = 0; i < 100; i++)); do grep -qs '^Attaching' "$TMP/deep.trace" && return 0; sleep 0.1; done
+  for ((i = 0; i < 100; i++)); do
+    grep -qs '^Attaching' "$TMP/deep.trace" && return 0
+    kill -0 "$DEEP_TRACE_PID" 2> /dev/null || break
+    sleep 0.1
+  done
+  log "bpftrace did not attach to the timer tracepoints (interrupt column left empty): $(grep -m1 -i error "$TMP/deep.trace")"
+  kill "$DEEP_TRACE_PID" 2> /dev/null; wait "$DEEP_TRACE_PID" 2> /dev/null
+  DEEP_TRACE_PID=
 }
 # deep_callback_stop: sets DEEP_CALLBACK to the mean callback ns, or "-".
 # (Not in a subshell: it waits for its own child.)
@@ -229,5 +237,6 @@ section_deepstacks() {
     read -r cpu rss < <(awk '{ printf("%.2f %.0f\n", $1 + $2, $3 / 1024) }' "$TMP/deep.prof")
     md "| $((r + 1)) | ${taken:--} | ${lost:--} | $(( ${ring:-0} / 1024 )) MiB | ${bytes:--} | ${trunc:--} | $cpu | $rss |"
   done
+  tracefs_release
   write_section deepstacks "$SECTION_MD"
 }

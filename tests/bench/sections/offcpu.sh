@@ -12,7 +12,6 @@ OFFCPU_LOOPS=${OFFCPU_LOOPS:-500000}
 OFFCPU_SECONDS=${OFFCPU_SECONDS:-3}
 OFFCPU_MIN_US=1000  # gsymprof's default --off-cpu-min-us; the peers get the same threshold
 OFFCPUTIME_BCC=${OFFCPUTIME_BCC:-/usr/sbin/offcputime-bpfcc}
-OFFCPU_TRACEFS_MOUNTED=""
 
 # bpftrace's offcputime: the stacks at switch-out, charged at switch-in with
 # the time off the CPU. Only tracepoints: bcc's offcputime needs a kprobe on
@@ -27,16 +26,6 @@ tracepoint:sched:sched_switch {
 }
 END { clear(@start); clear(@us); clear(@ks); clear(@comm); }
 EOF
-}
-
-# bpftrace's tracepoints need tracefs (Debian mounts it with systemd; a bare
-# guest may not): mounted for the section, unmounted after.
-offcpu_tracefs() {
-  [[ -e /sys/kernel/tracing/events/sched/sched_switch ]] && return 0
-  mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || return 1
-  OFFCPU_TRACEFS_MOUNTED=1
-  log "mounted tracefs on /sys/kernel/tracing for bpftrace (unmounted at the end of the section)"
-  [[ -e /sys/kernel/tracing/events/sched/sched_switch ]]
 }
 
 # offcpu_ready KIND: whether KIND can run here; says why not on stderr.
@@ -60,7 +49,7 @@ offcpu_ready() {
       } ;;
     bpftrace)
       command -v bpftrace >/dev/null || { log "no bpftrace"; return 1; }
-      offcpu_tracefs || { log "no tracefs: bpftrace cannot attach to sched:sched_switch"; return 1; }
+      tracefs_ready || return 1
       timeout 60 bpftrace -e 'tracepoint:sched:sched_switch { exit(); }' >/dev/null 2>&1 ||
         { log "bpftrace cannot attach to tracepoint:sched:sched_switch"; return 1; } ;;
     perf)
@@ -311,7 +300,7 @@ section_offcpu() {
   if [[ ${#agree[@]} -gt 0 ]]; then
     offcpu_agreement "${agree[@]}" || log "offcpu: agreement run failed"
   fi
-  if [[ -n $OFFCPU_TRACEFS_MOUNTED ]]; then umount /sys/kernel/tracing 2>/dev/null; OFFCPU_TRACEFS_MOUNTED=""; fi
+  tracefs_release
 
   write_section offcpu "$SECTION_MD"
 }
