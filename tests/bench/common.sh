@@ -40,18 +40,15 @@ fmt() {
 }
 
 # measure FILE CMD...: runs CMD (stdin/stdout as given), appends
-# "wall_s cpu_s maxrss_kb exit" to FILE. Wall from the shell clock; CPU
-# (user+sys) and peak RSS from cputime.c, of CMD and its waited-for children.
+# "wall_s cpu_s maxrss_kb exit" to FILE: wall, CPU (user+sys) and peak RSS
+# from cputime.c, of CMD and its waited-for children.
 measure() {
   local out=$1
   shift
-  local t0 t1 rc
-  t0=$EPOCHREALTIME
-  "$CPUTIME" -f '%U %S %M' -o "$TMP/time.out" "$@"
+  local rc
+  "$CPUTIME" -f '%e %U %S %M' -o "$TMP/time.out" "$@"
   rc=$?
-  t1=$EPOCHREALTIME
-  awk -v t0="$t0" -v t1="$t1" -v rc="$rc" '{ printf("%.4f %.5f %d %d\n", t1 - t0, $1 + $2, $3, rc) }' \
-    "$TMP/time.out" >> "$out"
+  awk -v rc="$rc" '{ printf("%.4f %.5f %d %d\n", $1, $2 + $3, $4, rc) }' "$TMP/time.out" >> "$out"
   return $rc
 }
 
@@ -108,9 +105,9 @@ gsymprof_ready() { [[ -x $GSYMPROF ]]; }
 
 # tracefs_ready: the tracepoints' formats are readable (bpftrace needs them
 # for tracepoint:* probes): tracefs is mounted at /sys/kernel/tracing, or is
-# mounted there now (Debian mounts it with systemd; a bare guest may not:
-# tracefs_release undoes that at the end of the section). False, with a line saying so, when it
-# cannot be.
+# mounted there now (Debian mounts it with systemd; a bare guest may not),
+# for tracefs_release to unmount at the end of the section. False, with a
+# line saying so, when it cannot be.
 TRACEFS_MOUNTED_BY_BENCH=""
 tracefs_ready() {
   [[ -d /sys/kernel/tracing/events ]] && return 0

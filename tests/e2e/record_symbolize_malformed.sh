@@ -5,20 +5,15 @@
 set -u
 source "$(dirname "$0")/fixtures/cli_common.bash"
 
-# expect_whole CODE STDERR ARGS...: exact exit status and exact, single-line stderr
-# ("" = don't care about stderr).
+# expect_whole CODE STDERR ARGS...: cli_common's expect, and stderr is
+# exactly the one line STDERR ("" = don't care about stderr).
 expect_whole() {
-  local code=$1 want=$2
-  shift 2
-  "$GSYMPROF" "$@" > "$tmp/out" 2> "$tmp/err" < /dev/null
-  local got=$?
-  [[ $got == "$code" ]] || { cat "$tmp/err"; fail "gsymprof $*: exit $got, expected $code"; }
-  if [[ -n $want ]]; then
-    [[ $(cat "$tmp/err") == "$want" ]] || fail "gsymprof $*: stderr
+  local want=$2
+  expect "$1" "" "${@:3}"
+  [[ -z $want || $(cat "$tmp/err") == "$want" ]] || fail "gsymprof ${*:3}: stderr
   '$(cat "$tmp/err")'
 expected
   '$want'"
-  fi
 }
 
 good='{"format":"gsymprof-capture","version":1,"host":"h","kernel_release":"k","frequency_hz":99,'
