@@ -124,10 +124,14 @@ class TreeIndexer {
 
 }  // namespace
 
+const FunctionIndex LookupIndex::kNone{};
+const FunctionIndex LookupIndex::kSeenOnce{};
+
 void LookupIndex::build(const Layout& layout) {
-  build_line_checkpoints(layout);
-  build_inline_skips(layout);
   build_address_buckets(layout);
+  function_count_ = layout.header.num_addresses;
+  // Value-initialized: every slot starts as nullptr (never looked up).
+  functions_ = std::make_unique<std::atomic<const FunctionIndex*>[]>(function_count_);
 }
 
 void LookupIndex::build_address_buckets(const Layout& layout) {
@@ -148,110 +152,97 @@ void LookupIndex::build_address_buckets(const Layout& layout) {
   bucket_shift_ = shift;
 }
 
+const FunctionIndex& LookupIndex::first_or_second_lookup(const Layout& layout, size_t i,
+                                                        const FunctionIndex* seen) const {
+  if (seen == nullptr) {
+    const FunctionIndex* expected = nullptr;
+    if (functions_[i].compare_exchange_strong(expected, &kSeenOnce, std::memory_order_acquire,
+                                              std::memory_order_acquire))
+      return kSeenOnce;
+    if (expected != &kSeenOnce) return *expected;  // another thread indexed it meanwhile
+  }
+  std::lock_guard lock(build_mutex_);
+  const FunctionIndex* current = functions_[i].load(std::memory_order_acquire);
+  if (current != &kSeenOnce) return *current;
+  FunctionIndex built = index_function(layout, i);
+  const FunctionIndex* result = &kNone;
+  if (!built.checkpoints.empty() || !built.skips.empty()) {
+    built_.push_back(std::move(built));
+    built_bytes_.fetch_add(built_.back().memory_bytes(), std::memory_order_relaxed);
+    result = &built_.back();
+  }
+  functions_[i].store(result, std::memory_order_release);
+  return *result;
+}
+
 namespace {
 
-// Calls index_one(i, payload) for every function whose only record of `type`
-// has at least `min_bytes`; index_one appends to `entries` and returns false
-// to abandon the whole index. Returns where each function's entries begin
-// (size n + 1), or nothing when abandoned.
-template <class Entries, class IndexOne>
-std::vector<uint32_t> index_functions(const Layout& layout, InfoType type, size_t min_bytes,
-                                      const Entries& entries, IndexOne&& index_one) {
-  const uint64_t n = layout.header.num_addresses;
-  std::vector<uint32_t> begin(n + 1, 0);
-  for (uint64_t i = 0; i < n; ++i) {
-    begin[i] = static_cast<uint32_t>(entries.size());
-    std::optional<DataCursor> found = single_record(layout, i, type);
-    if (found && found->remaining() >= min_bytes && !index_one(i, *found)) return {};
-  }
-  begin[n] = static_cast<uint32_t>(entries.size());
-  return begin;
-}
-
-}  // namespace
-
-// Only well-formed programs with a single line table record get checkpoints;
-// anything unusual keeps the plain path (and its exact errors).
-void LookupIndex::build_line_checkpoints(const Layout& layout) {
-  std::vector<uint32_t> begin = index_functions(
-      layout, InfoType::LineTable, 2 * kCheckpointBytes, checkpoints_,
-      [&](uint64_t i, DataCursor line_data) {
-        add_line_checkpoints(line_data, layout.function_start(i));
-        if (checkpoints_.size() <= UINT32_MAX) return true;
-        checkpoints_.clear();
-        return false;
-      });
-  if (!begin.empty() && !checkpoints_.empty()) {
-    checkpoints_.shrink_to_fit();
-    checkpoint_begin_ = std::move(begin);
-  }
-}
-
 // One program's checkpoints; none when it is malformed or its rows are not
-// in address order (the binary search over checkpoints needs that).
-void LookupIndex::add_line_checkpoints(DataCursor line_data, uint64_t func_start) {
-  const size_t mark = checkpoints_.size();
+// in address order (the binary search over checkpoints needs that). Only
+// well-formed programs get checkpoints; anything unusual keeps the plain
+// path (and its exact errors).
+std::vector<LineCheckpoint> line_checkpoints(DataCursor line_data, uint64_t func_start) {
+  std::vector<LineCheckpoint> checkpoints;
   const uint8_t* p = line_data.position();
   const uint8_t* const program_start = p;
   LineHeader h;
-  if (!read_line_header_fast(p, line_data.end(), h)) return;
+  if (!read_line_header_fast(p, line_data.end(), h)) return {};
   const uint8_t* last = p;
   const bool ok = run_line_program(
       p, line_data.end(), h, func_start, 1, h.first_line,
       [&](uint64_t a, uint32_t f, uint32_t l, const uint8_t* at) {
         if (static_cast<size_t>(at - last) >= kCheckpointBytes) {
-          checkpoints_.push_back(
-              {a, line_data.offset() + static_cast<uint64_t>(at - program_start), f, l});
+          checkpoints.push_back({a, line_data.offset() + static_cast<uint64_t>(at - program_start), f, l});
           last = at;
         }
         return true;
       });
-  bool sorted = ok;
-  for (size_t k = mark + 1; sorted && k < checkpoints_.size(); ++k)
-    sorted = checkpoints_[k - 1].addr <= checkpoints_[k].addr;
-  if (!sorted || checkpoints_.size() - mark > UINT32_MAX) checkpoints_.resize(mark);
+  if (!ok) return {};
+  for (size_t k = 1; k < checkpoints.size(); ++k)
+    if (checkpoints[k - 1].addr > checkpoints[k].addr) return {};
+  checkpoints.shrink_to_fit();
+  return checkpoints;
 }
 
-// Only well-formed trees within the depth limit are indexed, so the plain
-// path still reports every error.
-void LookupIndex::build_inline_skips(const Layout& layout) {
-  std::vector<uint32_t> begin = index_functions(
-      layout, InfoType::Inline, 2 * kSkipMinBytes, skips_, [&](uint64_t i, DataCursor tree) {
-        const size_t mark = skips_.size();
-        const size_t table_mark = child_ranges_.size();
-        TreeIndexer indexer(skips_, child_ranges_);
-        if (!indexer.index(tree, layout.function_start(i)) || skips_.size() > UINT32_MAX) {
-          skips_.resize(mark);
-          child_ranges_.resize(table_mark);
-        } else {
-          link_child_tables(mark, table_mark);
-        }
-        return true;
-      });
-  if (!skips_.empty()) {
-    skips_.shrink_to_fit();
-    child_ranges_.shrink_to_fit();
-    child_starts_.resize(child_ranges_.size());
-    for (size_t i = 0; i < child_ranges_.size(); ++i) child_starts_[i] = child_ranges_[i].start;
-    skip_begin_ = std::move(begin);
-  }
-}
-
-// Sorts one tree's skips (from `skips_mark`) for the lookup's search and links
-// each of its child-table entries (from `table_mark`) to its child's skip. A
-// node's header precedes its children, so node offsets ascend with
-// children_start.
-void LookupIndex::link_child_tables(size_t skips_mark, size_t table_mark) {
-  const auto first = skips_.begin() + static_cast<ptrdiff_t>(skips_mark);
-  std::sort(first, skips_.end(), [](const InlineSkip& a, const InlineSkip& b) {
+// Sorts one tree's skips for the lookup's search and links each child-table
+// entry to its child's skip. A node's header precedes its children, so node
+// offsets ascend with children_start.
+void link_child_tables(FunctionIndex& index) {
+  std::sort(index.skips.begin(), index.skips.end(), [](const InlineSkip& a, const InlineSkip& b) {
     return a.children_start < b.children_start;
   });
-  for (size_t t = table_mark; t < child_ranges_.size(); ++t) {
-    auto it = std::lower_bound(first, skips_.end(), child_ranges_[t].child,
+  for (ChildRange& range : index.child_ranges) {
+    auto it = std::lower_bound(index.skips.begin(), index.skips.end(), range.child,
                                [](const InlineSkip& k, uint64_t node) { return k.node < node; });
-    if (it != skips_.end() && it->node == child_ranges_[t].child)
-      child_ranges_[t].child_skip = static_cast<uint32_t>(it - skips_.begin());
+    if (it != index.skips.end() && it->node == range.child)
+      range.child_skip = static_cast<uint32_t>(it - index.skips.begin());
   }
+}
+
+}  // namespace
+
+FunctionIndex LookupIndex::index_function(const Layout& layout, size_t i) {
+  FunctionIndex index;
+  const uint64_t start = layout.function_start(i);
+  std::optional<DataCursor> lines = single_record(layout, i, InfoType::LineTable);
+  if (lines && lines->remaining() >= 2 * kCheckpointBytes) index.checkpoints = line_checkpoints(*lines, start);
+  // Only well-formed trees within the depth limit are indexed, so the plain
+  // path still reports every error.
+  std::optional<DataCursor> tree = single_record(layout, i, InfoType::Inline);
+  if (tree && tree->remaining() >= 2 * kSkipMinBytes) {
+    TreeIndexer indexer(index.skips, index.child_ranges);
+    if (!indexer.index(*tree, start) || index.skips.size() >= kNoSkip) {
+      index.skips = {};
+      index.child_ranges = {};
+    } else {
+      link_child_tables(index);
+      index.skips.shrink_to_fit();
+      index.child_ranges.shrink_to_fit();
+      index.child_starts.reserve(index.child_ranges.size());
+      for (const ChildRange& range : index.child_ranges) index.child_starts.push_back(range.start);
+    }
+  }
+  return index;
 }
 
 }  // namespace gsym::detail

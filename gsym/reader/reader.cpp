@@ -494,6 +494,12 @@ Expected<bool> Reader::Impl::lookup(uint64_t addr, const LookupOptions& options,
 
   bool have_line_table = false, have_row = false;
   uint32_t row_file = 0, row_line = 0;
+  // Fetched when first needed: fetching counts as this function's lookup.
+  const detail::FunctionIndex* function_index = nullptr;
+  auto indexed = [&]() -> const detail::FunctionIndex& {
+    if (function_index == nullptr) function_index = &index.function(*this, i);
+    return *function_index;
+  };
   DataCursor inline_data;
   bool have_inline = false;
   while (true) {
@@ -506,7 +512,7 @@ Expected<bool> Reader::Impl::lookup(uint64_t addr, const LookupOptions& options,
     if (type == static_cast<uint32_t>(InfoType::LineTable)) {
       have_line_table = true;
       if (options.line_information) {
-        if (Status st = detail::lookup_line(payload, start, addr, index.line_checkpoints(i),
+        if (Status st = detail::lookup_line(payload, start, addr, indexed().line_checkpoints(),
                                             data.data(), row_file, row_line);
             !st)
           return st.error();
@@ -531,7 +537,7 @@ Expected<bool> Reader::Impl::lookup(uint64_t addr, const LookupOptions& options,
   s.frames.push_back(first);
   // LLVM consults inline info only when the function has a line table.
   if (have_line_table && have_inline && options.inline_frames) {
-    if (Status st = detail::walk_inline_tree(inline_data, start, addr, index.inline_skips(i),
+    if (Status st = detail::walk_inline_tree(inline_data, start, addr, indexed().inline_skips(),
                                              s.inline_chain);
         !st)
       return st.error();

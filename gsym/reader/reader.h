@@ -2,9 +2,10 @@
 // 23's: a section directory, 8-byte string offsets), in either byte order.
 //
 // One query API over three storages: an owned buffer (open), borrowed bytes
-// (parse, no copy) and a read-only mmap (map). Lookups are const and keep no
-// interior state, so one Reader may serve many threads at once; each thread
-// brings its own LookupScratch.
+// (parse, no copy) and a read-only mmap (map). Lookups are const; the only
+// state they change is the lookup index, built per function under a lock
+// (lookup_index.h), so one Reader may serve many threads at once; each
+// thread brings its own LookupScratch.
 //
 // Semantics follow LLVM 22's GsymReader exactly (see gsym/README.md): the
 // innermost frame gets the line row covering the address, each outer frame the
@@ -60,11 +61,13 @@ class Reader {
  public:
   // Reads the whole file into an owned buffer.
   static Expected<Reader> open(const std::string& path);
-  // Whether opening builds the lookup index (lookup_index.h): Build makes
-  // every later lookup fast at the cost of heap about the file's size;
-  // Skip holds none, and lookups take the plain path (the same answers,
-  // slower for long line programs and deep inline trees): for a process
-  // that keeps many files open to look up few addresses in each (an agent).
+  // Whether the reader keeps a lookup index (lookup_index.h). Build: address
+  // buckets at open, and each function's index the second time a lookup
+  // lands in it, so repeated lookups are fast and the heap grows with the
+  // functions looked up again (at most about the file's size). Skip holds
+  // none, and lookups take the plain path (the same answers, slower for long
+  // line programs and deep inline trees): for a process that keeps many
+  // files open for days (an agent).
   enum class Index : uint8_t { Build, Skip };
   // Borrows `bytes`; they must outlive the Reader and every view it returns.
   static Expected<Reader> parse(std::span<const uint8_t> bytes, Index index = Index::Build);

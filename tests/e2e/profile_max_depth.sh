@@ -49,11 +49,14 @@ echo "  $total samples in spin, $whole whole"
 (( total >= 100 && whole == 0 )) || fail "want >= 100 samples, none whole: $total, $whole"
 grep -q 'stacks are deeper than the unwinder walks: raise --max-depth (default 2048' "$WORK/cut.err" ||
   { cat "$WORK/cut.err" >&2; fail "no hint naming --max-depth"; }
-python3 - "$WORK/cut.json" <<'PY' || fail "--stats: no unwind_depth_limit count"
+# Every sample in spin is cut at the limit; a sample taken on the way down
+# may stop for another reason (counted under it): every truncation has one.
+python3 - "$WORK/cut.json" "$total" <<'PY' || fail "--stats: the cut stacks are not all counted under a reason, unwind_depth_limit covering spin's"
 import json, sys
 s = json.load(open(sys.argv[1]))
-n = s["truncated_by_reason"]["unwind_depth_limit"]
-assert n >= 100 and n == s["truncated_stacks"], (n, s["truncated_stacks"])
+reasons = s["truncated_by_reason"]
+assert reasons["unwind_depth_limit"] >= int(sys.argv[2]), reasons
+assert sum(reasons.values()) == s["truncated_stacks"], (reasons, s["truncated_stacks"])
 PY
 
 echo "--max-depth 4096: the whole stack, $DEPTH recurse frames from main"

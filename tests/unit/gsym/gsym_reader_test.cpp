@@ -828,13 +828,15 @@ TEST_CASE("reader: steady-state lookups allocate nothing") {
 TEST_CASE("reader: lookups from several threads match single-threaded answers") {
   Bytes llvm = llvm_written_fixture();
   const Bytes& bytes = llvm.empty() ? kTiny : llvm;
-  gsym::Reader r = parse_ok(bytes);
-  const std::vector<std::string> expected = render_all(r);
+  const std::vector<std::string> expected = render_all(parse_ok(bytes));
+  // A reader nobody has looked up in yet: the threads race to index its
+  // functions (built on a function's second lookup, under a lock).
+  gsym::Reader fresh = parse_ok(bytes);
   std::vector<std::vector<std::string>> results(4);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < results.size(); ++t)
     threads.emplace_back([&, t] {
-      for (int round = 0; round < 5; ++round) results[t] = render_all(r);
+      for (int round = 0; round < 5; ++round) results[t] = render_all(fresh);
     });
   for (std::thread& t : threads) t.join();
   for (const auto& res : results) CHECK(res == expected);
@@ -876,5 +878,26 @@ TEST_CASE("reader: without the lookup index, the same answers and no heap for it
     CHECK(render_all(*plain) == render_all(indexed));
     CHECK(plain->memory_bytes() == 0);  // parse borrows the bytes
   }
-  if (!llvm.empty()) CHECK(parse_ok(llvm).memory_bytes() > 0);
+}
+
+TEST_CASE("reader: a function is indexed on its second lookup, not at open nor on its first") {
+  const Bytes llvm = llvm_written_fixture();
+  if (llvm.empty()) {
+    MESSAGE("gcc or llvm-gsymutil missing: skipped");
+    return;
+  }
+  gsym::Reader reader = parse_ok(llvm);
+  const size_t at_open = reader.memory_bytes();
+  gsym::LookupScratch scratch;
+  auto lookup_each_function = [&] {
+    for (size_t i = 0; i < reader.function_count(); ++i)
+      REQUIRE(reader.lookup_into(reader.function_start(i) + 1, {}, scratch).ok());
+  };
+  lookup_each_function();
+  CHECK(reader.memory_bytes() == at_open);
+  lookup_each_function();
+  const size_t indexed = reader.memory_bytes();
+  CHECK(indexed > at_open);  // the fixture has long line programs and inline trees
+  lookup_each_function();
+  CHECK(reader.memory_bytes() == indexed);  // built once
 }
