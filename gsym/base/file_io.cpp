@@ -34,6 +34,20 @@ FileDescriptor::~FileDescriptor() {
 }
 int FileDescriptor::release() { return std::exchange(fd_, -1); }
 
+bool write_all(int fd, std::span<const uint8_t> bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 namespace {
 
 // "LABEL: " ("" for an empty label: the caller names the file).
@@ -91,20 +105,6 @@ bool copy_all(int from, int to) {
     if (n < 0) return false;
     if (n == 0) return true;
   }
-}
-
-bool write_all(int fd, std::span<const uint8_t> bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (n == 0) errno = EIO;
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
 }
 
 // "-", /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: an inherited
@@ -358,6 +358,11 @@ Status write_file_atomically_at(int dir_fd, const std::string& label, const std:
 
 Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes,
                              mode_t create_mode) {
+  return write_file_atomically_streamed(path, [bytes](int fd) { return write_all(fd, bytes); }, create_mode);
+}
+
+Status write_file_atomically_streamed(const std::string& path, const std::function<bool(int fd)>& write_content,
+                                      mode_t create_mode) {
   if (path.empty()) return Error("empty output path");
   if (path == "/dev/null") return Status::success();
   if (const int fd = inherited_descriptor(path); fd >= 0) {
@@ -365,7 +370,7 @@ Status write_file_atomically(const std::string& path, std::span<const uint8_t> b
     if (fd == 2) std::fflush(stderr);
     struct stat st {};
     if (::fstat(fd, &st) != 0) return errno_error(path, "not an open descriptor", errno);
-    if (!write_all(fd, bytes)) return errno_error(path, "write failed", errno);
+    if (!write_content(fd)) return errno_error(path, "write failed", errno);
     return Status::success();
   }
   const size_t slash = path.rfind('/');
@@ -375,8 +380,7 @@ Status write_file_atomically(const std::string& path, std::span<const uint8_t> b
   Expected<FileDescriptor> dir_fd = open_output_directory(dir);
   if (!dir_fd) return dir_fd.error().prefixed(path + ": ");
   // Errors name the path as given, not DIR/NAME.
-  return write_named_file_atomically_at(
-      dir_fd->get(), path, name, [bytes](int fd) { return write_all(fd, bytes); }, create_mode);
+  return write_named_file_atomically_at(dir_fd->get(), path, name, write_content, create_mode);
 }
 
 Status write_file_atomically(const std::string& path, std::string_view text, mode_t create_mode) {

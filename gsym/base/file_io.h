@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -79,6 +80,10 @@ Expected<std::string> read_file_text(const std::string& path, uint64_t max_bytes
 // `label` names it in errors ("" = no name: the caller adds it).
 Expected<std::vector<uint8_t>> read_descriptor(int fd, uint64_t max_bytes, const std::string& label);
 
+// Writes all of `bytes` to `fd`, again after a short write or EINTR. False:
+// failed, errno set (EIO when the descriptor took nothing).
+bool write_all(int fd, std::span<const uint8_t> bytes);
+
 // Writes `bytes` to `path`, whole or not at all:
 //   "-", "/dev/stdout", "/dev/stderr", "/dev/fd/N", "/proc/self/fd/N": the
 //     already-open descriptor (so `-o >(cmd)` works); "/dev/null": nothing.
@@ -93,6 +98,11 @@ Status write_file_atomically(const std::string& path, std::span<const uint8_t> b
                              mode_t create_mode = 0666);
 Status write_file_atomically(const std::string& path, std::string_view text,
                              mode_t create_mode = 0666);
+// The same, the contents written by `write_content` to the descriptor it is
+// given (false: failed, errno set): a large output written in pieces as it
+// is made need not exist whole in memory.
+Status write_file_atomically_streamed(const std::string& path, const std::function<bool(int fd)>& write_content,
+                                      mode_t create_mode = 0666);
 // The same into the directory `dir_fd` (e.g. a cache opened without following
 // symlinks); `label` names the directory in errors.
 Status write_file_atomically_at(int dir_fd, const std::string& label, const std::string& name,

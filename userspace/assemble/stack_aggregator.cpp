@@ -265,6 +265,7 @@ void StackAggregator::build(Capture& capture, JitReport* jit) const {
 
   CaptureModules modules(processes_, capture);
   std::map<uint32_t, size_t> process_index;  // pid -> capture process
+  capture.stacks.reserve(stacks_.size());  // no doubling's slack nor copy at the run's peak
 
   for (const auto& [key, weight] : stacks_) {
     const uint64_t count = weight.count;

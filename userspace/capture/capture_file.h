@@ -45,7 +45,10 @@ bool looks_like_capture(std::string_view head);
 // File helpers: the error names the file. Writing is atomic (temp + rename).
 // Reading opens without blocking, refuses anything but a regular file and
 // streams it through a small buffer.
-gsym::Status write_capture_file(const Capture& capture, const std::string& path);
+// write_capture_file puts `capture` in canonical order (canonicalize) and
+// writes its text as it is made, in pieces: neither a copy of the capture
+// nor its whole text is held beside it.
+gsym::Status write_capture_file(Capture& capture, const std::string& path);
 gsym::Expected<Capture> read_capture_file(const std::string& path,
                                           uint64_t max_bytes = kMaxCaptureBytes);
 

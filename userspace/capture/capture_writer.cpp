@@ -6,6 +6,7 @@
 // documented field order, byte for byte as nlohmann's compact dump of each
 // value.
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <map>
 #include <string_view>
@@ -77,13 +78,41 @@ class ObjectWriter {
   bool first_ = true;
 };
 
-// [\n  ITEM,\n  ITEM\n], or [] when empty: one item per line.
+// Where a file's text goes as it is made: past kChunkBytes, the text so far
+// is written and dropped, so a big capture's text (16 MB for 20k stacks)
+// never exists whole in memory beside the capture.
+class ChunkedOutput {
+ public:
+  explicit ChunkedOutput(int fd) : fd_(fd) {}
+  void after_line(std::string& out) {
+    if (out.size() >= kChunkBytes) flush(out);
+  }
+  // Writes what `out` holds and empties it; false (errno set) once any
+  // write failed.
+  bool flush(std::string& out) {
+    if (errno_ == 0 && !gsym::write_all(fd_, {reinterpret_cast<const uint8_t*>(out.data()), out.size()}))
+      errno_ = errno != 0 ? errno : EIO;
+    out.clear();
+    errno = errno_;
+    return errno_ == 0;
+  }
+
+ private:
+  static constexpr size_t kChunkBytes = size_t{1} << 20;
+  int fd_;
+  int errno_ = 0;
+};
+
+// [\n  ITEM,\n  ITEM\n], or [] when empty: one item per line; `chunks`
+// (optional) takes the text after each line.
 template <typename Item>
-void put_lines(std::string& out, const std::vector<Item>& items, void (*put_item)(std::string&, const Item&)) {
+void put_lines(std::string& out, const std::vector<Item>& items, void (*put_item)(std::string&, const Item&),
+               ChunkedOutput* chunks = nullptr) {
   out += '[';
   for (size_t i = 0; i < items.size(); ++i) {
     out += i ? ",\n  " : "\n  ";
     put_item(out, items[i]);
+    if (chunks) chunks->after_line(out);
   }
   out += items.empty() ? "]" : "\n]";
 }
@@ -250,11 +279,11 @@ void put_kernel_symbol(std::string& out, const KernelSymbol& k) {
 }
 
 // "kernel": {"build_id":"...","error":"...","symbols":[\n  SYMBOL,\n  SYMBOL\n]},
-void put_kernel(std::string& out, const CaptureKernel& kernel) {
+void put_kernel(std::string& out, const CaptureKernel& kernel, ChunkedOutput* chunks) {
   ObjectWriter o(top_key(out, kKernel));
   put_string(o[kBuildId], kernel.build_id.hex());
   put_string(o[kError], kernel.error);
-  put_lines(o[kSymbols], kernel.symbols, put_kernel_symbol);
+  put_lines(o[kSymbols], kernel.symbols, put_kernel_symbol, chunks);
   o.close();
   out += ",\n";
 }
@@ -262,9 +291,22 @@ void put_kernel(std::string& out, const CaptureKernel& kernel) {
 // "NAME": [\n  ITEM,\n  ITEM\n] and a comma unless `last`.
 template <typename Item>
 void put_section(std::string& out, Field field, const std::vector<Item>& items, bool last,
-                 void (*put_item)(std::string&, const Item&)) {
-  put_lines(top_key(out, field), items, put_item);
+                 void (*put_item)(std::string&, const Item&), ChunkedOutput* chunks) {
+  put_lines(top_key(out, field), items, put_item, chunks);
   out += last ? "\n" : ",\n";
+}
+
+// A canonical capture's text; `chunks` (optional) takes it as it grows.
+void put_capture(std::string& out, const Capture& c, ChunkedOutput* chunks) {
+  out += "{\n";
+  put_header(out, c);
+  put_kernel(out, c.kernel, chunks);
+  put_section(out, kJitSymbols, c.jit_symbols, false, put_jit_symbol, chunks);
+  put_section(out, kPythonFrames, c.python_frames, false, put_python_frame, chunks);
+  put_section(out, kModules, c.modules, false, put_module, chunks);
+  put_section(out, kProcesses, c.processes, false, put_process, chunks);
+  put_section(out, kStacks, c.stacks, true, put_stack, chunks);
+  out += "}\n";
 }
 
 }  // namespace
@@ -272,20 +314,19 @@ void put_section(std::string& out, Field field, const std::vector<Item>& items, 
 std::string capture_to_json(const Capture& input) {
   Capture c = input;
   canonicalize(c);
-  std::string out = "{\n";
-  put_header(out, c);
-  put_kernel(out, c.kernel);
-  put_section(out, kJitSymbols, c.jit_symbols, false, put_jit_symbol);
-  put_section(out, kPythonFrames, c.python_frames, false, put_python_frame);
-  put_section(out, kModules, c.modules, false, put_module);
-  put_section(out, kProcesses, c.processes, false, put_process);
-  put_section(out, kStacks, c.stacks, true, put_stack);
-  out += "}\n";
+  std::string out;
+  put_capture(out, c, nullptr);
   return out;
 }
 
-gsym::Status write_capture_file(const Capture& capture, const std::string& path) {
-  return gsym::write_file_atomically(path, capture_to_json(capture));
+gsym::Status write_capture_file(Capture& capture, const std::string& path) {
+  canonicalize(capture);
+  return gsym::write_file_atomically_streamed(path, [&capture](int fd) {
+    ChunkedOutput chunks(fd);
+    std::string out;
+    put_capture(out, capture, &chunks);
+    return chunks.flush(out);
+  });
 }
 
 }  // namespace gsymprof

@@ -90,7 +90,7 @@ int cmd_profile(int argc, char** argv) {
   prefetcher.reset();  // the locator is ours again
   if (!capture) return cli.failure(capture.error().to_string());
   RunSummary summary = summarize_run("profile", *capture);
-  auto output = render(*capture, *locator, symbolize_flags.options, format, /*free_stacks=*/false);
+  auto output = render(*capture, *locator, symbolize_flags.options, format, /*free_stacks=*/true);
   if (!output) return cli.failure(output.error().to_string());
   if (auto status = write_output(output->bytes, output_path); !status)
     return cli.failure(status.error().to_string());

@@ -402,6 +402,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
     assembler.use_sideband([lost = counters[PROFILE_COUNTER_SIDEBAND_LOST]] { return lost; });
   // Images that missed an address since their last read, while alive.
   assembler.finish();
+  assembler.release_unwinder();
   const bool command_stopped = command && !command->exited();
   if (command) command->terminate(command_tree);
 

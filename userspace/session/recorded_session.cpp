@@ -28,6 +28,7 @@ gsym::Expected<Capture> capture_from_perf_data(const PerfDataFile& file,
   PerfDataSource source(file, *attr_index, assembler);
   if (auto status = source.run(); !status) return status.error();
   assembler.finish();
+  assembler.release_unwinder();
 
   Capture capture;
   capture.host = file.hostname();

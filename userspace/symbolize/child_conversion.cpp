@@ -101,18 +101,6 @@ gsym::Expected<std::vector<uint8_t>> read_whole(int fd, size_t limit, const char
   return bytes;
 }
 
-bool write_whole(int fd, const void* data, size_t size) {
-  const auto* at = static_cast<const uint8_t*>(data);
-  while (size > 0) {
-    const ssize_t wrote = ::write(fd, at, size);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) return false;
-    at += wrote;
-    size -= static_cast<size_t>(wrote);
-  }
-  return true;
-}
-
 std::vector<std::string> child_arguments(const gsym::ConvertOptions& options, bool debug_file_by_descriptor) {
   auto flag = [](const char* name, bool on) { return std::string(name) + (on ? "=1" : "=0"); };
   std::vector<std::string> args = {"gsymprof", kConversionChildCommand};
@@ -296,13 +284,14 @@ int run_conversion_child(int argc, char** argv) {
     add_field(report, "error-message", error.message);
   };
   if (!bytes) add_error(bytes.error());
-  else if (!write_whole(kChildOutputFd, bytes->data(), bytes->size()))
+  else if (!gsym::write_all(kChildOutputFd, *bytes))
     add_error(gsym::Error::from_errno(errno, "conversion process: cannot write its output: " +
                                                  std::string(std::strerror(errno))));
   add_field(report, "compile-units", std::to_string(stats.compile_units));
   add_field(report, "inputs-private", stats.inputs_writable_only_by_us ? "1" : "0");
   add_field(report, "debug-file-used", stats.debug_file_used);
-  return write_whole(kChildReportFd, report.data(), report.size()) ? 0 : 1;
+  const std::span<const uint8_t> report_bytes(reinterpret_cast<const uint8_t*>(report.data()), report.size());
+  return gsym::write_all(kChildReportFd, report_bytes) ? 0 : 1;
 }
 
 }  // namespace gsymprof

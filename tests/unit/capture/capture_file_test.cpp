@@ -1,6 +1,7 @@
 // Capture file: canonical JSON writer, strict reader, atomic file I/O.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "gsym/base/file_io.h"
 #include "userspace/capture/capture_file.h"
 
 using namespace gsymprof;
@@ -445,7 +447,8 @@ TEST_CASE("capture files: atomic write, read back, errors name the file") {
   REQUIRE(mkdtemp(dir_template) != nullptr);
   const std::filesystem::path dir = dir_template;
   const std::string path = (dir / "c.json").string();
-  REQUIRE(write_capture_file(sample_capture(), path).ok());
+  Capture sample = sample_capture();
+  REQUIRE(write_capture_file(sample, path).ok());
   auto back = read_capture_file(path);
   REQUIRE_MESSAGE(back.ok(), back.error().message);
   CHECK(capture_to_json(*back) == kSampleJson);
@@ -470,7 +473,7 @@ TEST_CASE("capture files: atomic write, read back, errors name the file") {
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message == path + ": version: unsupported capture version 9 (this gsymprof reads versions 1 to 5)");
 
-  auto unwritable = write_capture_file(sample_capture(), (dir / "no/such/dir.json").string());
+  auto unwritable = write_capture_file(sample, (dir / "no/such/dir.json").string());
   CHECK_FALSE(unwritable.ok());
   std::filesystem::remove_all(dir);
 }
@@ -704,6 +707,32 @@ TEST_CASE("capture files: streamed in pieces, same result as from memory") {
   auto from_file = read_capture_file(path);
   REQUIRE_MESSAGE(from_file.ok(), from_file.error().message);
   CHECK(capture_to_json(*from_file) == text);
+
+  // Written in pieces as the text is made (past 1 MiB each): the same bytes,
+  // and the capture left in canonical order.
+  Capture written = big;
+  const std::string written_path = (dir.path / "written.json").string();
+  REQUIRE(write_capture_file(written, written_path).ok());
+  auto written_text = gsym::read_file_text(written_path, kMaxCaptureBytes);
+  REQUIRE(written_text.ok());
+  CHECK(*written_text == text);
+  CHECK(capture_to_json(written) == text);
+  Capture canonical = big;
+  canonicalize(canonical);
+  REQUIRE(written.stacks.size() == canonical.stacks.size());
+  bool same_order = true;
+  for (size_t i = 0; i < canonical.stacks.size(); ++i)
+    same_order = same_order && written.stacks[i].frames == canonical.stacks[i].frames &&
+                 written.stacks[i].count == canonical.stacks[i].count;
+  CHECK(same_order);
+  // A failed write mid-way says why.
+  const int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+  if (full >= 0) {
+    auto failed = write_capture_file(written, "/dev/fd/" + std::to_string(full));
+    ::close(full);
+    REQUIRE_FALSE(failed.ok());
+    CHECK(failed.error().message == "/dev/fd/" + std::to_string(full) + ": write failed: No space left on device");
+  }
 
   // Sections out of order need further passes over the file.
   const size_t stacks_at = text.find("\"stacks\"");
