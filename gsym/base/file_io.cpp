@@ -384,9 +384,7 @@ Status write_file_atomically_streamed(const std::string& path, const std::functi
 }
 
 Status write_file_atomically(const std::string& path, std::string_view text, mode_t create_mode) {
-  return write_file_atomically(
-      path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()),
-      create_mode);
+  return write_file_atomically_streamed(path, [text](int fd) { return write_all(fd, text); }, create_mode);
 }
 
 void remove_pending_temporary_files() noexcept {

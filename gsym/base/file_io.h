@@ -83,6 +83,9 @@ Expected<std::vector<uint8_t>> read_descriptor(int fd, uint64_t max_bytes, const
 // Writes all of `bytes` to `fd`, again after a short write or EINTR. False:
 // failed, errno set (EIO when the descriptor took nothing).
 bool write_all(int fd, std::span<const uint8_t> bytes);
+inline bool write_all(int fd, std::string_view text) {
+  return write_all(fd, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
 
 // Writes `bytes` to `path`, whole or not at all:
 //   "-", "/dev/stdout", "/dev/stderr", "/dev/fd/N", "/proc/self/fd/N": the

@@ -90,8 +90,7 @@ class ChunkedOutput {
   // Writes what `out` holds and empties it; false (errno set) once any
   // write failed.
   bool flush(std::string& out) {
-    if (errno_ == 0 && !gsym::write_all(fd_, {reinterpret_cast<const uint8_t*>(out.data()), out.size()}))
-      errno_ = errno != 0 ? errno : EIO;
+    if (errno_ == 0 && !gsym::write_all(fd_, out)) errno_ = errno;  // write_all sets it
     out.clear();
     errno = errno_;
     return errno_ == 0;

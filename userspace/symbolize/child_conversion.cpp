@@ -290,8 +290,7 @@ int run_conversion_child(int argc, char** argv) {
   add_field(report, "compile-units", std::to_string(stats.compile_units));
   add_field(report, "inputs-private", stats.inputs_writable_only_by_us ? "1" : "0");
   add_field(report, "debug-file-used", stats.debug_file_used);
-  const std::span<const uint8_t> report_bytes(reinterpret_cast<const uint8_t*>(report.data()), report.size());
-  return gsym::write_all(kChildReportFd, report_bytes) ? 0 : 1;
+  return gsym::write_all(kChildReportFd, report) ? 0 : 1;
 }
 
 }  // namespace gsymprof
