@@ -862,6 +862,7 @@ Expected<std::vector<uint8_t>> convert_elf(const std::string& elf_path,
     UnitConverterOptions unit_options;
     unit_options.text_ranges = text;
     unit_options.inline_info = options.inline_info;
+    unit_options.skip_children_without_code = options.skip_children_without_code;
     bool fatal = false;
     Status s = convert_dwarf(*dwarf_image, name, unit_options, options, builder, stats,
                              options.plt_names || options.code_labels ? &sized : nullptr, fatal);

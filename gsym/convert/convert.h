@@ -43,6 +43,10 @@ struct ConvertOptions {
   // looked for as .dwo files (split_dwarf.h).
   std::string dwp_file;
   bool inline_info = true;
+  // Whether the DIE walk may skip the children of DIEs that hold no code
+  // (see UnitConverterOptions); the output is the same either way, which
+  // tests check by turning it off.
+  bool skip_children_without_code = true;
   // GSYM version written: 1 (the default: LLVM <= 22 reads only that) or 2.
   uint16_t gsym_version = 1;
   // Profiler names (off by default, so output stays byte-identical to

@@ -146,6 +146,12 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
         return false;
       }
       const int size = form_size(form);
+      if (name == DW_AT_sibling) {  // where its value is, when the bytes before it are of fixed size
+        const bool fixed_ref = form == DW_FORM_ref1 || form == DW_FORM_ref2 || form == DW_FORM_ref4 || form == DW_FORM_ref8;
+        a.sibling_at = fixed_ref && fixed >= 0 && fixed < INT16_MAX ? static_cast<int16_t>(fixed) : int16_t{-1};
+        a.sibling_width = fixed_ref ? static_cast<uint8_t>(size) : 0;
+        a.sibling_scan = a.sibling_at < 0;
+      }
       specs_.push_back({static_cast<uint16_t>(name <= UINT16_MAX ? name : 0), static_cast<uint16_t>(form),
                         static_cast<int16_t>(size), implicit_const});
       fixed = size < 0 || fixed < 0 ? -1 : fixed + size;
@@ -172,6 +178,7 @@ bool DwarfDieWalker::start(std::span<const uint8_t> debug_abbrev, uint64_t abbre
   finished_ = false;
   started_ = false;
   depth_ = 0;
+  last_die_ = nullptr;
   begin_ = pos_ = unit.data();
   end_ = unit.data() + unit.size();
   first_offset_ = first_die_offset;
@@ -243,6 +250,35 @@ bool DwarfDieWalker::skip_variable_value(uint64_t form, const uint8_t*& p, int i
   return true;
 }
 
+// Out of next()'s way: building the message is for malformed input only.
+[[gnu::noinline, gnu::cold]] void DwarfDieWalker::fail_attributes(uint64_t offset, Skip skip, uint16_t bad_form) {
+  if (skip == Skip::PastEnd)
+    fail("DIE at " + hex_number(offset) + " runs past the end of its unit");
+  else
+    fail("DIE at " + hex_number(offset) + ": cannot read an attribute of form " + hex_number(bad_form));
+}
+
+// Inlined into next(), the walk's innermost loop.
+[[gnu::always_inline]] inline DwarfDieWalker::Skip DwarfDieWalker::skip_attributes(const Abbrev& a, const uint8_t*& p,
+                                                      uint16_t& bad_form) const {
+  if (a.fixed_size >= 0) {
+    if (end_ - p < a.fixed_size) return Skip::PastEnd;
+    p += a.fixed_size;
+    return Skip::Ok;
+  }
+  for (uint32_t i = 0; i < a.ops_count; ++i) {
+    const SkipOp op = ops_[a.ops_begin + i];
+    if (op.form == 0) {
+      if (end_ - p < op.size) return Skip::PastEnd;
+      p += op.size;
+    } else if (!skip_variable_value(op.form, p, 0)) {  // ops of other forms are all variable
+      bad_form = op.form;
+      return Skip::BadValue;
+    }
+  }
+  return Skip::Ok;
+}
+
 DwarfDieWalker::Step DwarfDieWalker::next() {
   Step step;
   if (finished_) return step;
@@ -272,29 +308,14 @@ DwarfDieWalker::Step DwarfDieWalker::next() {
     return step;
   }
   const uint8_t* const attributes = pos_;
-  if (a->fixed_size >= 0) {
-    if (end_ - pos_ < a->fixed_size) {
-      fail("DIE at " + hex_number(offset) + " runs past the end of its unit");
-      return step;
-    }
-    pos_ += a->fixed_size;
-  } else {
-    for (uint32_t i = 0; i < a->ops_count; ++i) {
-      const SkipOp op = ops_[a->ops_begin + i];
-      if (op.form == 0) {
-        if (end_ - pos_ < op.size) {
-          fail("DIE at " + hex_number(offset) + " runs past the end of its unit");
-          return step;
-        }
-        pos_ += op.size;
-      } else if (!skip_variable_value(op.form, pos_, 0)) {  // ops of other forms are all variable
-        fail("DIE at " + hex_number(offset) + ": cannot read an attribute of form " + hex_number(op.form));
-        return step;
-      }
-    }
+  uint16_t bad_form = 0;
+  if (const Skip skip = skip_attributes(*a, pos_, bad_form); skip != Skip::Ok) {
+    fail_attributes(offset, skip, bad_form);
+    return step;
   }
   step.abbrev = static_cast<uint32_t>(code);
   step.attributes = attributes;
+  last_die_ = attributes;
   started_ = true;
   if (a->has_children) ++depth_;
   step.kind = Step::Die;
@@ -302,6 +323,69 @@ DwarfDieWalker::Step DwarfDieWalker::next() {
   step.tag = a->tag;
   step.has_children = a->has_children;
   return step;
+}
+
+bool DwarfDieWalker::sibling(const Step& step, uint64_t& value) const {
+  if (step.kind != Step::Die || step.attributes != last_die_ || step.abbrev >= abbrevs_.size()) return false;
+  const Abbrev& a = abbrevs_[step.abbrev];
+  if (a.sibling_at >= 0 && !a.sibling_scan) {  // inside the DIE, which next() has bounds-checked
+    value = read_word(step.attributes + a.sibling_at, a.sibling_width, shape_.little_endian);
+    return true;
+  }
+  if (!a.sibling_scan) return false;
+  bool found = false;
+  for_each_attribute(step, [&](const Attribute& attr) {
+    if (attr.name != DW_AT_sibling) return;
+    switch (attr.form) {  // references inside the unit only
+      case DW_FORM_ref1: case DW_FORM_ref2: case DW_FORM_ref4: case DW_FORM_ref8: case DW_FORM_ref_udata:
+        found = unsigned_value(attr, value);
+        break;
+      default:
+        found = false;
+    }
+  });
+  return found;
+}
+
+bool DwarfDieWalker::skip_children(const Step& step, uint64_t sibling) {
+  // The walk stands just past the attributes of the DIE next() returned
+  // last: before its first child.
+  if (step.kind != Step::Die || !step.has_children || step.attributes != last_die_ || depth_ == 0) return false;
+  const uint64_t here = first_offset_ + static_cast<uint64_t>(pos_ - begin_);
+  const uint64_t size = static_cast<uint64_t>(end_ - begin_);
+  if (sibling <= here || sibling - first_offset_ > size) return false;
+  pos_ = begin_ + (sibling - first_offset_);
+  --depth_;
+  last_die_ = nullptr;
+  return true;
+}
+
+bool DwarfDieWalker::descendants(uint64_t offset, uint32_t max_depth, std::vector<Descendant>& out) const {
+  const Step top = die_at(offset);
+  if (top.kind != Step::Die) return false;
+  if (!top.has_children) return true;
+  const uint8_t* p = top.attributes;
+  uint16_t bad_form = 0;
+  if (skip_attributes(abbrevs_[top.abbrev], p, bad_form) != Skip::Ok) return false;
+  std::vector<uint64_t> parents = {offset};
+  while (!parents.empty()) {
+    const uint64_t at = first_offset_ + static_cast<uint64_t>(p - begin_);
+    uint64_t code;
+    if (!read_uleb(p, end_, code)) return false;
+    if (code == 0) {
+      parents.pop_back();
+      continue;
+    }
+    if (code >= abbrevs_.size() || !abbrevs_[code].defined) return false;
+    const Abbrev& a = abbrevs_[code];
+    out.push_back({at, parents.back(), a.tag});
+    if (skip_attributes(a, p, bad_form) != Skip::Ok) return false;
+    if (a.has_children) {
+      if (parents.size() >= max_depth) return false;
+      parents.push_back(at);
+    }
+  }
+  return true;
 }
 
 bool DwarfDieWalker::unsigned_value(const Attribute& attr, uint64_t& value) const {

@@ -12,7 +12,9 @@
 // too (for_each_attribute, die_at for references inside the unit), with
 // libdw for the forms it does not read itself.
 //
-// Like LLVM's DWARF parser, the walk is linear (DW_AT_sibling is not used).
+// Like LLVM's DWARF parser, the walk is linear; the caller may skip a DIE's
+// children through its DW_AT_sibling (skip_children) and read them back
+// later (descendants).
 // Input is untrusted: every read is bounds-checked, and malformed input ends
 // the walk with an error message, never reads outside the unit.
 #pragma once
@@ -142,6 +144,29 @@ class DwarfDieWalker {
   // an error: check ok()).
   Step next();
 
+  // The DW_AT_sibling of `step`, the DIE next() just returned, as stored
+  // (a reference relative to its unit's header); false when it has none or
+  // one of another form than ref1/2/4/8/udata.
+  bool sibling(const Step& step, uint64_t& value) const;
+
+  // Moves the walk past the children of `step`, the DIE next() just
+  // returned, to its next sibling at .debug_info offset `sibling` (its
+  // DW_AT_sibling): the following next() returns that sibling, as if the
+  // children and the end of their list had been walked. False, with the
+  // walk unmoved, unless `step` has children and `sibling` lies after its
+  // attributes and inside the unit.
+  bool skip_children(const Step& step, uint64_t sibling);
+
+  // Each DIE below the DIE at `offset` (its children, theirs, ... in
+  // pre-order) with its parent and tag, appended to `out`, without moving
+  // the walk; at most `max_depth` levels. False on bytes that do not decode,
+  // a subtree deeper than that, or one that runs past the unit.
+  struct Descendant {
+    uint64_t offset = 0, parent = 0;
+    uint32_t tag = 0;
+  };
+  bool descendants(uint64_t offset, uint32_t max_depth, std::vector<Descendant>& out) const;
+
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
 
@@ -153,6 +178,9 @@ class DwarfDieWalker {
     int32_t fixed_size = -1;  // all attribute values' total size, -1 = varies
     uint32_t ops_begin = 0, ops_count = 0;
     uint32_t specs_begin = 0, specs_count = 0;
+    int16_t sibling_at = -1;    // DW_AT_sibling's offset in the attribute bytes when fixed, else -1
+    uint8_t sibling_width = 0;  // its bytes (ref1/2/4/8)
+    bool sibling_scan = false;  // it is elsewhere: for_each_attribute finds it
   };
   // How to skip the attribute values: runs of fixed-size values merged into
   // one op (form 0, `size` bytes), other forms one op each.
@@ -167,6 +195,11 @@ class DwarfDieWalker {
     int64_t implicit_const = 0;
   };
   bool parse_abbrevs(std::span<const uint8_t> section, uint64_t offset);
+  // Moves `p` from a DIE's first attribute value past its last: PastEnd if
+  // they run past the unit, BadValue (`bad_form`) if a value does not decode.
+  enum class Skip : uint8_t { Ok, PastEnd, BadValue };
+  Skip skip_attributes(const Abbrev& a, const uint8_t*& p, uint16_t& bad_form) const;
+  void fail_attributes(uint64_t offset, Skip skip, uint16_t bad_form);
   bool skip_value(uint64_t form, const uint8_t*& p, int indirections) const;
   // skip_value for a form whose size is not fixed (fixed_form_size < 0).
   bool skip_variable_value(uint64_t form, const uint8_t*& p, int indirections) const;
@@ -188,6 +221,7 @@ class DwarfDieWalker {
   const uint8_t* end_ = nullptr;
   uint64_t first_offset_ = 0;
   uint32_t depth_ = 0;  // open child lists
+  const uint8_t* last_die_ = nullptr;  // attributes of the DIE next() returned last
   bool started_ = false;
   bool finished_ = false;
   std::string error_;

@@ -287,7 +287,8 @@ bool ranges_contain(std::span<const AddressRange> ranges, const AddressRange& r)
 // qualified (a subprogram, or a context: namespace, class, lexical block,
 // ...). Parameters, members, variables and types other than classes cannot:
 // their parent links, most of a C++ unit's, are not kept.
-bool may_be_named_through_parent(uint32_t tag) {
+// Inlined: the walk asks it of every DIE.
+[[gnu::always_inline]] inline bool may_be_named_through_parent(uint32_t tag) {
   switch (tag) {
     case DW_TAG_inlined_subroutine:  // its name comes from its origin, never its parents
     case DW_TAG_formal_parameter:
@@ -335,6 +336,41 @@ bool is_cplusplus_like(uint64_t language) {
     case DW_LANG_ObjC_plus_plus:
     case DW_LANG_C:
       return true;
+    default:
+      return false;
+  }
+}
+
+// C and C++ units, whose compilers (GCC, clang) put no code below a type
+// DIE at namespace scope: member functions are defined outside their class
+// (DW_AT_specification). Only local classes (inside a function) hold
+// definitions (GCC at -O0), and those are walked.
+bool is_c_family(uint64_t language) {
+  switch (language) {
+    case DW_LANG_C89: case DW_LANG_C: case DW_LANG_C99: case DW_LANG_C11: case 0x2c /* DW_LANG_C17 */:
+    case DW_LANG_C_plus_plus: case DW_LANG_C_plus_plus_03: case DW_LANG_C_plus_plus_11:
+    case DW_LANG_C_plus_plus_14: case 0x2a /* DW_LANG_C_plus_plus_17 */: case 0x2b /* DW_LANG_C_plus_plus_20 */:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether the children of a DIE of `tag` hold no code, so the walk may skip
+// them: a call site's (call-site parameters, in any unit), and in C and C++
+// units (`c_family_outside_functions`, outside any function) a struct's,
+// class's, union's or enum's (members, methods' declarations, nested
+// types, enumerators: half the DIEs of a C++ unit).
+bool children_hold_no_code(uint32_t tag, bool c_family_outside_functions) {
+  switch (tag) {
+    case DW_TAG_call_site:
+    case DW_TAG_GNU_call_site:
+      return true;
+    case DW_TAG_structure_type:
+    case DW_TAG_class_type:
+    case DW_TAG_union_type:
+    case DW_TAG_enumeration_type:
+      return c_family_outside_functions;
     default:
       return false;
   }
@@ -462,6 +498,16 @@ struct DwarfUnitConverter::Impl {
   // The unit being walked records its links as it goes (pre-order = offset
   // order); another unit, or a DIE ahead of the walk, gets a full index.
   ParentLinks walk_parents;
+  // DIEs whose children the walk skipped (by DW_AT_sibling): their
+  // children's links are found on first need, in `skipped_links`.
+  struct SkippedSubtree {
+    Dwarf_Off die = 0, end = 0;        // [die, end): the DIE and its children
+    uint32_t links_begin = 0, links_end = 0;
+    bool expanded = false;
+  };
+  std::vector<SkippedSubtree> skipped_subtrees;  // in offset order
+  ParentLinks skipped_links;
+  std::vector<DwarfDieWalker::Descendant> descendant_scratch;
   // Qualified names of inlined subroutines by their abstract origin: an
   // inlined DIE without names of its own is named exactly like its origin
   // (LLVM never qualifies it through its own parents), and C++ inlines the
@@ -507,7 +553,8 @@ struct DwarfUnitConverter::Impl {
 
   // --- names -------------------------------------------------------------
 
-  static bool find_parent(const ParentLinks& links, Dwarf_Off off, Dwarf_Off& parent) {
+  static bool find_parent(std::span<const std::pair<Dwarf_Off, Dwarf_Off>> links, Dwarf_Off off,
+                          Dwarf_Off& parent) {
     auto it = std::lower_bound(links.begin(), links.end(), std::pair<Dwarf_Off, Dwarf_Off>{off, 0});
     if (it == links.end() || it->first != off || it->second == 0) return false;
     parent = it->second;
@@ -522,6 +569,12 @@ struct DwarfUnitConverter::Impl {
     const Dwarf_Off off = dwarf_dieoffset(die), cu_off = dwarf_dieoffset(&cu);
     const DieKey cu_key = die_key(dwarf, &cu);
     Dwarf_Off parent_off = 0;
+    if (cu_key == walk_unit) {
+      if (const auto links = skipped_subtree_links(off)) {
+        if (!find_parent(*links, off, parent_off)) return false;
+        return dwarf_offdie(owner, parent_off, parent) != nullptr;
+      }
+    }
     if (cu_key == walk_unit && !walk_parents.empty() && off <= walk_parents.back().first) {
       if (!find_parent(walk_parents, off, parent_off)) return false;
       return dwarf_offdie(owner, parent_off, parent) != nullptr;
@@ -549,6 +602,29 @@ struct DwarfUnitConverter::Impl {
     }
     if (!find_parent(links, off, parent_off)) return false;
     return dwarf_offdie(owner, parent_off, parent) != nullptr;
+  }
+
+  // The links of the skipped subtree that holds `off` (read from the unit's
+  // bytes on first need); nullopt when `off` is not below a skipped DIE.
+  std::optional<std::span<const std::pair<Dwarf_Off, Dwarf_Off>>> skipped_subtree_links(Dwarf_Off off) {
+    auto it = std::upper_bound(skipped_subtrees.begin(), skipped_subtrees.end(), off,
+                               [](Dwarf_Off o, const SkippedSubtree& t) { return o < t.die; });
+    if (it == skipped_subtrees.begin()) return std::nullopt;
+    SkippedSubtree& type = *--it;
+    if (off <= type.die || off >= type.end) return std::nullopt;
+    if (!type.expanded) {
+      type.expanded = true;
+      type.links_begin = uint32_t(skipped_links.size());
+      descendant_scratch.clear();
+      // Bytes that do not decode leave the links read so far (the full walk
+      // would have failed the unit there).
+      walker.descendants(type.die, kMaxDieDepth, descendant_scratch);
+      for (const DwarfDieWalker::Descendant& d : descendant_scratch)
+        if (may_be_named_through_parent(d.tag)) skipped_links.emplace_back(d.offset, d.parent);
+      type.links_end = uint32_t(skipped_links.size());
+    }
+    return std::span<const std::pair<Dwarf_Off, Dwarf_Off>>(skipped_links).subspan(
+        type.links_begin, type.links_end - type.links_begin);
   }
 
   bool referenced_die(Dwarf_Die* die, unsigned attr, Dwarf_Die* result) {
@@ -1082,6 +1158,8 @@ struct DwarfUnitConverter::Impl {
   // subprograms and the inlined subroutines below them.
   void walk() {
     open_dies.clear();
+    const bool skip = options.skip_children_without_code;
+    const bool c_family = is_c_family(language);
     while (!failed) {
       const DwarfDieWalker::Step step = walker.next();
       if (step.kind == DwarfDieWalker::Step::End) break;
@@ -1115,12 +1193,27 @@ struct DwarfUnitConverter::Impl {
       } else if (step.tag == DW_TAG_lexical_block) {
         child_inline_parent = inline_parent;
       }
+      if (step.has_children && skip && children_hold_no_code(step.tag, c_family && function_stack.empty()) &&
+          skip_children(step))
+        continue;
       if (step.has_children)
         open_dies.push_back({step.offset, child_inline_parent, is_subprogram});
       else if (is_subprogram)
         end_subprogram();
     }
     if (!walker.ok()) fail(walker.error());
+  }
+
+  // Skips the children of the DIE when it has a DW_AT_sibling inside the
+  // unit (GCC writes one, but not on a list's last DIE; clang writes none);
+  // records the skipped span for skipped_subtree_links.
+  bool skip_children(const DwarfDieWalker::Step& step) {
+    uint64_t relative = 0;  // references are relative to the unit's header
+    if (!walker.sibling(step, relative) || relative > UINT64_MAX - unit_header_offset) return false;
+    const uint64_t sibling = unit_header_offset + relative;
+    if (!walker.skip_children(step, sibling)) return false;
+    skipped_subtrees.push_back({step.offset, sibling});
+    return true;
   }
 
   // Reads the unit header and points the walker at the unit's DIEs; false
@@ -1459,6 +1552,8 @@ struct DwarfUnitConverter::Impl {
     string_index.clear();
     file_stamp.clear();
     walk_parents.clear();
+    skipped_subtrees.clear();
+    skipped_links.clear();
     origin_name_index.clear();
     origin_name_values.clear();
     origin_attribute_index.clear();

@@ -67,6 +67,13 @@ struct UnitOutput {
 struct UnitConverterOptions {
   std::vector<AddressRange> text_ranges;  // sorted, merged
   bool inline_info = true;
+  // Skip the children of DIEs that hold no code, by their DW_AT_sibling
+  // (GCC writes one, clang does not): call sites' (their parameters, a
+  // quarter of an optimized C unit's DIEs) and, in C and C++ units, those
+  // of struct, class, union and enum DIEs outside functions (half a C++
+  // unit's DIEs). Their parent links, which qualified names need, are read
+  // on first need.
+  bool skip_children_without_code = true;
   // The sections the DIE tree is walked over (see dwarf_die_walker.h); the
   // same decompressed bytes libdw reads.
   std::span<const uint8_t> debug_info;

@@ -1,8 +1,9 @@
 # tests/compat/compat_programs.bash - the compat programs, one home for
 # every compat test that converts them (convert_llvm.sh, gsym_v2.sh): gcc and
 # clang, DWARF 4 and 5, -O2 -g, PIE and non-PIE, a shared library, C and C++
-# (templates, lambdas, namespaces, deep inlining), two CUs, zlib-compressed
-# debug sections, basic-block sections, a function without line rows.
+# (templates, lambdas, namespaces, deep inlining, local classes at -O0),
+# two CUs, zlib-compressed debug sections, basic-block sections, a function
+# without line rows.
 # Needs fail(); run in a scratch directory.
 
 # Writes the sources into the current directory.
@@ -98,6 +99,39 @@ int main(int argc, char**) {
   return 0;
 }
 SRC
+# Classes at namespace scope, nested and local ones, lambdas: built -O0
+# by g++, which puts the code of a local class's methods inside the local
+# class's DIE (the converter skips only the children of types outside
+# functions) and gives every type a DW_AT_sibling.
+cat > classes.cpp <<'SRC'
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+namespace zoo {
+struct Animal {
+  struct Sound { int loud(int x) const { return x * 3; } virtual ~Sound() {} };
+  enum Kind { Cat, Dog };
+  union Tag { int i; float f; };
+  template <class T> T grow(T t) { return t + 1; }
+  int speak(int n);
+  Kind kind = Dog;
+};
+int Animal::speak(int n) { return Sound().loud(n) + grow(n) + kind; }
+}
+int run(int n) {
+  struct Local {
+    int m(int v) { return v + 7; }
+    static int s(int v) { struct Deeper { int d(int q) { return q - 1; } }; return Deeper().d(v * 2); }
+  };
+  auto lam = [n](int z) { struct InLambda { int l(int q) { return q ^ 5; } }; return InLambda().l(z + n); };
+  std::map<std::string, int> m;
+  m["a"] = n;
+  std::function<int(int)> fn = lam;
+  return Local().m(n) + Local::s(n) + fn(n) + zoo::Animal().speak(n) + (int)m.size();
+}
+int main(int argc, char**) { std::printf("%d\n", run(argc)); return 0; }
+SRC
 # shaped: inlined into main and also kept out of line (its address taken);
 # the out-of-line copy's DIE names nothing itself, its abstract origin
 # carries the name and decl_file/decl_line.
@@ -140,6 +174,10 @@ for_each_compat_program() {
       bin=multi_${cc}_dw${dw}
       build $cc -O2 -g -gdwarf-$dw -DWITH_LIB -o $bin prog.c lib.c && "$@" $bin "$cc DWARF $dw two CUs"
     done
+  done
+  for dw in 4 5; do
+    build g++ -O0 -g -gdwarf-$dw -o classes_gcc_O0_dw$dw classes.cpp &&
+      "$@" classes_gcc_O0_dw$dw "g++ -O0 DWARF $dw local classes"
   done
   # Compressed debug sections (zlib), which libdw and our line reader inflate.
   build gcc -O2 -g -gz=zlib -o c_gz prog.c && "$@" c_gz "gcc -gz=zlib"

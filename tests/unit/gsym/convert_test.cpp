@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -30,6 +31,24 @@ namespace {
 // One line so that its only line-table row is this line.
 extern "C" __attribute__((noinline, used)) int convert_test_marker(int x) { return x * 3 + 1; }
 constexpr uint32_t kMarkerLine = __LINE__ - 1;
+
+// A method defined outside its class (its DIE names it through the
+// declaration inside the struct, which the walk skips) and one of a local
+// class (GCC puts its code inside the local struct's DIE, which the walk
+// must not skip).
+struct ConvertTestShape {
+  struct Inner {
+    __attribute__((noinline, used)) int scaled(int x) const;
+  };
+  int unused_member = 0;
+};
+__attribute__((noinline, used)) int ConvertTestShape::Inner::scaled(int x) const { return x * 5 + 2; }
+__attribute__((noinline, used)) int convert_test_local_class(int x) {
+  struct Local {
+    __attribute__((noinline, used)) static int twice(int v) { return v * 2 + 1; }
+  };
+  return Local::twice(x);
+}
 
 using test_files::read_file;
 using test_files::write_file;
@@ -334,6 +353,37 @@ TEST_CASE("convert: this test binary, checked against a function defined here") 
     CHECK(frame.offset == addr - unslid);
   }
   CHECK(convert_test_marker(1) == 4);
+}
+
+TEST_CASE("convert: skipping the children of types changes no byte, and methods keep their class") {
+  // This binary is g++'s C++: types with DW_AT_sibling, methods of
+  // namespace-scope and local classes.
+  ConvertOptions options;
+  options.threads = 2;
+  Expected<std::vector<uint8_t>> skipped = convert_elf("/proc/self/exe", options);
+  options.skip_children_without_code = false;
+  Expected<std::vector<uint8_t>> walked = convert_elf("/proc/self/exe", options);
+  REQUIRE_MESSAGE(skipped.ok(), skipped.error().message);
+  REQUIRE_MESSAGE(walked.ok(), walked.error().message);
+  CHECK(*skipped == *walked);
+
+  Expected<Reader> reader = Reader::parse(*skipped);
+  REQUIRE(reader.ok());
+  auto name_at = [&](const void* code) {
+    const uint64_t address = reinterpret_cast<uintptr_t>(code) - load_bias_of_main_program();
+    Expected<std::optional<LookupResult>> found = reader->lookup(address);
+    REQUIRE(found.ok());
+    REQUIRE(found->has_value());
+    return std::string((*found)->frames.back().name);
+  };
+  int (ConvertTestShape::Inner::*method)(int) const = &ConvertTestShape::Inner::scaled;
+  void* method_code = nullptr;
+  static_assert(sizeof method == 2 * sizeof(void*));
+  std::memcpy(&method_code, &method, sizeof method_code);  // a non-virtual member's code address (Itanium ABI)
+  CHECK(name_at(method_code) == "ConvertTestShape::Inner::scaled");
+  CHECK(name_at(reinterpret_cast<const void*>(&convert_test_local_class)) == "convert_test_local_class");
+  CHECK(ConvertTestShape::Inner().scaled(1) == 7);
+  CHECK(convert_test_local_class(3) == 7);
 }
 
 TEST_CASE("convert: bad inputs give one clear error and no output file") {

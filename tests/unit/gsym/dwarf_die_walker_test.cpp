@@ -739,3 +739,110 @@ TEST_CASE("DIE walker: malformed units end the walk with an error") {
     }
   }
 }
+
+// A unit of a struct with members and a nested struct, then a function:
+// what skip_children jumps over and descendants() reads back.
+namespace {
+struct TypeUnit {
+  Bytes abbrevs, unit;
+  uint64_t structure = 0, member_a = 0, nested = 0, member_b = 0, method = 0, member_c = 0, function = 0,
+           end_of_unit = 0;
+};
+
+TypeUnit type_unit() {
+  TypeUnit t;
+  abbrev(t.abbrevs, 1, DW_TAG_compile_unit, true, {{DW_AT_name, DW_FORM_string}});
+  abbrev(t.abbrevs, 2, DW_TAG_structure_type, true, {{DW_AT_name, DW_FORM_string}, {DW_AT_sibling, DW_FORM_ref4}});
+  abbrev(t.abbrevs, 3, DW_TAG_member, false, {{DW_AT_name, DW_FORM_string}, {DW_AT_type, DW_FORM_ref4}});
+  abbrev(t.abbrevs, 4, DW_TAG_subprogram, false, {{DW_AT_name, DW_FORM_string}, {DW_AT_declaration, DW_FORM_flag_present}});
+  abbrev(t.abbrevs, 5, DW_TAG_subprogram, false, {{DW_AT_name, DW_FORM_string}, {DW_AT_low_pc, DW_FORM_addr}});
+  t.abbrevs.u8(0);
+  auto at = [&] { return kFirst + t.unit.size(); };
+  t.unit.uleb(1).str("t.cc");
+  t.structure = at();
+  t.unit.uleb(2).str("S").fill(4, 0);  // sibling patched below
+  const size_t sibling_field = t.unit.size() - 4;
+  t.member_a = at();
+  t.unit.uleb(3).str("a").fill(4, 0);
+  t.nested = at();
+  t.unit.uleb(2).str("N").fill(4, 0);
+  t.member_b = at();
+  t.unit.uleb(3).str("b").fill(4, 0);
+  t.unit.u8(0);  // end of N
+  t.method = at();
+  t.unit.uleb(4).str("m");
+  t.member_c = at();
+  t.unit.uleb(3).str("c").fill(4, 0);
+  t.unit.u8(0);  // end of S
+  t.function = at();
+  t.unit.uleb(5).str("f").fill(8, 0);
+  t.unit.u8(0);  // end of the unit DIE's children
+  t.end_of_unit = at();
+  // References are relative to the unit header, kFirst bytes before the first DIE.
+  const uint32_t relative = uint32_t(t.function);
+  std::memcpy(&t.unit.v[sibling_field], &relative, 4);
+  return t;
+}
+}  // namespace
+
+TEST_CASE("DIE walker: skip_children goes to the sibling; descendants reads the skipped subtree") {
+  const TypeUnit t = type_unit();
+  ExactBuffer a(t.abbrevs.v), u(t.unit.v);
+  DwarfDieWalker walker;
+  REQUIRE(walker.start({a.data.get(), a.size}, 0, {u.data.get(), u.size}, kFirst, {}));
+  REQUIRE(walker.next().tag == DW_TAG_compile_unit);
+  const DwarfDieWalker::Step structure = walker.next();
+  REQUIRE(structure.offset == t.structure);
+
+  SUBCASE("skipped: the next step is the sibling, and the walk ends as usual") {
+    uint64_t sibling = 0;
+    REQUIRE(walker.sibling(structure, sibling));
+    CHECK(sibling == t.function);  // as stored: relative to a unit header at offset 0
+    REQUIRE(walker.skip_children(structure, t.function));
+    const DwarfDieWalker::Step function = walker.next();
+    CHECK(function.offset == t.function);
+    CHECK(function.tag == DW_TAG_subprogram);
+    CHECK(walker.next().kind == DwarfDieWalker::Step::EndOfChildren);
+    CHECK(walker.next().kind == DwarfDieWalker::Step::End);
+    CHECK(walker.ok());
+    // Read back after the walk, from the unit's bytes.
+    std::vector<DwarfDieWalker::Descendant> below;
+    REQUIRE(walker.descendants(t.structure, 64, below));
+    std::string got;
+    for (const auto& d : below) got += hex(d.offset) + " of " + hex(d.parent) + " tag " + hex(d.tag) + "\n";
+    CHECK(got == hex(t.member_a) + " of " + hex(t.structure) + " tag " + hex(DW_TAG_member) + "\n" +
+                     hex(t.nested) + " of " + hex(t.structure) + " tag " + hex(DW_TAG_structure_type) + "\n" +
+                     hex(t.member_b) + " of " + hex(t.nested) + " tag " + hex(DW_TAG_member) + "\n" +
+                     hex(t.method) + " of " + hex(t.structure) + " tag " + hex(DW_TAG_subprogram) + "\n" +
+                     hex(t.member_c) + " of " + hex(t.structure) + " tag " + hex(DW_TAG_member) + "\n");
+    below.clear();
+    CHECK(walker.descendants(t.member_a, 64, below));  // no children: nothing, and fine
+    CHECK(below.empty());
+    CHECK_FALSE(walker.descendants(t.structure, 1, below));  // N is a second level
+    CHECK_FALSE(walker.descendants(t.end_of_unit, 64, below));  // no DIE there
+  }
+  SUBCASE("a sibling that is not after the DIE's attributes, or past the unit, moves nothing") {
+    for (uint64_t bad : {uint64_t{0}, t.structure, t.member_a, t.end_of_unit + 1, UINT64_MAX}) {
+      CAPTURE(bad);
+      CHECK_FALSE(walker.skip_children(structure, bad));
+    }
+    CHECK(walker.next().offset == t.member_a);
+  }
+  SUBCASE("only the DIE just returned, with children, can be skipped") {
+    const DwarfDieWalker::Step member_a = walker.next();
+    uint64_t sibling = 0;
+    CHECK_FALSE(walker.sibling(member_a, sibling));            // it has none
+    CHECK_FALSE(walker.sibling(structure, sibling));           // not the last step
+    CHECK_FALSE(walker.skip_children(member_a, t.function));   // no children
+    CHECK_FALSE(walker.skip_children(structure, t.function));  // not the last step
+    CHECK(walker.next().offset == t.nested);
+  }
+  SUBCASE("a subtree cut short fails without reading past the unit") {
+    ExactBuffer cut(std::vector<uint8_t>(t.unit.v.begin(), t.unit.v.begin() + long(t.member_c - kFirst)));
+    DwarfDieWalker short_walker;
+    REQUIRE(short_walker.start({a.data.get(), a.size}, 0, {cut.data.get(), cut.size}, kFirst, {}));
+    std::vector<DwarfDieWalker::Descendant> below;
+    CHECK_FALSE(short_walker.descendants(t.structure, 64, below));
+    CHECK(below.size() == 4);  // what was read before the end
+  }
+}
