@@ -502,7 +502,7 @@ struct DwarfUnitConverter::Impl {
   // children's links are found on first need, in `skipped_links`.
   struct SkippedSubtree {
     Dwarf_Off die = 0, end = 0;        // [die, end): the DIE and its children
-    uint32_t links_begin = 0, links_end = 0;
+    size_t links_begin = 0, links_end = 0;  // in skipped_links, once expanded
     bool expanded = false;
   };
   std::vector<SkippedSubtree> skipped_subtrees;  // in offset order
@@ -610,21 +610,21 @@ struct DwarfUnitConverter::Impl {
     auto it = std::upper_bound(skipped_subtrees.begin(), skipped_subtrees.end(), off,
                                [](Dwarf_Off o, const SkippedSubtree& t) { return o < t.die; });
     if (it == skipped_subtrees.begin()) return std::nullopt;
-    SkippedSubtree& type = *--it;
-    if (off <= type.die || off >= type.end) return std::nullopt;
-    if (!type.expanded) {
-      type.expanded = true;
-      type.links_begin = uint32_t(skipped_links.size());
+    SkippedSubtree& subtree = *--it;
+    if (off <= subtree.die || off >= subtree.end) return std::nullopt;
+    if (!subtree.expanded) {
+      subtree.expanded = true;
+      subtree.links_begin = skipped_links.size();
       descendant_scratch.clear();
-      // Bytes that do not decode leave the links read so far (the full walk
-      // would have failed the unit there).
-      walker.descendants(type.die, kMaxDieDepth, descendant_scratch);
+      // Bytes that do not decode end the links there: a name that needs a
+      // parent past them stays unqualified.
+      walker.descendants(subtree.die, kMaxDieDepth, descendant_scratch);
       for (const DwarfDieWalker::Descendant& d : descendant_scratch)
         if (may_be_named_through_parent(d.tag)) skipped_links.emplace_back(d.offset, d.parent);
-      type.links_end = uint32_t(skipped_links.size());
+      subtree.links_end = skipped_links.size();
     }
     return std::span<const std::pair<Dwarf_Off, Dwarf_Off>>(skipped_links).subspan(
-        type.links_begin, type.links_end - type.links_begin);
+        subtree.links_begin, subtree.links_end - subtree.links_begin);
   }
 
   bool referenced_die(Dwarf_Die* die, unsigned attr, Dwarf_Die* result) {
