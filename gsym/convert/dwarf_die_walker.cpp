@@ -354,6 +354,9 @@ bool DwarfDieWalker::skip_children(const Step& step, uint64_t sibling) {
   const uint64_t here = first_offset_ + static_cast<uint64_t>(pos_ - begin_);
   const uint64_t size = static_cast<uint64_t>(end_ - begin_);
   if (sibling <= here || sibling - first_offset_ > size) return false;
+  // The children's list ends right before the sibling with its null entry:
+  // a sibling elsewhere is not believed (the walk goes through the children).
+  if (begin_[sibling - first_offset_ - 1] != 0) return false;
   pos_ = begin_ + (sibling - first_offset_);
   --depth_;
   last_die_ = nullptr;

@@ -154,7 +154,8 @@ class DwarfDieWalker {
   // DW_AT_sibling): the following next() returns that sibling, as if the
   // children and the end of their list had been walked. False, with the
   // walk unmoved, unless `step` has children and `sibling` lies after its
-  // attributes and inside the unit.
+  // attributes, inside the unit, right after a null entry (the end of a
+  // child list).
   bool skip_children(const Step& step, uint64_t sibling);
 
   // Each DIE below the DIE at `offset` (its children, theirs, ... in

@@ -821,8 +821,9 @@ TEST_CASE("DIE walker: skip_children goes to the sibling; descendants reads the 
     CHECK_FALSE(walker.descendants(t.structure, 1, below));  // N is a second level
     CHECK_FALSE(walker.descendants(t.end_of_unit, 64, below));  // no DIE there
   }
-  SUBCASE("a sibling that is not after the DIE's attributes, or past the unit, moves nothing") {
-    for (uint64_t bad : {uint64_t{0}, t.structure, t.member_a, t.end_of_unit + 1, UINT64_MAX}) {
+  SUBCASE("a sibling before the DIE's children, inside a DIE or past the unit moves nothing") {
+    // member_a + 1: inside a DIE, not after the end of a child list.
+    for (uint64_t bad : {uint64_t{0}, t.structure, t.member_a, t.member_a + 1, t.end_of_unit + 1, UINT64_MAX}) {
       CAPTURE(bad);
       CHECK_FALSE(walker.skip_children(structure, bad));
     }
