@@ -328,7 +328,7 @@ DwarfDieWalker::Step DwarfDieWalker::next() {
 bool DwarfDieWalker::sibling(const Step& step, uint64_t& value) const {
   if (step.kind != Step::Die || step.attributes != last_die_ || step.abbrev >= abbrevs_.size()) return false;
   const Abbrev& a = abbrevs_[step.abbrev];
-  if (a.sibling_at >= 0 && !a.sibling_scan) {  // inside the DIE, which next() has bounds-checked
+  if (a.sibling_at >= 0) {  // inside the DIE, which next() has bounds-checked
     value = read_word(step.attributes + a.sibling_at, a.sibling_width, shape_.little_endian);
     return true;
   }

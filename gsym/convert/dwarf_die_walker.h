@@ -179,9 +179,12 @@ class DwarfDieWalker {
     int32_t fixed_size = -1;  // all attribute values' total size, -1 = varies
     uint32_t ops_begin = 0, ops_count = 0;
     uint32_t specs_begin = 0, specs_count = 0;
-    int16_t sibling_at = -1;    // DW_AT_sibling's offset in the attribute bytes when fixed, else -1
-    uint8_t sibling_width = 0;  // its bytes (ref1/2/4/8)
-    bool sibling_scan = false;  // it is elsewhere: for_each_attribute finds it
+    // DW_AT_sibling: its offset in the attribute bytes and width (ref1/2/4/8)
+    // when the values before it are of fixed size; else, when it is there,
+    // sibling_scan (for_each_attribute finds it).
+    int16_t sibling_at = -1;
+    uint8_t sibling_width = 0;
+    bool sibling_scan = false;
   };
   // How to skip the attribute values: runs of fixed-size values merged into
   // one op (form 0, `size` bytes), other forms one op each.
