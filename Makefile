@@ -38,7 +38,14 @@ CXXFLAGS   += $(CXXSTD) $(WARN) $(OPT) $(SAN_FLAGS) -pthread
 CPPFLAGS   += -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT
 # libdebuginfod is not linked: loaded on first use (dlopen), so its libcurl
 # chain is not mapped at every start (userspace/symbolize/debuginfod_client.cpp).
-LDLIBS     += -lbpf -ldw -lelf -lz -ldeflate -liberty -lzstd -llzma -lcpp-httplib
+# The libraries with the most symbol relocations come first in DT_NEEDED:
+# the dynamic linker looks every symbol up along that list from its start,
+# and libcrypto's and libstdc++'s ~4,200 relocations each bind mostly to
+# themselves. 19% fewer start-up instructions for every command (13.7 to
+# 11.1 million for `gsymprof --version`). -l:libc.so.6, as -lc (a linker
+# script) does not move libc's place.
+LDLIBS     += -lcrypto -lstdc++ -l:libc.so.6 -lssl -lcpp-httplib
+LDLIBS     += -lbpf -ldw -lelf -lz -ldeflate -liberty -lzstd -llzma
 # gRPC (the agent's OTLP/gRPC export, serve's symbolize service) with its
 # abseil, and protobuf, are linked from Debian's static archives (the list
 # from pkg-config --static): as shared libraries their ~16k symbol
