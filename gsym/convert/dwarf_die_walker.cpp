@@ -2,6 +2,8 @@
 
 #include <dwarf.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "gsym/base/expected.h"
@@ -21,12 +23,17 @@ constexpr size_t kMaxForms = 1u << 24;
 // (LLVM: "uleb128 too big").
 constexpr unsigned kDwarfLebBytes = kMaxLebBytes + 1;
 
-bool read_uleb(const uint8_t*& p, const uint8_t* end, uint64_t& value) {
-  if (p != end && *p < 0x80) {  // one byte: DIE and abbreviation codes, names, forms
+// Inlined for the one-byte case (DIE and abbreviation codes, names, forms:
+// a call per DIE code was a tenth of the walk); longer values call out.
+[[gnu::noinline]] bool read_long_uleb(const uint8_t*& p, const uint8_t* end, uint64_t& value) {
+  return leb128::decode_uleb<kDwarfLebBytes>(p, end, value) == leb128::Result::Ok;
+}
+[[gnu::always_inline]] inline bool read_uleb(const uint8_t*& p, const uint8_t* end, uint64_t& value) {
+  if (p != end && *p < 0x80) {
     value = *p++;
     return true;
   }
-  return leb128::decode_uleb<kDwarfLebBytes>(p, end, value) == leb128::Result::Ok;
+  return read_long_uleb(p, end, value);
 }
 
 bool read_sleb(const uint8_t*& p, const uint8_t* end, int64_t& value) {
@@ -36,8 +43,24 @@ bool read_sleb(const uint8_t*& p, const uint8_t* end, int64_t& value) {
 bool skip_leb(const uint8_t*& p, const uint8_t* end) { return leb128::skip<kDwarfLebBytes>(p, end); }
 
 // The `width`-byte unsigned number at `p` in the file's byte order (the
-// caller has checked the bytes are there).
+// caller has checked the bytes are there). In the host's order, one load:
+// the byte loop was most of reading a DIE's constants and references.
+template <class T>
+uint64_t load(const uint8_t* p) {
+  T word;
+  std::memcpy(&word, p, sizeof word);
+  return word;
+}
 uint64_t read_word(const uint8_t* p, int width, bool little) {
+  if (little == (std::endian::native == std::endian::little)) {
+    switch (width) {
+      case 1: return p[0];
+      case 2: return load<uint16_t>(p);
+      case 4: return load<uint32_t>(p);
+      case 8: return load<uint64_t>(p);
+      default: break;
+    }
+  }
   uint64_t word = 0;
   for (int i = 0; i < width; ++i) word |= uint64_t(p[i]) << (little ? 8 * i : 8 * (width - 1 - i));
   return word;
@@ -102,6 +125,7 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
   abbrevs_.clear();
   ops_.clear();
   specs_.clear();
+  wanted_at_.clear();
   if (offset >= section.size()) {
     fail("abbreviation offset " + hex_number(offset) + " is outside .debug_abbrev");
     return false;
@@ -152,8 +176,12 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
         a.sibling_width = fixed_ref ? static_cast<uint8_t>(size) : 0;
         a.sibling_scan = a.sibling_at < 0;
       }
-      specs_.push_back({static_cast<uint16_t>(name <= UINT16_MAX ? name : 0), static_cast<uint16_t>(form),
-                        static_cast<int16_t>(size), implicit_const});
+      const uint16_t short_name = static_cast<uint16_t>(name <= UINT16_MAX ? name : 0);
+      const bool wanted = short_name != 0 && std::find(wanted_names_.begin(), wanted_names_.end(), short_name) !=
+                                                 wanted_names_.end();
+      if (wanted && fixed >= 0 && fixed < INT32_MAX)
+        wanted_at_.push_back({static_cast<uint32_t>(specs_.size()), static_cast<uint32_t>(fixed)});
+      specs_.push_back({short_name, static_cast<uint16_t>(form), static_cast<int16_t>(size), wanted, implicit_const});
       fixed = size < 0 || fixed < 0 ? -1 : fixed + size;
       if (size == 0) continue;
       if (size > 0 && ops_.size() > a.ops_begin && ops_.back().form == 0 && ops_.back().size < 0x7fff)
@@ -165,9 +193,23 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
     a.ops_count = static_cast<uint32_t>(ops_.size() - a.ops_begin);
     a.specs_count = static_cast<uint32_t>(specs_.size() - a.specs_begin);
     a.fixed_size = fixed >= 0 && fixed < INT32_MAX ? static_cast<int32_t>(fixed) : -1;
+    // The plan serves fixed-size abbreviations only; others keep no entries.
+    const uint32_t wanted_end = static_cast<uint32_t>(wanted_at_.size());
+    uint32_t wanted_begin = wanted_end;
+    while (wanted_begin > 0 && wanted_at_[wanted_begin - 1].spec >= a.specs_begin) --wanted_begin;
+    if (a.fixed_size < 0) {
+      wanted_at_.resize(wanted_begin);
+    } else {
+      a.wanted_begin = wanted_begin;
+      a.wanted_count = wanted_end - wanted_begin;
+    }
   }
   fail("truncated abbreviation table at " + hex_number(offset));
   return false;
+}
+
+void DwarfDieWalker::want_attributes(std::span<const uint16_t> names) {
+  wanted_names_.assign(names.begin(), names.begin() + std::min<size_t>(names.size(), 32));
 }
 
 bool DwarfDieWalker::start(std::span<const uint8_t> debug_abbrev, uint64_t abbrev_offset,

@@ -59,19 +59,27 @@ class DwarfDieWalker {
   // (by the latest next(): the unit's bytes must still be there).
   template <class F>
   bool for_each_attribute(const Step& step, F&& f) const {
+    return visit_attributes(step, false, f);
+  }
+
+  // The attribute names for_each_wanted_attribute gives (at most 32); set
+  // before start(), which plans where each abbreviation holds them.
+  void want_attributes(std::span<const uint16_t> names);
+
+  // for_each_attribute for the wanted attributes only, in the DIE's order,
+  // with the same result. A DIE whose values are all of fixed size (most
+  // inlined subroutines, abstract subprograms) is read at the offsets its
+  // abbreviation's plan holds, without stepping over the others.
+  template <class F>
+  bool for_each_wanted_attribute(const Step& step, F&& f) const {
     if (step.kind != Step::Die || step.abbrev >= abbrevs_.size()) return false;
     const Abbrev& a = abbrevs_[step.abbrev];
-    const uint8_t* p = step.attributes;
-    for (uint32_t i = 0; i < a.specs_count; ++i) {
-      const Spec& spec = specs_[a.specs_begin + i];
-      Attribute attr{spec.name, spec.form, p, spec.implicit_const};
-      if (spec.size >= 0) {
-        if (end_ - p < spec.size) return false;
-        p += spec.size;
-      } else if (!skip_variable_value(spec.form, p, 0)) {
-        return false;
-      }
-      f(attr);
+    if (a.fixed_size < 0) return visit_attributes(step, true, f);
+    if (end_ - step.attributes < a.fixed_size) return false;  // as for_each_attribute's checks
+    for (uint32_t i = 0; i < a.wanted_count; ++i) {
+      const WantedAt& w = wanted_at_[a.wanted_begin + i];
+      const Spec& spec = specs_[w.spec];
+      f(Attribute{spec.name, spec.form, step.attributes + w.offset, spec.implicit_const});
     }
     return true;
   }
@@ -179,6 +187,8 @@ class DwarfDieWalker {
     int32_t fixed_size = -1;  // all attribute values' total size, -1 = varies
     uint32_t ops_begin = 0, ops_count = 0;
     uint32_t specs_begin = 0, specs_count = 0;
+    // Its wanted attributes in wanted_at_, when fixed_size >= 0.
+    uint32_t wanted_begin = 0, wanted_count = 0;
     // DW_AT_sibling: its offset in the attribute bytes and width (ref1/2/4/8)
     // when the values before it are of fixed size; else, when it is there,
     // sibling_scan (for_each_attribute finds it).
@@ -196,8 +206,34 @@ class DwarfDieWalker {
     uint16_t name = 0;
     uint16_t form = 0;
     int16_t size = -1;  // fixed_form_size(form), computed once
+    bool wanted = false;  // its name is one of want_attributes'
     int64_t implicit_const = 0;
   };
+  // A wanted attribute of an abbreviation of fixed size: its spec and the
+  // offset of its value from the DIE's first.
+  struct WantedAt {
+    uint32_t spec = 0;
+    uint32_t offset = 0;
+  };
+  // for_each_attribute, or with `wanted_only` for_each_wanted_attribute.
+  template <class F>
+  bool visit_attributes(const Step& step, bool wanted_only, F& f) const {
+    if (step.kind != Step::Die || step.abbrev >= abbrevs_.size()) return false;
+    const Abbrev& a = abbrevs_[step.abbrev];
+    const uint8_t* p = step.attributes;
+    for (uint32_t i = 0; i < a.specs_count; ++i) {
+      const Spec& spec = specs_[a.specs_begin + i];
+      const Attribute attr{spec.name, spec.form, p, spec.implicit_const};
+      if (spec.size >= 0) {
+        if (end_ - p < spec.size) return false;
+        p += spec.size;
+      } else if (!skip_variable_value(spec.form, p, 0)) {
+        return false;
+      }
+      if (!wanted_only || spec.wanted) f(attr);
+    }
+    return true;
+  }
   bool parse_abbrevs(std::span<const uint8_t> section, uint64_t offset);
   // Moves `p` from a DIE's first attribute value past its last: PastEnd if
   // they run past the unit, BadValue (`bad_form`) if a value does not decode.
@@ -219,6 +255,8 @@ class DwarfDieWalker {
   std::vector<Abbrev> abbrevs_;  // by code (codes are small and dense in practice)
   std::vector<SkipOp> ops_;
   std::vector<Spec> specs_;
+  std::vector<WantedAt> wanted_at_;
+  std::vector<uint16_t> wanted_names_;
   DwarfUnitShape shape_;
   const uint8_t* begin_ = nullptr;
   const uint8_t* pos_ = nullptr;

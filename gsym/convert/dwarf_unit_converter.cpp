@@ -529,7 +529,9 @@ struct DwarfUnitConverter::Impl {
   std::unordered_map<DieKey, ParentLinks> other_parents;  // by unit DIE
 
   Impl(Dwarf* d, const DwarfLineSections& s, const UnitConverterOptions& o)
-      : dwarf(d), line_sections(s), options(o) {}
+      : dwarf(d), line_sections(s), options(o) {
+    walker.want_attributes(kOwnAttributeNames);
+  }
 
   void fail(std::string message) {
     if (!failed) {
@@ -1305,6 +1307,11 @@ struct DwarfUnitConverter::Impl {
   // do not decode - returns false and libdw reads the DIE instead, so an
   // answer (or an error) outside these shapes stays libdw's.
   // `max_hops`, `unscanned` and `has_unscanned` as die_attributes'.
+  // The attributes own_die_attributes reads (its switch's cases).
+  static constexpr std::array<uint16_t, 12> kOwnAttributeNames = {
+      DW_AT_MIPS_linkage_name, DW_AT_linkage_name, DW_AT_name,     DW_AT_abstract_origin,
+      DW_AT_specification,     DW_AT_call_file,    DW_AT_call_line, DW_AT_decl_file,
+      DW_AT_decl_line,         DW_AT_low_pc,       DW_AT_high_pc,  DW_AT_ranges};
   bool own_die_attributes(uint64_t offset, int max_hops, DieAttributes& out, uint64_t* unscanned = nullptr,
                           bool* has_unscanned = nullptr) {
     if (!own_attributes_usable) return false;
@@ -1319,7 +1326,7 @@ struct DwarfUnitConverter::Impl {
       std::optional<uint64_t> low, high, origin, spec;
       bool supported = true, high_is_length = false;
       // As dwarf_getattrs' callback: a repeated attribute's last value counts.
-      const bool read = walker.for_each_attribute(step, [&](const DwarfDieWalker::Attribute& attr) {
+      const bool read = walker.for_each_wanted_attribute(step, [&](const DwarfDieWalker::Attribute& attr) {
         auto string = [&](const char*& to) {
           supported = supported && walker.string_value(attr, unit_strings, to);
         };
