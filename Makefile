@@ -33,9 +33,14 @@ OPT        ?= -O2 -g
 SAN_FLAGS  :=
 CPPFLAGS   += -I. -I$(BUILD) -MMD -MP
 CXXFLAGS   += $(CXXSTD) $(WARN) $(OPT) $(SAN_FLAGS) -pthread
-# cpp-httplib (the agent's HTTP endpoint and OTLP/HTTP): Debian builds
+# cpp-httplib (the agent's HTTP endpoint, serve, OTLP/HTTP): Debian builds
 # libcpp-httplib with these features, and its header must see the same.
+# Only the HTTP module links it (userspace/http/http.h says why); both sides
+# of that module's interface are compiled with the header's hash, so a
+# module from another build is refused.
 CPPFLAGS   += -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT
+HTTP_INTERFACE := $(shell sha256sum userspace/http/http.h | cut -c1-16)
+CPPFLAGS   += -DGSYMPROF_HTTP_INTERFACE='"$(HTTP_INTERFACE)"'
 # libdebuginfod is not linked: loaded on first use (dlopen), so its libcurl
 # chain is not mapped at every start (userspace/symbolize/debuginfod_client.cpp).
 # The libraries with the most symbol relocations come first in DT_NEEDED:
@@ -44,7 +49,7 @@ CPPFLAGS   += -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLI
 # themselves. 19% fewer start-up instructions for every command (13.7 to
 # 11.1 million for `gsymprof --version`). -l:libc.so.6, as -lc (a linker
 # script) does not move libc's place.
-LDLIBS     += -lcrypto -lstdc++ -l:libc.so.6 -lssl -lcpp-httplib
+LDLIBS     += -lcrypto -lstdc++ -l:libc.so.6 -lssl
 LDLIBS     += -lbpf -ldw -lelf -lz -ldeflate -liberty -lzstd -llzma
 # gRPC (the agent's OTLP/gRPC export, serve's symbolize service) with its
 # abseil, and protobuf, are linked from Debian's static archives (the list
@@ -105,7 +110,7 @@ TEST_TOOLS := $(TEST_TOOL_SRCS:tests/tools/%.cpp=$(BUILD)/test-tools/%)
 .PHONY: all deps test unit test-tools sanitize fuzz fuzz-build bench demo install clean test-kernels flame-png FORCE
 .DELETE_ON_ERROR:
 
-all: $(BUILD)/gsymprof $(BUILD)/gsymprof.1 $(BUILD)/libgsym.a $(BUILD)/libgsym_convert.a
+all: $(BUILD)/gsymprof $(BUILD)/gsymprof-http.so $(BUILD)/gsymprof.1 $(BUILD)/libgsym.a $(BUILD)/libgsym_convert.a
 
 deps:
 	@scripts/install-deps.sh
@@ -174,7 +179,19 @@ $(BUILD)/libgsymprof.a: $(USER_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/gsymprof: $(BUILD)/userspace/main.o $(BUILD)/libgsymprof.a $(BUILD)/libgsym_convert.a $(BUILD)/libgsym.a
+# The HTTP module, loaded by gsymprof on first use from beside it
+# (userspace/http/http.h): cpp-httplib's code and nothing of gsymprof's
+# (-z defs: every symbol it uses is cpp-httplib's or the C++ runtime's);
+# only its entry point is exported. Built with every gsymprof.
+HTTP_MODULE_SRCS := $(wildcard userspace/http/module/*.cpp)
+HTTP_MODULE_OBJS := $(HTTP_MODULE_SRCS:%.cpp=$(BUILD)/%.pic.o)
+$(BUILD)/%.pic.o: %.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+$(BUILD)/gsymprof-http.so: $(HTTP_MODULE_OBJS)
+	$(CXX) $(CXXFLAGS) -shared -fPIC -Wl,-z,defs $^ -lcpp-httplib -o $@
+
+$(BUILD)/gsymprof: $(BUILD)/userspace/main.o $(BUILD)/libgsymprof.a $(BUILD)/libgsym_convert.a $(BUILD)/libgsym.a | $(BUILD)/gsymprof-http.so
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
 # The manual page, written by gsymprof from the same option tables as --help.
@@ -187,7 +204,7 @@ $(BUILD)/libtest_support.a: $(TEST_SUPPORT_OBJS)
 
 TEST_LIBS := $(BUILD)/libtest_support.a $(BUILD)/libgsymprof.a $(BUILD)/libgsym_convert.a $(BUILD)/libgsym.a
 
-$(BUILD)/unit_tests: $(UNIT_OBJS) $(TEST_LIBS)
+$(BUILD)/unit_tests: $(UNIT_OBJS) $(TEST_LIBS) | $(BUILD)/gsymprof-http.so
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
 # Fuzz targets replayed over their corpora as ordinary tests (no clang needed).
@@ -269,6 +286,7 @@ demo: deps
 
 install: all
 	install -D -m 0755 $(BUILD)/gsymprof $(DESTDIR)$(PREFIX)/bin/gsymprof
+	install -D -m 0644 $(BUILD)/gsymprof-http.so $(DESTDIR)$(PREFIX)/lib/gsymprof/gsymprof-http.so
 	install -D -m 0644 $(BUILD)/gsymprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/gsymprof.1
 	install -D -m 0644 scripts/gsymprof-agent.service $(DESTDIR)$(PREFIX)/lib/systemd/system/gsymprof-agent.service
 	sed -i 's|/usr/local/bin/gsymprof|$(PREFIX)/bin/gsymprof|' $(DESTDIR)$(PREFIX)/lib/systemd/system/gsymprof-agent.service

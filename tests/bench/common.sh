@@ -241,3 +241,10 @@ profiler_ready() {
 perf_sample_count() {
   perf script -i "$1" -F ip --no-inline 2>/dev/null | awk 'NF == 0 { if (inside) n++; inside = 0; next } { inside = 1 } END { print n + inside }'
 }
+
+# private_gsymprof NAME: copies $GSYMPROF, with the HTTP module it loads
+# from beside it (gsymprof-http.so), to $TMP/NAME, so that a rebuild during
+# a long section cannot mix two builds; false when a copy fails.
+private_gsymprof() {
+  cp -p "$GSYMPROF" "$TMP/$1" && cp -p "$(dirname "$GSYMPROF")/gsymprof-http.so" "$TMP/gsymprof-http.so"
+}

@@ -10,6 +10,7 @@ cd "$(dirname "$0")/../.." || exit 1
 # stage: the stages it may include (base and gsym are everyone's).
 declare -A allowed=(
   [base]=""
+  [http]=""
   [events]=""
   [capture]=""
   [process]="capture"
@@ -21,8 +22,8 @@ declare -A allowed=(
   [symbolize]="capture"
   [output]="capture symbolize"
   [report]="session capture unwind symbolize"
-  [export]="capture symbolize output"
-  [serve]="process capture symbolize output export"
+  [export]="capture symbolize output http"
+  [serve]="process capture symbolize output export http"
   [cli]="report session sample process capture symbolize output export serve"
 )
 

@@ -1,28 +1,25 @@
 #include "userspace/export/http_endpoint.h"
 
-#include <httplib.h>
-
 #include <chrono>
 #include <optional>
-#include <thread>
 
 #include "userspace/base/parse_number.h"
+#include "userspace/http/http.h"
 
 namespace gsymprof {
 
 struct HttpEndpoint::State {
-  httplib::Server server;
-  std::thread thread;
+  std::unique_ptr<http::Server> server;
   std::string host;
   int port = 0;
 };
 
 namespace {
 
-void serve_profile(const httplib::Request& request, httplib::Response& response, AgentExporter& exporter) {
+void serve_profile(const http::Request& request, http::Response& response, AgentExporter& exporter) {
   double seconds = 30;  // net/http/pprof's default
-  if (request.has_param("seconds")) {
-    auto value = parse_unsigned<uint32_t>(request.get_param_value("seconds"));
+  if (const std::string* text = request.param("seconds")) {
+    auto value = parse_unsigned<uint32_t>(*text);
     if (!value) {
       response.status = 400;
       response.set_content("seconds: a whole number of seconds\n", "text/plain");
@@ -48,7 +45,7 @@ void serve_profile(const httplib::Request& request, httplib::Response& response,
     response.set_content(profile.error().message + "\n", "text/plain");
     return;
   }
-  response.set_header("Content-Disposition", "attachment; filename=\"profile\"");
+  response.headers.emplace_back("Content-Disposition", "attachment; filename=\"profile\"");
   response.set_content(std::move(*profile), "application/octet-stream");
 }
 
@@ -72,33 +69,33 @@ gsym::Expected<std::unique_ptr<HttpEndpoint>> HttpEndpoint::start(const std::str
   const std::string host = address->first;
   const std::optional<uint16_t> port = address->second;
 
+  auto module = http::module();
+  if (!module) return module.error().prefixed("--listen: ");
+  http::ServerLimits limits;
+  limits.read_timeout_seconds = 5;
+  limits.write_timeout_seconds = 30;
+  limits.max_body_bytes = 4096;
+  limits.keep_alive_max_count = 10;
   auto state = std::make_unique<State>();
-  httplib::Server& server = state->server;
-  server.set_read_timeout(5, 0);
-  server.set_write_timeout(30, 0);
-  server.set_payload_max_length(4096);
-  server.set_keep_alive_max_count(10);
-  server.Get("/debug/pprof/profile", [&exporter](const httplib::Request& request, httplib::Response& response) {
+  state->server = (*module)->make_server(limits);
+  http::Server& server = *state->server;
+  server.get("/debug/pprof/profile", [&exporter](const http::Request& request, http::Response& response) {
     serve_profile(request, response, exporter);
   });
-  server.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& response) {
+  server.get("/metrics", [&metrics](const http::Request&, http::Response& response) {
     response.set_content(metrics.prometheus_text(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  const int bound = *port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, *port) ? *port : -1);
+  const int bound = server.bind(host, *port);
   if (bound < 0) return gsym::Error("--listen " + listen + ": cannot listen there (in use, or not this host's address)");
   state->host = host;
   state->port = bound;
-  State* raw = state.get();
-  state->thread = std::thread([raw] { raw->server.listen_after_bind(); });
+  server.start();
   return std::unique_ptr<HttpEndpoint>(new HttpEndpoint(std::move(state)));
 }
 
 HttpEndpoint::HttpEndpoint(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-HttpEndpoint::~HttpEndpoint() {
-  state_->server.stop();
-  if (state_->thread.joinable()) state_->thread.join();
-}
+HttpEndpoint::~HttpEndpoint() { state_->server->stop(); }
 
 int HttpEndpoint::port() const { return state_->port; }
 const std::string& HttpEndpoint::host() const { return state_->host; }

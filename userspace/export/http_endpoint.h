@@ -3,8 +3,9 @@
 //   GET /debug/pprof/profile?seconds=N  a gzipped pprof of the next N s
 //                                       (default 30, 1..600; 400 otherwise)
 //   GET /metrics                        Prometheus text (agent_metrics.h)
-// Anything else is 404. Served by cpp-httplib's thread pool; requests are
-// bounded (no body accepted, 5 s to send the request line and headers).
+// Anything else is 404. Served by the HTTP module's thread pool
+// (userspace/http/http.h); requests are bounded (no body accepted, 5 s to
+// send the request line and headers).
 #pragma once
 
 #include <memory>

@@ -1,21 +1,18 @@
 #include "userspace/export/otlp_sink.h"
 
 #include <grpcpp/grpcpp.h>
-#include <httplib.h>
 
 #include <algorithm>
 #include <cctype>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <random>
-#include <thread>
 
 #include "gsym/base/file_io.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "userspace/base/text_escape.h"
 #include "userspace/export/otlp_profiles.h"
+#include "userspace/http/http.h"
 
 namespace gsymprof {
 namespace {
@@ -142,90 +139,45 @@ class GrpcTransport final : public OtlpTransport {
   std::unique_ptr<collector::ProfilesService::Stub> stub_;
 };
 
-// httplib's error names ("Read", "Connection") said for people.
-std::string describe(httplib::Error error) {
-  switch (error) {
-    case httplib::Error::Connection: return "cannot connect";
-    case httplib::Error::Read: return "no HTTP response (the connection closed, timed out or spoke no HTTP)";
-    case httplib::Error::Write: return "cannot send the request";
-    case httplib::Error::Canceled: return "stopped: no complete answer in time";
-    case httplib::Error::SSLConnection: return "TLS handshake failed";
-    case httplib::Error::SSLServerVerification: return "the server's certificate is not trusted (--otlp-ca)";
-    default: return httplib::to_string(error);
-  }
-}
-
 class HttpTransport final : public OtlpTransport {
  public:
-  HttpTransport(const OtlpSinkOptions& options, std::vector<std::pair<std::string, std::string>> headers)
-      : options_(options) {
-    for (auto& [key, value] : headers) headers_.emplace(std::move(key), std::move(value));
+  HttpTransport(const OtlpSinkOptions& options, const http::Module& module,
+                std::vector<std::pair<std::string, std::string>> headers)
+      : module_(module) {
+    client_.endpoint = options.endpoint;
+    client_.tls = !options.insecure;
+    client_.ca_file = options.ca_file;
+    client_.timeout = kExportTimeout;
+    request_.path = "/v1development/profiles";
+    request_.headers = std::move(headers);
+    request_.content_type = "application/x-protobuf";
+    request_.max_response_bytes = kMaxResponseBytes;
   }
 
   OtlpSendResult send(const std::string& bytes) override {
     OtlpSendResult result;
-    httplib::Client client((options_.insecure ? "http://" : "https://") + options_.endpoint);
-    client.set_connection_timeout(kExportTimeout);
-    client.set_read_timeout(kExportTimeout);
-    client.set_write_timeout(kExportTimeout);
-    client.set_keep_alive(false);
-    if (!options_.insecure) {
-      client.enable_server_certificate_verification(true);
-      if (!options_.ca_file.empty()) client.set_ca_cert_path(options_.ca_file);
-    }
-    httplib::Request request;
-    request.method = "POST";
-    request.path = "/v1development/profiles";
-    request.headers = headers_;
-    request.headers.emplace("Content-Type", "application/x-protobuf");
+    http::PostRequest request = request_;
     request.body = bytes;
-    // The body read bounded: a longer answer is cut off.
-    std::string body;
-    bool too_long = false;
-    request.content_receiver = [&body, &too_long](const char* data, size_t length, uint64_t, uint64_t) {
-      if (body.size() + length > kMaxResponseBytes) {
-        too_long = true;
-        return false;
-      }
-      body.append(data, length);
-      return true;
-    };
-    // The timeouts above hold per read; a server that trickles bytes could
-    // stretch one call forever: past the deadline the socket is shut.
-    std::mutex mutex;
-    std::condition_variable done_or_timeout;
-    bool done = false;
-    std::thread watchdog([&] {
-      std::unique_lock lock(mutex);
-      if (!done_or_timeout.wait_for(lock, kExportTimeout + std::chrono::seconds(1), [&] { return done; })) client.stop();
-    });
-    httplib::Response response;
-    httplib::Error error = httplib::Error::Success;
-    const bool sent = client.send(request, response, error);
-    {
-      std::lock_guard lock(mutex);
-      done = true;
-    }
-    done_or_timeout.notify_one();
-    watchdog.join();
-    if (too_long) {
+    const http::PostResult answer = module_.post(client_, request);
+    if (answer.body_too_long) {
       result.error = "HTTP export: the response is longer than " + std::to_string(kMaxResponseBytes) + " bytes";
       return result;
     }
-    if (!sent) {
-      result.error = "HTTP export to " + options_.endpoint + ": " + describe(error);
+    if (!answer.answered) {
+      result.error = "HTTP export to " + client_.endpoint + ": " + answer.error;
       return result;
     }
-    if (response.status < 200 || response.status > 299) {
-      result.error = "HTTP export: status " + std::to_string(response.status) + ": " + body_excerpt(body);
+    const std::string& body = answer.body;
+    if (answer.status < 200 || answer.status > 299) {
+      result.error = "HTTP export: status " + std::to_string(answer.status) + ": " + body_excerpt(body);
       // The OTLP specification's retryable statuses; others are final.
-      result.retryable = response.status == 429 || response.status == 502 || response.status == 503 ||
-                         response.status == 504;
+      result.retryable = answer.status == 429 || answer.status == 502 || answer.status == 503 ||
+                         answer.status == 504;
       return result;
     }
     if (!read_response(body, result)) {
       // Not an OTLP backend's answer: whether it kept the window is unknown.
-      result.error = "HTTP export: status " + std::to_string(response.status) +
+      result.error = "HTTP export: status " + std::to_string(answer.status) +
                      " with a body that is not an ExportProfilesServiceResponse: " + body_excerpt(body);
       return result;
     }
@@ -234,8 +186,9 @@ class HttpTransport final : public OtlpTransport {
   }
 
  private:
-  OtlpSinkOptions options_;
-  httplib::Headers headers_;
+  const http::Module& module_;
+  http::ClientOptions client_;
+  http::PostRequest request_;
 };
 
 }  // namespace
@@ -295,7 +248,11 @@ gsym::Expected<std::unique_ptr<OtlpTransport>> make_otlp_transport(const OtlpSin
   }
   if (options.protocol == OtlpProtocol::Grpc)
     return std::unique_ptr<OtlpTransport>(new GrpcTransport(options, std::move(ca_pem), std::move(headers)));
-  return std::unique_ptr<OtlpTransport>(new HttpTransport(options, std::move(headers)));
+  // Loaded now, not at the first window: a gsymprof without its HTTP module
+  // says so before it starts.
+  auto module = http::module();
+  if (!module) return module.error();
+  return std::unique_ptr<OtlpTransport>(new HttpTransport(options, **module, std::move(headers)));
 }
 
 gsym::Expected<std::unique_ptr<OtlpSink>> OtlpSink::open(const OtlpSinkOptions& options) {

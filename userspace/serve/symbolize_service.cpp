@@ -1,15 +1,14 @@
 #include "userspace/serve/symbolize_service.h"
 
 #include <grpcpp/grpcpp.h>
-#include <httplib.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "userspace/base/text_escape.h"
 #include "userspace/export/http_endpoint.h"
+#include "userspace/http/http.h"
 #include "userspace/serve/frame_namer.h"
 #include "userspace/serve/otlp_request.h"
 #include "userspace/serve/pprof_request.h"
@@ -20,13 +19,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // A one-line answer for people (and debuginfod clients).
-void answer_text(httplib::Response& response, int status, const std::string& line) {
+void answer_text(http::Response& response, int status, const std::string& line) {
   response.status = status;
   response.set_content(escape_control(line) + "\n", "text/plain; charset=utf-8");
 }
 
 // Reads the body through `reader` up to `limit` bytes; false when longer.
-bool read_body(const httplib::ContentReader& reader, uint64_t limit, std::string& body) {
+bool read_body(const http::BodyReader& reader, uint64_t limit, std::string& body) {
   bool too_long = false;
   reader([&](const char* data, size_t length) {
     if (body.size() + length > limit) {
@@ -46,8 +45,7 @@ struct SymbolizeService::State {
   ServeMetrics metrics;
   std::unique_ptr<SymbolStore> store;
   std::unique_ptr<OtlpTransport> forward;
-  httplib::Server server;
-  std::thread http_thread;
+  std::unique_ptr<http::Server> server;
   std::string http_address, grpc_address;
   std::unique_ptr<grpc::Service> grpc_service;
   std::unique_ptr<grpc::Server> grpc_server;
@@ -55,22 +53,20 @@ struct SymbolizeService::State {
   FrameNamer namer() { return FrameNamer(*store, Clock::now() + options.deadline); }
 
   // Runs `handle`, then counts the request on `route` with its status and time.
-  void count(const char* route, const httplib::Response& response, Clock::time_point start) {
-    metrics.add_request(route, response.status == -1 ? 200 : response.status,
-                        std::chrono::duration<double>(Clock::now() - start).count());
+  void count(const char* route, const http::Response& response, Clock::time_point start) {
+    metrics.add_request(route, response.status, std::chrono::duration<double>(Clock::now() - start).count());
   }
-  httplib::Server::Handler timed(const char* route, void (State::*handle)(const httplib::Request&, httplib::Response&)) {
-    return [this, route, handle](const httplib::Request& request, httplib::Response& response) {
+  http::Handler timed(const char* route, void (State::*handle)(const http::Request&, http::Response&)) {
+    return [this, route, handle](const http::Request& request, http::Response& response) {
       const Clock::time_point start = Clock::now();
       (this->*handle)(request, response);
       count(route, response, start);
     };
   }
-  httplib::Server::HandlerWithContentReader timed(
-      const char* route,
-      void (State::*handle)(const httplib::Request&, httplib::Response&, const httplib::ContentReader&)) {
-    return [this, route, handle](const httplib::Request& request, httplib::Response& response,
-                                 const httplib::ContentReader& reader) {
+  http::BodyHandler timed(const char* route,
+                          void (State::*handle)(const http::Request&, http::Response&, const http::BodyReader&)) {
+    return [this, route, handle](const http::Request& request, http::Response& response,
+                                 const http::BodyReader& reader) {
       const Clock::time_point start = Clock::now();
       (this->*handle)(request, response, reader);
       count(route, response, start);
@@ -105,7 +101,7 @@ struct SymbolizeService::State {
     return outcome;
   }
 
-  void symbolize_pprof_route(const httplib::Request&, httplib::Response& response, const httplib::ContentReader& reader) {
+  void symbolize_pprof_route(const http::Request&, http::Response& response, const http::BodyReader& reader) {
     std::string body;
     if (!read_body(reader, options.max_request_bytes, body))
       return answer_text(response, 413, "the body is longer than --max-request-bytes (" +
@@ -114,13 +110,12 @@ struct SymbolizeService::State {
     auto named = symbolize_pprof(body, std::min<uint64_t>(8 * options.max_request_bytes, uint64_t{1} << 30), frames);
     metrics.add_frames(frames.counts());
     if (!named) return answer_text(response, 400, named.error().message);
-    response.set_header("Content-Encoding", "identity");
+    response.headers.emplace_back("Content-Encoding", "identity");
     response.set_content(std::move(*named), "application/octet-stream");
   }
 
-  void otlp_http_route(const httplib::Request& request, httplib::Response& response,
-                       const httplib::ContentReader& reader) {
-    if (request.get_header_value("Content-Type") != "application/x-protobuf")
+  void otlp_http_route(const http::Request& request, http::Response& response, const http::BodyReader& reader) {
+    if (request.header("Content-Type") != "application/x-protobuf")
       return answer_text(response, 415, "OTLP/HTTP here is application/x-protobuf only");
     std::string body;
     if (!read_body(reader, options.max_request_bytes, body))
@@ -135,10 +130,10 @@ struct SymbolizeService::State {
     response.set_content(outcome.response.SerializeAsString(), "application/x-protobuf");
   }
 
-  void get_file_route(const httplib::Request& request, httplib::Response& response) {
-    auto id = parse_request_build_id(request.matches[1].str());
+  void get_file_route(const http::Request& request, http::Response& response) {
+    auto id = parse_request_build_id(request.matches.at(1));
     if (!id) return answer_text(response, 400, "a build ID is hex of 4 to 64 bytes");
-    const DebugFileKind kind = request.matches[2].str() == "debuginfo" ? DebugFileKind::Debuginfo : DebugFileKind::Executable;
+    const DebugFileKind kind = request.matches.at(2) == "debuginfo" ? DebugFileKind::Debuginfo : DebugFileKind::Executable;
     auto file = store->open_file(*id, kind);
     if (!file) {
       // A debuginfod client asks debuginfo of an unstripped executable too.
@@ -147,24 +142,24 @@ struct SymbolizeService::State {
     }
     auto fd = std::make_shared<gsym::FileDescriptor>(std::move(file->fd));
     const size_t size = static_cast<size_t>(file->status.st_size);
-    response.set_content_provider(size, "application/octet-stream",
-                                  [fd, size](size_t offset, size_t length, httplib::DataSink& sink) {
-                                    char buffer[1 << 16];
-                                    const size_t want = std::min({length, sizeof buffer, size - offset});
-                                    const ssize_t n = ::pread(fd->get(), buffer, want, static_cast<off_t>(offset));
-                                    if (n <= 0) return false;
-                                    return sink.write(buffer, static_cast<size_t>(n));
-                                  });
+    response.content_type = "application/octet-stream";
+    response.stream_size = size;
+    response.stream = [fd, size](size_t offset, size_t length, const http::ChunkSink& write) {
+      char buffer[1 << 16];
+      const size_t want = std::min({length, sizeof buffer, size - offset});
+      const ssize_t n = ::pread(fd->get(), buffer, want, static_cast<off_t>(offset));
+      if (n <= 0) return false;
+      return write(buffer, static_cast<size_t>(n));
+    };
   }
 
-  void put_file_route(const httplib::Request& request, httplib::Response& response,
-                      const httplib::ContentReader& reader) {
-    auto id = parse_request_build_id(request.matches[1].str());
+  void put_file_route(const http::Request& request, http::Response& response, const http::BodyReader& reader) {
+    auto id = parse_request_build_id(request.matches.at(1));
     if (!id) {
       metrics.add_upload("bad_build_id");
       return answer_text(response, 400, "a build ID is hex of 4 to 64 bytes");
     }
-    const DebugFileKind kind = request.matches[2].str() == "debuginfo" ? DebugFileKind::Debuginfo : DebugFileKind::Executable;
+    const DebugFileKind kind = request.matches.at(2) == "debuginfo" ? DebugFileKind::Debuginfo : DebugFileKind::Executable;
     auto upload = store->begin_upload();
     if (!upload) {
       metrics.add_upload("failed");
@@ -199,11 +194,11 @@ struct SymbolizeService::State {
   }
 
   void add_routes() {
-    server.Post("/symbolize/pprof", timed("/symbolize/pprof", &State::symbolize_pprof_route));
-    server.Post("/v1development/profiles", timed("/v1development/profiles", &State::otlp_http_route));
-    server.Get(R"(/buildid/([^/]+)/(debuginfo|executable))", timed("/buildid/get", &State::get_file_route));
-    server.Put(R"(/buildid/([^/]+)/(debuginfo|executable))", timed("/buildid/put", &State::put_file_route));
-    server.Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
+    server->post("/symbolize/pprof", timed("/symbolize/pprof", &State::symbolize_pprof_route));
+    server->post("/v1development/profiles", timed("/v1development/profiles", &State::otlp_http_route));
+    server->get(R"(/buildid/([^/]+)/(debuginfo|executable))", timed("/buildid/get", &State::get_file_route));
+    server->put(R"(/buildid/([^/]+)/(debuginfo|executable))", timed("/buildid/put", &State::put_file_route));
+    server->get("/metrics", [this](const http::Request&, http::Response& response) {
       response.set_content(metrics.prometheus_text(), "text/plain; version=0.0.4; charset=utf-8");
     });
   }
@@ -259,17 +254,20 @@ gsym::Expected<std::unique_ptr<SymbolizeService>> SymbolizeService::start(ServeO
   if (!store) return store.error();
   state->store = std::move(*store);
 
-  httplib::Server& server = state->server;
-  const unsigned threads = std::max(1u, o.threads);
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  server.set_read_timeout(30, 0);
-  server.set_write_timeout(30, 0);
-  server.set_keep_alive_max_count(100);
-  server.set_payload_max_length(static_cast<size_t>(std::max(o.max_request_bytes, o.max_upload_bytes)));
+  auto module = http::module();
+  if (!module) return module.error();
+  http::ServerLimits limits;
+  limits.threads = std::max(1u, o.threads);
+  limits.read_timeout_seconds = 30;
+  limits.write_timeout_seconds = 30;
+  limits.keep_alive_max_count = 100;
+  limits.max_body_bytes = static_cast<size_t>(std::max(o.max_request_bytes, o.max_upload_bytes));
+  const unsigned threads = limits.threads;
+  state->server = (*module)->make_server(limits);
+  http::Server& server = *state->server;
   state->add_routes();
   const std::string host = listen->first.empty() ? "127.0.0.1" : listen->first;
-  const int bound = listen->second == 0 ? server.bind_to_any_port(host)
-                                        : (server.bind_to_port(host, listen->second) ? listen->second : -1);
+  const int bound = server.bind(host, listen->second);
   if (bound < 0) return gsym::Error("--listen " + o.listen + ": cannot listen there (in use, or not this host's address)");
   state->http_address = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(bound);
 
@@ -294,8 +292,7 @@ gsym::Expected<std::unique_ptr<SymbolizeService>> SymbolizeService::start(ServeO
     state->grpc_address = (grpc_host.find(':') != std::string::npos ? "[" + grpc_host + "]" : grpc_host) + ":" +
                           std::to_string(selected);
   }
-  State* raw = state.get();
-  state->http_thread = std::thread([raw] { raw->server.listen_after_bind(); });
+  server.start();
   return std::unique_ptr<SymbolizeService>(new SymbolizeService(std::move(state)));
 }
 
@@ -303,8 +300,7 @@ SymbolizeService::SymbolizeService(std::unique_ptr<State> state) : state_(std::m
 
 SymbolizeService::~SymbolizeService() {
   if (state_->grpc_server) state_->grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  state_->server.stop();
-  if (state_->http_thread.joinable()) state_->http_thread.join();
+  state_->server->stop();
 }
 
 std::string SymbolizeService::http_address() const { return state_->http_address; }

@@ -369,7 +369,7 @@ section_agent() {
   agent_ready gsymprof || { log "agent section: gsymprof agent not ready: skipped"; return 0; }
   # A private copy: a rebuild of $GSYMPROF during the section's half hour
   # would otherwise mix two builds in one table.
-  cp -p "$GSYMPROF" "$TMP/gsymprof-agent" || { log "cannot copy $GSYMPROF"; return 0; }
+  private_gsymprof gsymprof-agent || { log "cannot copy $GSYMPROF"; return 0; }
   local GSYMPROF=$TMP/gsymprof-agent
   command -v stress-ng >/dev/null || { log "agent section needs stress-ng (scripts/install-deps.sh --bench): skipped"; return 0; }
   command -v bpftool >/dev/null || { log "agent section needs bpftool: skipped"; return 0; }

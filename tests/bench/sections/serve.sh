@@ -361,7 +361,7 @@ section_serve() {
   subcommand_works serve || { log "gsymprof has no serve subcommand: skipped"; return 0; }
   command -v curl >/dev/null || { log "serve section needs curl: skipped"; return 0; }
   # A private copy: a rebuild of $GSYMPROF during the section would mix builds.
-  cp -p "$GSYMPROF" "$TMP/gsymprof-serve" || { log "cannot copy $GSYMPROF"; return 0; }
+  private_gsymprof gsymprof-serve || { log "cannot copy $GSYMPROF"; return 0; }
   local GSYMPROF=$TMP/gsymprof-serve
   serve_targets || { log "serve: no target binaries"; return 0; }
   python3 "$HERE/serve_request.py" build --otlp "$TMP/serve-request.otlp" --pprof "$TMP/serve-request.pb.gz" \
