@@ -321,7 +321,7 @@ bool DwarfDieWalker::skip_variable_value(uint64_t form, const uint8_t*& p, int i
   return Skip::Ok;
 }
 
-DwarfDieWalker::Step DwarfDieWalker::next() {
+DwarfDieWalker::Step DwarfDieWalker::next_step() {
   Step step;
   if (finished_) return step;
   if (started_ && depth_ == 0) {  // the unit DIE had no children, or they ended

@@ -150,7 +150,34 @@ class DwarfDieWalker {
   // is its first child if it has children, else its next sibling), the end
   // of the current child list, or End (the unit DIE's children are done, or
   // an error: check ok()).
-  Step next();
+  // Inline for the common step, a DIE of a one-byte abbreviation code whose
+  // values are all of fixed size (three in four of a C program's): the
+  // call and the Step returned through memory were a third of the walk's
+  // cost. Anything else, errors included, is next_step()'s.
+  Step next() {
+    if (!finished_ && (depth_ != 0 || !started_) && pos_ != end_) {
+      const uint8_t code = *pos_;
+      if (code != 0 && code < 0x80 && code < abbrevs_.size()) {
+        const Abbrev& a = abbrevs_[code];
+        const uint8_t* const attributes = pos_ + 1;
+        if (a.defined && a.fixed_size >= 0 && end_ - attributes >= a.fixed_size) {
+          Step step;
+          step.kind = Step::Die;
+          step.offset = first_offset_ + static_cast<uint64_t>(pos_ - begin_);
+          step.tag = a.tag;
+          step.has_children = a.has_children;
+          step.abbrev = code;
+          step.attributes = attributes;
+          last_die_ = attributes;
+          started_ = true;
+          if (a.has_children) ++depth_;
+          pos_ = attributes + a.fixed_size;
+          return step;
+        }
+      }
+    }
+    return next_step();
+  }
 
   // The DW_AT_sibling of `step`, the DIE next() just returned, as stored
   // (a reference relative to its unit's header); false when it has none or
@@ -234,6 +261,7 @@ class DwarfDieWalker {
     }
     return true;
   }
+  Step next_step();  // next() for every case
   bool parse_abbrevs(std::span<const uint8_t> section, uint64_t offset);
   // Moves `p` from a DIE's first attribute value past its last: PastEnd if
   // they run past the unit, BadValue (`bad_form`) if a value does not decode.
