@@ -153,6 +153,7 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
     a.has_children = has_children;
     a.ops_begin = static_cast<uint32_t>(ops_.size());
     a.specs_begin = static_cast<uint32_t>(specs_.size());
+    a.wanted_begin = static_cast<uint32_t>(wanted_at_.size());
     int64_t fixed = 0;
     for (;;) {
       if (!read_uleb(p, end, name) || !read_uleb(p, end, form)) {
@@ -194,15 +195,8 @@ bool DwarfDieWalker::parse_abbrevs(std::span<const uint8_t> section, uint64_t of
     a.specs_count = static_cast<uint32_t>(specs_.size() - a.specs_begin);
     a.fixed_size = fixed >= 0 && fixed < INT32_MAX ? static_cast<int32_t>(fixed) : -1;
     // The plan serves fixed-size abbreviations only; others keep no entries.
-    const uint32_t wanted_end = static_cast<uint32_t>(wanted_at_.size());
-    uint32_t wanted_begin = wanted_end;
-    while (wanted_begin > 0 && wanted_at_[wanted_begin - 1].spec >= a.specs_begin) --wanted_begin;
-    if (a.fixed_size < 0) {
-      wanted_at_.resize(wanted_begin);
-    } else {
-      a.wanted_begin = wanted_begin;
-      a.wanted_count = wanted_end - wanted_begin;
-    }
+    if (a.fixed_size < 0) wanted_at_.resize(a.wanted_begin);
+    a.wanted_count = static_cast<uint32_t>(wanted_at_.size() - a.wanted_begin);
   }
   fail("truncated abbreviation table at " + hex_number(offset));
   return false;
