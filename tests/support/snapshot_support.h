@@ -85,6 +85,7 @@ inline bool add_process_modules(const std::string& pid, gsymprof::RecordedSnapsh
       continue;
     std::string path = path_at > 0 ? line.substr(path_at) : "";
     if (perms[2] != 'x' || inode == 0 || path.empty() || path[0] != '/') continue;
+    if (path.ends_with(" (deleted)")) continue;  // its file is gone: nothing to read
     auto [it, inserted] = index_of_path.emplace(path, static_cast<uint32_t>(out.modules.size()));
     if (inserted) {
       ElfFile elf(path);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -50,6 +51,10 @@ gsym::Expected<gsym::FileDescriptor> open_trusted_directory(const std::string& d
   }
 }
 
+// load_module_from runs once per process in gsymprof (module()); tests
+// load a few copies. The bound keeps the names short.
+constexpr unsigned kMaxLoads = 256;
+
 }  // namespace
 
 gsym::Expected<const Module*> load_module_from(const std::string& dir) {
@@ -65,8 +70,17 @@ gsym::Expected<const Module*> load_module_from(const std::string& dir) {
                        path + ": owned by uid " + std::to_string(file->status.st_uid) +
                            " or writable by group or others: not loaded into a gsymprof of uid " +
                            std::to_string(::geteuid()));
-  // Loaded from the descriptor checked, not by its name again.
-  const std::string by_descriptor = "/proc/self/fd/" + std::to_string(file->fd.get());
+  // Loaded from the descriptor checked, not by its name again. glibc answers
+  // a name it has loaded before with that earlier object, whatever file the
+  // descriptor holds now: a "./" more per load makes each load's name new.
+  // (The same file loaded again is still known by its device and inode.)
+  static std::atomic<unsigned> loads{0};
+  const unsigned earlier_loads = loads++;
+  if (earlier_loads >= kMaxLoads)
+    return gsym::Error(path + ": not loaded: more than " + std::to_string(kMaxLoads) + " loads");
+  std::string by_descriptor = "/proc/self/fd/";
+  for (unsigned i = 0; i < earlier_loads; ++i) by_descriptor += "./";
+  by_descriptor += std::to_string(file->fd.get());
   void* handle = ::dlopen(by_descriptor.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed
   if (!handle) {
     const char* why = ::dlerror();

@@ -124,6 +124,17 @@ TEST_CASE("HTTP module: loaded only where no other user could have written it") 
   REQUIRE_MESSAGE(loaded, (loaded ? "" : loaded.error().message));
   CHECK(std::string((*loaded)->fingerprint) == http::kInterface);
 
+  SUBCASE("a second copy is loaded itself, not answered by the first one's descriptor name") {
+    TempDir other;
+    const std::filesystem::path other_dir = other.path / "lib";
+    std::filesystem::create_directory(other_dir);
+    ::chmod(other_dir.c_str(), 0755);
+    std::filesystem::copy_file(built, other_dir / http::kModuleFile);
+    ::chmod((other_dir / http::kModuleFile).c_str(), 0644);
+    auto second = http::load_module_from(other_dir.string());
+    REQUIRE_MESSAGE(second, (second ? "" : second.error().message));
+    CHECK(*second != *loaded);
+  }
   SUBCASE("a module writable by others") {
     ::chmod(copy.c_str(), 0666);
     auto refused = http::load_module_from(dir.string());
