@@ -103,7 +103,7 @@ struct PostRequest {
   std::string path;
   Headers headers;
   std::string content_type;
-  std::string body;
+  std::string_view body;  // the caller's bytes, sent from where they are (an OTLP window: up to 64 MiB)
   size_t max_response_bytes = 64u << 10;
 };
 

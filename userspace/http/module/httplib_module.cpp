@@ -3,6 +3,7 @@
 // it calls nothing of gsymprof's, so nothing of gsymprof's is exported.
 #include <httplib.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -123,7 +124,11 @@ PostResult post(const ClientOptions& options, const PostRequest& post) {
   request.path = post.path;
   request.headers.insert(post.headers.begin(), post.headers.end());
   request.headers.emplace("Content-Type", post.content_type);
-  request.body = post.body;
+  // Streamed from the caller's bytes: request.body would be a copy.
+  request.content_length_ = post.body.size();
+  request.content_provider_ = [body = post.body](size_t offset, size_t length, httplib::DataSink& sink) {
+    return offset <= body.size() && sink.write(body.data() + offset, std::min(length, body.size() - offset));
+  };
   // The body read bounded: a longer answer is cut off.
   const size_t limit = post.max_response_bytes;
   request.content_receiver = [&result, limit](const char* data, size_t length, uint64_t, uint64_t) {
