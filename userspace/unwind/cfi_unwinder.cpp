@@ -819,6 +819,7 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
   regs.set(kRsp, stack.regs.sp);
   regs.set(kRbp, stack.regs.bp);
   uint64_t pc = stack.regs.ip;
+  const Registers interrupted = regs;  // frame 0's, for the epilogue case below
   // Frame 0's pc is the interrupted instruction; a return address points after
   // its call, which may be the last instruction of the function, so look up
   // pc - 1 there. After a signal frame the pc is exact again.
@@ -853,7 +854,25 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
     if (row && row->signal_frame) out.exact.back() = 1;
     std::optional<UnwindStop> cfi_end;
     if (row) {
+      const bool interrupted_frame = out.ips.size() == 1;
       cfi_end = step_to_caller(*row, stack, regs, pc, exact_pc);
+      // Interrupted in an epilogue after its pops (at `ret`, say), the CFI
+      // still says the callee-saved registers are in their slots, now below
+      // the stack pointer and so outside the copy: rbp is lost, and with it
+      // any caller's CFA that is rbp-based (ld.so's _dl_start). The code
+      // left to run, decoded, gives the caller exactly: the registers it
+      // already popped hold the caller's values.
+      if (interrupted_frame && !cfi_end && !regs.has(kRbp) && read_code) {
+        Registers by_epilogue = interrupted;
+        uint64_t epilogue_pc = stack.regs.ip;
+        bool epilogue_exact = true;
+        std::optional<EpilogueStep> epilogue = decode_epilogue(read_code(stack.regs.ip));
+        if (epilogue && epilogue_step(*epilogue, stack, by_epilogue, epilogue_pc, epilogue_exact) &&
+            epilogue_pc == pc && by_epilogue.value[kRsp] == regs.value[kRsp]) {
+          regs = by_epilogue;
+          ++out.epilogue_steps;
+        }
+      }
       if (!cfi_end && module->jit) ++out.jit_cfi_steps;
       // A JIT runtime's CFI that takes no step (its rules are the profiled
       // user's) leaves the code to the fallbacks below, as code without CFI.

@@ -98,6 +98,22 @@ TEST_NOIPA int cfi_test_vla_frame(int n) {
   buffer[0] = 1;
   return cfi_test_chain_a(buffer[0] + n) + 1;
 }
+
+// Two frames kept by frame pointers (VLAs), the inner one's frame address
+// noted: the epilogue test below puts frame 0 at the inner one's `ret`.
+uint64_t g_vla_inner_frame = 0;
+TEST_NOIPA int cfi_test_vla_inner(int n) {
+  volatile char buffer[n];
+  buffer[0] = 2;
+  g_vla_inner_frame = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  cfi_test_capture_here();
+  return buffer[0] + n;
+}
+TEST_NOIPA int cfi_test_vla_outer(int n) {
+  volatile char buffer[n];
+  buffer[0] = 3;
+  return cfi_test_vla_inner(buffer[0] + n) + 1;
+}
 }
 
 namespace {
@@ -169,6 +185,47 @@ TEST_CASE("cfi unwinder: from an interrupted libc call through FP-less code to _
   CHECK(c.names[chain_c + 3] == "cfi_test_vla_frame");
   CHECK(index_of(c.names, "main") < c.names.size());
   CHECK(c.names.back() == "_start");
+}
+
+TEST_CASE("cfi unwinder: interrupted at an epilogue's ret, below an rbp-based caller") {
+  // At `leave; ret` the CFI still puts the saved rbp at CFA-16, now below
+  // the stack pointer and outside the copy; the caller's CFA is rbp-based.
+  static CaptureBuffer buffer;
+  g_capture = &buffer;
+  auto stack = snapshot_support::find_mapping("self", "[stack]");
+  REQUIRE(stack.has_value());
+  buffer.stack_top = stack->second;
+  CHECK(cfi_test_vla_outer(8) > 0);
+  RecordedSnapshot s;
+  std::string error;
+  REQUIRE_MESSAGE(snapshot_support::add_process_modules("self", s, error), error);
+
+  // The inner function's `leave; ret`, and the state at that `ret`.
+  const auto* code = reinterpret_cast<const uint8_t*>(&cfi_test_vla_inner);
+  size_t at = 0;
+  while (at < 512 && !(code[at] == 0xc9 && code[at + 1] == 0xc3)) ++at;
+  REQUIRE(at < 512);
+  const uint64_t frame = g_vla_inner_frame;
+  REQUIRE(frame >= buffer.regs.sp);
+  REQUIRE(frame + 16 <= buffer.regs.sp + buffer.size);
+  uint64_t outer_bp = 0;
+  std::memcpy(&outer_bp, buffer.bytes + (frame - buffer.regs.sp), 8);
+  s.snapshot.regs = {reinterpret_cast<uint64_t>(code + at + 1), frame + 8, outer_bp};
+  s.snapshot.stack_start = frame + 8;
+  s.snapshot.stack.assign(buffer.bytes + (frame + 8 - buffer.regs.sp), buffer.bytes + buffer.size);
+
+  CfiUnwinder unwinder;
+  UnwindResult r;
+  auto read_code = [](uint64_t addr) { return std::span(reinterpret_cast<const uint8_t*>(addr), 64); };
+  unwinder.unwind(s.snapshot.view(), s.finder(), r, read_code);
+  const std::vector<std::string> names = Namer(s).names(r.ips);
+  INFO("stack: " << join(names));
+  CHECK(r.stop == UnwindStop::Complete);
+  REQUIRE(names.size() >= 3);
+  CHECK(names[0] == "cfi_test_vla_inner");
+  CHECK(names[1] == "cfi_test_vla_outer");
+  CHECK(names.back() == "_start");
+  CHECK(r.epilogue_steps == 1);
 }
 
 TEST_CASE("cfi unwinder: crosses a signal frame") {
