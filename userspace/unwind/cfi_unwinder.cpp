@@ -548,6 +548,25 @@ struct CfiUnwinder::ModuleCfi {
   uint64_t entry = 0;
   std::optional<uint64_t> entry_code_end;
 
+  // Up to out.size() bytes of the module's file at `unslid`, inside an
+  // executable PT_LOAD segment: the code as the file has it, also after
+  // the process is gone. 0 when it cannot be read.
+  size_t read_file_code(uint64_t unslid, std::span<uint8_t> out) const {
+    size_t count = 0;
+    if (!fd.valid() || !elf || elf_getphdrnum(elf.get(), &count) != 0) return 0;
+    for (size_t i = 0; i < count; ++i) {
+      GElf_Phdr ph;
+      if (!gelf_getphdr(elf.get(), i, &ph) || ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0 ||
+          unslid < ph.p_vaddr || unslid - ph.p_vaddr >= ph.p_filesz)
+        continue;
+      const uint64_t into = unslid - ph.p_vaddr;
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(out.size(), ph.p_filesz - into));
+      const ssize_t got = ::pread(fd.get(), out.data(), want, static_cast<off_t>(ph.p_offset + into));
+      return got > 0 ? static_cast<size_t>(got) : 0;
+    }
+    return 0;
+  }
+
   ~ModuleCfi() {
     if (eh_frame) dwarf_cfi_end(eh_frame);
     if (dwarf) dwarf_end(dwarf);
@@ -861,16 +880,20 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
       // the stack pointer and so outside the copy: rbp is lost, and with it
       // any caller's CFA that is rbp-based (ld.so's _dl_start). The code
       // left to run, decoded, gives the caller exactly: the registers it
-      // already popped hold the caller's values.
-      if (interrupted_frame && !cfi_end && !regs.has(kRbp) && read_code) {
+      // already popped hold the caller's values. The code is read from the
+      // module's file first: the process (a short-lived one in ld.so's
+      // start-up) may be gone by the time its sample is walked.
+      if (interrupted_frame && !cfi_end && !regs.has(kRbp)) {
         Registers by_epilogue = interrupted;
         uint64_t epilogue_pc = stack.regs.ip;
         bool epilogue_exact = true;
-        std::optional<EpilogueStep> epilogue = decode_epilogue(read_code(stack.regs.ip));
+        std::array<uint8_t, kEpilogueCodeBytes> code;
+        std::span<const uint8_t> code_read(code.data(), cfi->read_file_code(lookup_addr - module->load_bias, code));
+        if (code_read.empty() && read_code) code_read = read_code(stack.regs.ip);
+        std::optional<EpilogueStep> epilogue = decode_epilogue(code_read);
         if (epilogue && epilogue_step(*epilogue, stack, by_epilogue, epilogue_pc, epilogue_exact) &&
             epilogue_pc == pc && by_epilogue.value[kRsp] == regs.value[kRsp]) {
-          regs = by_epilogue;
-          ++out.epilogue_steps;
+          regs = by_epilogue;  // not an epilogue step of the summary's: this frame has CFI
         }
       }
       if (!cfi_end && module->jit) ++out.jit_cfi_steps;
