@@ -838,7 +838,6 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
   regs.set(kRsp, stack.regs.sp);
   regs.set(kRbp, stack.regs.bp);
   uint64_t pc = stack.regs.ip;
-  const Registers interrupted = regs;  // frame 0's, for the epilogue case below
   // Frame 0's pc is the interrupted instruction; a return address points after
   // its call, which may be the last instruction of the function, so look up
   // pc - 1 there. After a signal frame the pc is exact again.
@@ -884,7 +883,9 @@ void CfiUnwinder::unwind(const StackView& stack, const ModuleFinder& find_module
       // module's file first: the process (a short-lived one in ld.so's
       // start-up) may be gone by the time its sample is walked.
       if (interrupted_frame && !cfi_end && !regs.has(kRbp)) {
-        Registers by_epilogue = interrupted;
+        Registers by_epilogue;  // frame 0's registers, as the walk began
+        by_epilogue.set(kRsp, stack.regs.sp);
+        by_epilogue.set(kRbp, stack.regs.bp);
         uint64_t epilogue_pc = stack.regs.ip;
         bool epilogue_exact = true;
         std::array<uint8_t, kEpilogueCodeBytes> code;
