@@ -741,6 +741,11 @@ int off_cpu_sys_exit(struct bpf_raw_tracepoint_args* ctx) {
 
 #define PF_KTHREAD 0x00200000
 
+/* Processes the targets have started: while it is 0, user space samples -p
+ * targets with an event per thread; from the first, with an event per CPU,
+ * which samples short-lived processes fairly (sampling_events.h). */
+__u64 target_forks = 0;
+
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(follow_fork, struct task_struct* parent, struct task_struct* child) {
   if (!filter_by_tgid) return 0; /* every process is a target */
@@ -756,5 +761,6 @@ int BPF_PROG(follow_fork, struct task_struct* parent, struct task_struct* child)
   __u8 one = 1;
   if (bpf_map_update_elem(&target_tgids, &child_tgid, &one, BPF_ANY))
     count(PROFILE_COUNTER_SIDEBAND_LOST);
+  __sync_fetch_and_add(&target_forks, 1);
   return 0;
 }

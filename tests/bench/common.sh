@@ -237,6 +237,29 @@ profiler_ready() {
   esac
 }
 
+# wait_attached NAME PID ERR: waits (up to 10 s) until profiler PID holds a
+# perf event, then a second more for the rest; false, with ERR's last line
+# logged, when it exits first.
+wait_attached() {
+  local waited=0
+  while ((waited < 100)); do
+    kill -0 "$2" 2>/dev/null || { log "$1 exited early: $(tail -n 1 "$3")"; return 1; }
+    find "/proc/$2/fd" -lname '*perf_event*' 2>/dev/null | grep -q . && break
+    sleep 0.1; ((waited++))
+  done
+  sleep 1
+}
+
+# stop_profiler PID FILES...: stops profiler PID (SIGINT: it writes its
+# output), waits for it, removes FILES. Nothing when PID is empty.
+stop_profiler() {
+  [[ -n $1 ]] || return 0
+  kill -INT "$1" 2>/dev/null
+  wait "$1" 2>/dev/null
+  shift
+  rm -f "$@"
+}
+
 # Samples in a perf.data file (perf script ends each sample with a blank line).
 perf_sample_count() {
   perf script -i "$1" -F ip --no-inline 2>/dev/null | awk 'NF == 0 { if (inside) n++; inside = 0; next } { inside = 1 } END { print n + inside }'

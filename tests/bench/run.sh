@@ -77,7 +77,7 @@ source "$HERE/common.sh"
 # ------------------------------------------------------------------- main --
 
 # Every section, in the order a run without arguments takes them.
-ALL_SECTIONS=(lookup convert profile symbolize perfdata stacks deepstacks memory tail offcpu agent rust_peers syscalls reader diff serve)
+ALL_SECTIONS=(lookup convert profile symbolize perfdata stacks deepstacks memory tail offcpu agent rust_peers syscalls bystanders reader diff serve)
 is_section() {
   local name
   for name in "${ALL_SECTIONS[@]}"; do [[ $1 == "$name" ]] && return 0; done

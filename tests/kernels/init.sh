@@ -78,6 +78,13 @@ step doctor gsymprof doctor
 
 step profile gsymprof profile -F 499 -o /tmp/p.folded -- /fixture
 show p.folded /tmp/p.folded
+# -p of a running process: an event per thread (inherited), not per CPU.
+/fixture 8 &
+fixture_pid=$!
+sleep 0.5
+step pid gsymprof profile -F 499 -p "$fixture_pid" -o /tmp/pp.folded
+wait "$fixture_pid"
+show pp.folded /tmp/pp.folded
 step record gsymprof record -F 499 -o /tmp/c.gsymcap -- /fixture
 show c.gsymcap /tmp/c.gsymcap 2048
 step symbolize gsymprof symbolize /tmp/c.gsymcap -o /tmp/s.folded

@@ -3,8 +3,9 @@
 # KVM fails on these machines, see field-notes "Kernels") with the
 # initramfs from make-initramfs.sh, and checks what its /init (init.sh)
 # printed on the serial console:
-#   - gsymprof profile, record and symbolize each exited 0;
-#   - in profile's output and in symbolize's, the fixture's dominant stack
+#   - gsymprof profile (-- CMD and -p PID), record and symbolize each
+#     exited 0;
+#   - in both profiles' output and in symbolize's, the fixture's dominant stack
 #     (>= 50% of its samples) runs from _start to main;hot_loop;hot_step_[i]:
 #     complete (unwound to the root without frame pointers) and named, with
 #     the inline frame.
@@ -93,10 +94,11 @@ status() { awk -v s="$M STATUS $1" 'index($0, s " ") == 1 {print $5; exit}' "$LO
 # seconds NAME: how long step NAME took in the guest.
 seconds() { awk -v s="$M STATUS $1" 'index($0, s " ") == 1 {print $6; exit}' "$LOG"; }
 
-for name in version doctor profile record symbolize offcpu; do
+for name in version doctor profile pid record symbolize offcpu; do
   section "$name.stderr" >"$OUT/$name.stderr"
 done
 section p.folded >"$OUT/p.folded"
+section pp.folded >"$OUT/pp.folded"
 section s.folded >"$OUT/s.folded"
 section o.folded >"$OUT/o.folded"
 
@@ -143,7 +145,7 @@ dominant() {
 }
 
 problems=() notes=()
-for step in profile record symbolize offcpu; do
+for step in profile pid record symbolize offcpu; do
   rc=$(status "$step")
   if [[ -z $rc ]]; then problems+=("$step: no exit status printed")
   elif [[ $rc != 0 ]]; then
@@ -171,6 +173,10 @@ fi
 if [[ $(status profile) == 0 ]]; then
   r=$(dominant "$OUT/p.folded")
   if [[ $r == OK* ]]; then notes+=("profile: ${r#OK }"); else problems+=("profile output: ${r#BAD }"); fi
+fi
+if [[ $(status pid) == 0 ]]; then
+  r=$(dominant "$OUT/pp.folded")
+  if [[ $r == OK* ]]; then notes+=("profile -p: ${r#OK }"); else problems+=("profile -p output: ${r#BAD }"); fi
 fi
 if [[ $(status record) == 0 && $(status symbolize) == 0 ]]; then
   r=$(dominant "$OUT/s.folded")

@@ -39,7 +39,7 @@ Modes modes_for(const KernelFeatures& k) {
   const KernelFeature* missing = k.missing_for_sampling();
   m.sampling = missing ? std::string("unavailable: needs ") + missing->name + " (Linux " +
                              missing->since + ")"
-                       : "BPF on a cpu-clock perf event per CPU";
+                       : "BPF on cpu-clock perf events: per CPU, or per target thread for -p until a target forks";
   if (k.has("task_pt_regs") && k.has("ringbuf_dynptr"))
     m.call_graph = k.has("find_vma")
                        ? "dwarf (stack copy + CFI) and fp"

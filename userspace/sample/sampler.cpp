@@ -2,9 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <linux/perf_event.h>
 #include <sys/epoll.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +24,7 @@
 #include "userspace/sample/kernel_features.h"
 #include "userspace/sample/perf_sideband.h"
 #include "userspace/sample/ring_records.h"
+#include "userspace/sample/sampling_events.h"
 
 namespace gsymprof {
 namespace {
@@ -90,8 +89,12 @@ struct Sampler::State {
   EventSink* sink = nullptr;
   profile_bpf* skel = nullptr;
   std::unique_ptr<BpfRingReader> ring;
-  std::vector<bpf_link*> perf_links;
-  std::vector<int> perf_fds;
+  // The cpu-clock events sample_stack runs on; per thread when
+  // cpu_events_per_thread (add_target attaches the new target's threads).
+  std::unique_ptr<SamplingEvents> cpu_events;
+  bool cpu_events_per_thread = false;
+  uint32_t frequency_hz = 0;
+  std::vector<int> cpus;  // online at the start
   // The kernel's side-band records (null when the kernel refused them).
   std::unique_ptr<PerfSideband> sideband;
   std::unique_ptr<SidebandTargets> targets;
@@ -109,9 +112,8 @@ struct Sampler::State {
 
   ~State() {
     if (epoll_fd >= 0) ::close(epoll_fd);
-    for (bpf_link* link : perf_links) bpf_link__destroy(link);
+    cpu_events.reset();  // its links before the program they hold
     for (bpf_link* link : off_cpu_links) bpf_link__destroy(link);
-    for (int fd : perf_fds) ::close(fd);
     if (skel) profile_bpf__destroy(skel);
   }
 
@@ -243,36 +245,34 @@ gsym::Status configure(profile_bpf* skel, const SamplerOptions& options, const K
   return gsym::Status::success();
 }
 
-// One cpu-clock perf event per online CPU at the chosen rate, each running
-// sample_stack.
+// The cpu-clock events sample_stack runs on: an event per CPU, or with
+// per_thread_events an event per thread of each target (sampling_events.h),
+// unless the targets have so many threads that an event per CPU costs less.
 gsym::Status attach_cpu_clocks(Sampler::State& state, const SamplerOptions& options,
                                const std::vector<int>& cpus) {
-  for (int cpu : cpus) {
-    perf_event_attr attr{};
-    attr.size = sizeof(attr);
-    attr.type = PERF_TYPE_SOFTWARE;
-    attr.config = PERF_COUNT_SW_CPU_CLOCK;
-    attr.freq = 1;
-    attr.sample_freq = options.frequency_hz;
-    int fd = static_cast<int>(
-        syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
-    if (fd < 0) {
-      if (errno == ENODEV) continue;  // went offline meanwhile
-      int saved = errno;
-      std::string what = "perf_event_open(cpu-clock, cpu " + std::to_string(cpu) + ", " +
-                         std::to_string(options.frequency_hz) + " Hz)";
-      if (saved == EINVAL)
-        return gsym::Error(what + ": " + std::strerror(saved) +
-                           " (frequency above kernel.perf_event_max_sample_rate?)");
-      return bpf_error(what, saved);
+  state.frequency_hz = options.frequency_hz;
+  state.cpus = cpus;
+  state.cpu_events = std::make_unique<SamplingEvents>(state.skel->progs.sample_stack, options.frequency_hz);
+  if (options.filter_by_tgid && options.per_thread_events) {
+    size_t threads = 0;
+    for (uint32_t tgid : options.target_tgids)
+      if (auto tids = process_threads(tgid)) threads += tids->size();
+    if (threads <= kMaxThreadEvents) {
+      state.cpu_events_per_thread = true;
+      for (uint32_t tgid : options.target_tgids) {
+        auto status = state.cpu_events->attach_process(tgid);
+        // A target gone already is the session's to notice (it stops when
+        // every target has exited); it has nothing left to sample.
+        if (!status && status.error().code != gsym::ErrorCode::NotFound) return status;
+      }
+      return gsym::Status::success();
     }
-    state.perf_fds.push_back(fd);
-    bpf_link* link = bpf_program__attach_perf_event(state.skel->progs.sample_stack, fd);
-    if (!link) return bpf_error("cannot attach to cpu " + std::to_string(cpu), errno);
-    state.perf_links.push_back(link);
+    state.notices.push_back("sampling every CPU: the targets have " + std::to_string(threads) +
+                            " threads, above the " + std::to_string(kMaxThreadEvents) +
+                            " that get an event each; every CPU is interrupted at the rate, not only "
+                            "those running a target");
   }
-  if (state.perf_links.empty()) return gsym::Error("no online CPU to sample");
-  return gsym::Status::success();
+  return state.cpu_events->attach_cpus(cpus);
 }
 
 // --off-cpu, --wall: the sched_switch and sys_exit tracepoints. Without
@@ -422,6 +422,8 @@ gsym::Status Sampler::add_target(uint32_t tgid) {
                            sizeof(one), BPF_ANY))
     return bpf_error("cannot add target pid " + std::to_string(tgid), errno);
   state_->targets->add(tgid, monotonic_ns());
+  if (state_->cpu_events && state_->cpu_events_per_thread)
+    if (auto status = state_->cpu_events->attach_process(tgid); !status) return status.error();
   return {};
 }
 
@@ -461,6 +463,7 @@ gsym::Expected<int> Sampler::poll(int timeout_ms) {
   // Most sample records are submitted without a wakeup (wakeup_bytes in
   // profile.bpf.c), so read the ring after every wait.
   auto drained = drain_rings();
+  sample_every_cpu_once_targets_fork();
   // The summed short waits once a second: a map walk costs a system call
   // per entry.
   if (drained && state_->off_cpu && monotonic_ns() - state_->short_waits_read_at >= 1000000000ull)
@@ -472,6 +475,30 @@ gsym::Expected<int> Sampler::drain() {
   auto drained = drain_rings();
   if (drained && state_->off_cpu) state_->deliver_short_waits();
   return drained;
+}
+
+// -p targets are sampled with an event per thread until one starts a
+// process (follow_fork counts them): inherited events start a whole period
+// at each new process, so processes that run less than a period would never
+// be sampled (a /bin/true loop: 0.4x the samples its CPU time is worth).
+// From then on an event per CPU, as for -- CMD. The new events are attached
+// disabled and enabled once the old are gone: no sample is taken twice,
+// and the gap is the time to close the old ones.
+void Sampler::sample_every_cpu_once_targets_fork() {
+  State& state = *state_;
+  if (!state.cpu_events_per_thread || !state.skel->bss ||
+      __atomic_load_n(&state.skel->bss->target_forks, __ATOMIC_RELAXED) == 0)
+    return;
+  state.cpu_events_per_thread = false;
+  auto every_cpu = std::make_unique<SamplingEvents>(state.skel->progs.sample_stack, state.frequency_hz);
+  if (auto status = every_cpu->attach_cpus(state.cpus, false); !status) {
+    state.notices.push_back("sampling stays per thread (" + status.error().message +
+                            "): a process the targets start is sampled only after a whole period of its CPU time");
+    return;
+  }
+  state.cpu_events = std::move(every_cpu);  // closes the per-thread events
+  if (auto enabled = state.cpu_events->enable(); !enabled)
+    state.notices.push_back("sampling stopped when the targets started a process: " + enabled.error().message);
 }
 
 gsym::Expected<int> Sampler::drain_rings() {

@@ -38,6 +38,11 @@ struct SamplerOptions {
   bool filter_by_tgid = false;         // false: every process (whole system)
   std::vector<uint32_t> target_tgids;  // with filter_by_tgid
   bool follow_forks = true;            // children of targets become targets
+  // With filter_by_tgid: sample target_tgids with an event per thread,
+  // inherited (sampling_events.h), instead of an event per CPU. For running
+  // processes (-p); a launched command's tree (-- CMD) keeps events per CPU,
+  // which sample its short-lived processes fairly.
+  bool per_thread_events = false;
   // A power of two; 0: sized by ring_buffer_bytes_for from the CPUs, the
   // rate and the record size.
   size_t ring_buffer_bytes = 0;
@@ -89,7 +94,8 @@ class Sampler {
   SamplerCounters counters() const;
   // Side-band events lost (one counter of counters()); 1 without a side-band.
   uint64_t sideband_lost() const;
-  // What this kernel cannot do and what is lost, a line each (empty: all).
+  // What this kernel cannot do and what is lost, a line each (empty: all);
+  // a line is added if sampling cannot change its events mid-session.
   const std::vector<std::string>& notices() const;
   // Whether the kernel's side-band records are read (false: /proc only).
   bool sideband_on() const;
@@ -99,6 +105,7 @@ class Sampler {
 
  private:
   gsym::Expected<int> drain_rings();
+  void sample_every_cpu_once_targets_fork();
   explicit Sampler(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };

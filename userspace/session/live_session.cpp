@@ -40,6 +40,7 @@ SamplerOptions sampler_options_for(const TargetOptions& targets, size_t ring_buf
   sampler_options.frequency_hz = targets.frequency_hz;
   sampler_options.filter_by_tgid = !targets.whole_system();
   sampler_options.target_tgids = targets.pids;
+  sampler_options.per_thread_events = !targets.pids.empty() && targets.command.empty();
   sampler_options.ring_buffer_bytes = ring_buffer_bytes;
   if (targets.call_graph == CallGraph::Dwarf) sampler_options.stack_copy_bytes = targets.stack_copy_bytes;
   sampler_options.kernel_stacks = targets.kernel_stacks;

@@ -392,6 +392,7 @@ gsym::Expected<Capture> run_sampling_session(const SessionOptions& options, Sess
   SamplerCounters counters = (*sampler)->counters();
   const size_t ring_buffer_bytes = (*sampler)->ring_buffer_bytes();
   const bool sideband_on = (*sampler)->sideband_on();
+  features_off = (*sampler)->notices();  // with any the session added
   // Everything the command started (its descendants, also those its exit
   // orphaned), stopped with it when sampling ends first.
   std::vector<uint32_t> command_tree;

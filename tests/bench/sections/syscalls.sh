@@ -23,21 +23,10 @@ syscalls_profiler_start() {
     gsymprof-offcpu) "$GSYMPROF" profile --off-cpu -F 99 -o "$TMP/sc.folded" 2>"$TMP/sc.err" & SC_PROF=$! ;;
     perf) perf record -q -a -g -F 99 -o "$TMP/sc.perf.data" 2>"$TMP/sc.err" & SC_PROF=$! ;;
   esac
-  local waited=0
-  while ((waited < 100)); do
-    kill -0 "$SC_PROF" 2>/dev/null || { log "$1 exited early: $(tail -n 1 "$TMP/sc.err")"; return 1; }
-    find "/proc/$SC_PROF/fd" -lname '*perf_event*' 2>/dev/null | grep -q . && break
-    sleep 0.1; ((waited++))
-  done
-  sleep 1
+  wait_attached "$1" "$SC_PROF" "$TMP/sc.err"
 }
 
-syscalls_profiler_stop() {
-  [[ -n $SC_PROF ]] || return 0
-  kill -INT "$SC_PROF" 2>/dev/null
-  wait "$SC_PROF" 2>/dev/null
-  rm -f "$TMP/sc.perf.data" "$TMP/sc.folded"
-}
+syscalls_profiler_stop() { stop_profiler "$SC_PROF" "$TMP/sc.perf.data" "$TMP/sc.folded"; }
 
 section_syscalls() {
   section_begin syscalls
