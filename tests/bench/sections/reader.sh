@@ -20,6 +20,10 @@
 READER_SHORT=${READER_SHORT:-1}
 READER_LONG=${READER_LONG:-10}
 READER_BASELINE=${READER_BASELINE:-}
+# 0: no paired runs. They mislead against a build that samples -p targets
+# with an event per CPU (before 05e8a8a): its interrupts on the readers' CPU
+# are charged to whichever reader runs there, ours included.
+READER_PAIRED=${READER_PAIRED:-1}
 
 # The workload: sqlite3's recursive CTE loop on CPU 1 (READER_PID).
 reader_workload_start() {
@@ -117,7 +121,10 @@ section_reader() {
     short_ratio=$(paste -d' ' "$TMP/reader.gsymprof" "$TMP/reader.baseline" | awk '$5 > 0 { print $1 / $5 }' | median)
     long_ratio=$(paste -d' ' "$TMP/reader.gsymprof" "$TMP/reader.baseline" | awk '$7 > 0 { print $3 / $7 }' | median)
     md
-    md "gsymprof / baseline, median of the per-round ratios: ${READER_SHORT} s session $(fmt "$short_ratio" 2)x, ${READER_LONG} s session $(fmt "$long_ratio" 2)x."
+    md "gsymprof / baseline, median of the per-round ratios: ${READER_SHORT} s session $(fmt "$short_ratio" 2)x, ${READER_LONG} s session $(fmt "$long_ratio" 2)x;"
+    md "per extra sample (the slopes) $(paste -d' ' "$TMP/reader.gsymprof" "$TMP/reader.baseline" |
+      awk '$4 > $2 && $8 > $6 && $7 > $5 { print (($3 - $1) / ($4 - $2)) / (($7 - $5) / ($8 - $6)) }' | spread 2)x."
+    [[ $READER_PAIRED == 1 ]] || { write_section reader "$SECTION_MD"; return; }
     # Paired: both at once on the same workload, the first started alternating.
     : > "$TMP/reader.pairs"
     reader_pair_run "$GSYMPROF" "$READER_BASELINE" 1 a > /dev/null  # warm the caches
