@@ -47,7 +47,10 @@ std::string rate_error(const std::string& what, int error, uint32_t frequency_hz
 gsym::Expected<std::vector<uint32_t>> process_threads(uint32_t tgid) {
   const std::string path = "/proc/" + std::to_string(tgid) + "/task";
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return gsym::Error::from_errno(errno, path + ": " + std::strerror(errno));
+  if (fd < 0) {
+    const int saved = errno;  // before the message's allocations
+    return gsym::Error::from_errno(saved, path + ": " + std::strerror(saved));
+  }
   DIR* dir = ::fdopendir(fd);
   if (!dir) {
     int saved = errno;
