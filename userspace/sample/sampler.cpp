@@ -89,8 +89,8 @@ struct Sampler::State {
   EventSink* sink = nullptr;
   profile_bpf* skel = nullptr;
   std::unique_ptr<BpfRingReader> ring;
-  // The cpu-clock events sample_stack runs on; per thread when
-  // cpu_events_per_thread (add_target attaches the new target's threads).
+  // The cpu-clock events sample_stack runs on; per thread (-p) while
+  // cpu_events_per_thread, until a target forks.
   std::unique_ptr<SamplingEvents> cpu_events;
   bool cpu_events_per_thread = false;
   uint32_t frequency_hz = 0;
